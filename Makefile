@@ -1,0 +1,37 @@
+# The two commands of the README: `make run` and `make test`. Each sets up what it needs.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+# This machine's set-up pins torch to the CPU build on local disk; the package itself
+# accepts a range (pyproject.toml), so a CUDA machine keeps the torch it has.
+TORCH  ?= torch==2.13.0
+ARGS   ?=
+
+.PHONY: run test setup-run setup-test clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+
+$(VENV)/.setup-run: $(BIN)/python pyproject.toml
+	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/python -m pip install -q "$(TORCH)"
+	$(BIN)/python -m pip install -q -e .
+	touch $@
+
+$(VENV)/.setup-test: $(VENV)/.setup-run
+	$(BIN)/python -m pip install -q -e ".[test]"
+	touch $@
+
+setup-run: $(VENV)/.setup-run
+setup-test: $(VENV)/.setup-test
+
+## make run: set up, then run the default suite (matmul and elementwise on every backend)
+run: setup-run
+	$(BIN)/gpuvs run $(ARGS)
+
+## make test: set up the test tools, then run the test suite (GPU tests skip without CUDA)
+test: setup-test
+	$(BIN)/python -m pytest $(ARGS)
+
+clean:
+	rm -rf $(VENV) build *.egg-info src/*.egg-info

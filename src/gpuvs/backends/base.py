@@ -1,0 +1,105 @@
+"""What every backend knows: availability, devices, clocks, data movement, memory.
+
+A backend never imports its framework at module top level — only inside the methods
+that need it — so `gpuvs --help` and the parent process stay free of torch, CuPy and JAX.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any, ClassVar
+
+import numpy as np
+
+from gpuvs.measure import Clock
+
+GiB = 1024**3
+
+
+def host_memory_free() -> int:
+    """Bytes the host can still give: `available`, read now (VMs may grow it later)."""
+    import psutil
+
+    return int(psutil.virtual_memory().available)
+
+
+def cuda_index(device: str) -> int:
+    """`'cuda'` → 0, `'cuda:1'` → 1."""
+    _, _, idx = device.partition(":")
+    return int(idx) if idx else 0
+
+
+class Backend(ABC):
+    """One array framework, on one or more devices."""
+
+    name: ClassVar[str]
+    device_kinds: ClassVar[tuple[str, ...]]  # "cpu" and/or "cuda"
+    dtypes: ClassVar[tuple[str, ...]]
+    module: ClassVar[str]  # the import name, for versions and 'not installed'
+
+    def version(self) -> str | None:
+        """The framework's version, or None when it is not installed."""
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            return version(self.distribution)
+        except PackageNotFoundError:
+            return None
+
+    @property
+    def distribution(self) -> str:
+        return self.module
+
+    def unavailable_reason(self, device: str = "cpu") -> str | None:
+        """None when this backend can run on `device`; else one readable line why not."""
+        import importlib.util
+
+        if importlib.util.find_spec(self.module) is None:
+            return f"{self.name} is not installed (pip install 'gpuvs[{self.name}]')"
+        kind = device.partition(":")[0]
+        if kind not in self.device_kinds:
+            return f"{self.name} does not run on {kind}; it runs on {', '.join(self.device_kinds)}"
+        return self._device_reason(device)
+
+    def _device_reason(self, device: str) -> str | None:
+        return None
+
+    @abstractmethod
+    def clock(self, device: str) -> Clock:
+        """How to synchronise and time work on `device`."""
+
+    @abstractmethod
+    def from_numpy(self, a: np.ndarray, device: str, dtype: str) -> Any:
+        """A copy of host array `a` on `device`, cast to `dtype`."""
+
+    @abstractmethod
+    def to_numpy(self, x: Any) -> np.ndarray:
+        """Bring `x` back to the host (float64 where NumPy lacks the dtype)."""
+
+    @abstractmethod
+    def ones(self, shape: tuple[int, ...], dtype: str, device: str) -> Any: ...
+
+    def memory_free(self, device: str) -> int:
+        """Free bytes where this backend's arrays on `device` live."""
+        return host_memory_free()
+
+    def empty_cache(self, device: str) -> None:
+        """Return cached blocks so the next case (or another framework) can use them."""
+
+    def is_oom(self, exc: BaseException) -> bool:
+        return isinstance(exc, MemoryError)
+
+    def is_fatal(self, exc: BaseException) -> bool:
+        """True when `exc` poisons the process (sticky CUDA errors): replace the worker."""
+        return False
+
+    def threads(self) -> int | None:
+        """CPU threads this backend computes with, for fair-comparison tables."""
+        return None
+
+    def facts(self, device: str) -> dict[str, Any]:
+        """What the environment table and the store record about this backend."""
+        return {"version": self.version(), "threads": self.threads()}
+
+    def prepare_worker(self) -> None:
+        """Set-up a worker does once, before importing the framework (env variables)."""

@@ -1,0 +1,163 @@
+"""PyTorch on the CPU and on CUDA devices (`cuda:N`).
+
+CUDA work is asynchronous: samples are CUDA-event intervals, read with one
+synchronisation per batch, and every host-clock reading is preceded by
+`torch.cuda.synchronize`.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+from gpuvs.backends import register
+from gpuvs.backends.base import Backend, cuda_index
+from gpuvs.measure import Clock, DeviceTimer, HostClock
+
+
+class CudaEventTimer:
+    """Pairs of CUDA events on the current stream; `elapsed` waits on the last one only."""
+
+    def __init__(self) -> None:
+        self._pairs: list[tuple[Any, Any]] = []
+        self._start: Any = None
+
+    def _event(self) -> Any:
+        import torch
+
+        e = torch.cuda.Event(enable_timing=True)
+        e.record()
+        return e
+
+    def start(self) -> None:
+        self._start = self._event()
+
+    def stop(self) -> None:
+        self._pairs.append((self._start, self._event()))
+
+    def elapsed(self) -> list[float]:
+        if not self._pairs:
+            return []
+        self._pairs[-1][1].synchronize()
+        out = [a.elapsed_time(b) / 1e3 for a, b in self._pairs]
+        self._pairs.clear()
+        return out
+
+
+class TorchCudaClock:
+    name = "cuda_events"
+    is_async = True
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+
+    def now(self) -> float:
+        return time.perf_counter()
+
+    def synchronize(self, result: object = None) -> None:
+        import torch
+
+        torch.cuda.synchronize(self.index)
+
+    def timer(self) -> DeviceTimer | None:
+        return CudaEventTimer()
+
+
+@register
+class TorchBackend(Backend):
+    name = "torch"
+    device_kinds = ("cpu", "cuda")
+    dtypes = ("float16", "bfloat16", "float32", "float64")
+    module = "torch"
+
+    def _device_reason(self, device: str) -> str | None:
+        if not device.startswith("cuda"):
+            return None
+        import torch
+
+        if torch.version.cuda is None:
+            return f"no CUDA device (torch {torch.__version__} is a CPU-only build)"
+        try:
+            count = torch.cuda.device_count()
+        except RuntimeError as e:  # driver too old or broken
+            return f"CUDA driver error: {str(e).splitlines()[0]}"
+        if count == 0:
+            return "no CUDA device (torch sees none)"
+        if cuda_index(device) >= count:
+            return f"no device {device}; torch sees {count} (cuda:0..cuda:{count - 1})"
+        return None
+
+    def clock(self, device: str) -> Clock:
+        if device.startswith("cuda"):
+            import torch
+
+            torch.cuda.set_device(cuda_index(device))
+            return TorchCudaClock(cuda_index(device))
+        return HostClock()
+
+    def from_numpy(self, a: np.ndarray, device: str, dtype: str) -> Any:
+        import torch
+
+        return torch.tensor(a, dtype=getattr(torch, dtype), device=device)
+
+    def to_numpy(self, x: Any) -> np.ndarray:
+        import torch
+
+        t = x.detach().cpu()
+        if t.dtype == torch.bfloat16:
+            t = t.to(torch.float32)
+        return t.numpy()
+
+    def ones(self, shape: tuple[int, ...], dtype: str, device: str) -> Any:
+        import torch
+
+        return torch.ones(shape, dtype=getattr(torch, dtype), device=device)
+
+    def memory_free(self, device: str) -> int:
+        if not device.startswith("cuda"):
+            return super().memory_free(device)
+        import torch
+
+        idx = cuda_index(device)
+        free, _ = torch.cuda.mem_get_info(idx)
+        cached = torch.cuda.memory_reserved(idx) - torch.cuda.memory_allocated(idx)
+        return int(free + cached)
+
+    def empty_cache(self, device: str) -> None:
+        if device.startswith("cuda"):
+            import torch
+
+            torch.cuda.empty_cache()
+
+    def is_oom(self, exc: BaseException) -> bool:
+        import torch
+
+        return isinstance(exc, (torch.OutOfMemoryError, MemoryError))
+
+    def is_fatal(self, exc: BaseException) -> bool:
+        import torch
+
+        accelerator_error = getattr(torch, "AcceleratorError", ())
+        if isinstance(exc, accelerator_error):
+            return True
+        return isinstance(exc, RuntimeError) and "CUDA error" in str(exc) and not self.is_oom(exc)
+
+    def threads(self) -> int | None:
+        import torch
+
+        return int(torch.get_num_threads())
+
+    def facts(self, device: str) -> dict[str, Any]:
+        import torch
+
+        facts = super().facts(device) | {"cuda": torch.version.cuda}
+        if device.startswith("cuda") and self._device_reason(device) is None:
+            idx = cuda_index(device)
+            facts |= {
+                "device_name": torch.cuda.get_device_name(idx),
+                "tf32_matmul": bool(torch.backends.cuda.matmul.allow_tf32),
+                "cudnn": torch.backends.cudnn.version(),
+            }
+        return facts

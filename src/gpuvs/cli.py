@@ -1,0 +1,245 @@
+"""The `gpuvs` command. The only module that prints or chooses exit codes.
+
+Exit codes: 0 a run that finished (cases may still be skipped, unavailable, OOM or timed
+out: those are results); 1 a run with a wrong result or a crashed case; 2 bad usage.
+"""
+
+from __future__ import annotations
+
+import secrets
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+
+from gpuvs.errors import GpuvsError
+
+app = typer.Typer(
+    help="Is the GPU faster than the CPU for this work, by how much, from what size on, "
+         "and why? gpuvs runs the same workload on NumPy, PyTorch (CPU and CUDA), CuPy and "
+         "JAX, times each case correctly (synchronised, device events, warm-up, CIs) in "
+         "isolated workers, and saves every result as it finishes.",
+    no_args_is_help=True, add_completion=False, rich_markup_mode=None,
+)
+
+EXIT_FAILED_RUN, EXIT_USAGE = 1, 2
+T = TypeVar("T")
+
+
+def _console(stderr: bool = False) -> Any:
+    from rich.console import Console
+
+    return Console(stderr=stderr, highlight=False)
+
+
+@contextmanager
+def _usage_errors() -> Iterator[None]:
+    """Every deliberate gpuvs error becomes one red line and exit code 2."""
+    try:
+        yield
+    except GpuvsError as e:
+        _console(stderr=True).print(f"[red]error:[/red] {e}", markup=True, soft_wrap=True)
+        raise typer.Exit(EXIT_USAGE) from None
+
+
+def _split(values: list[str] | None) -> tuple[str, ...]:
+    """Repeated options and comma lists alike: `-b numpy,torch -b jax`."""
+    return tuple(v.strip() for item in values or () for v in item.split(",") if v.strip())
+
+
+Multi = Annotated[list[str] | None, typer.Option()]
+DbOption = Annotated[str | None, typer.Option(
+    "--db", help="Results database (SQLite path). Default: $GPUVS_DB, else the user data "
+                 "directory.")]
+
+
+def _open_store(db: str | None) -> Any:
+    from gpuvs.store import open_store
+
+    return open_store(db)
+
+
+@app.command()
+def run(
+    workload: Annotated[list[str] | None, typer.Option(
+        "--workload", "-w", help="Workload(s) to run; default: all. See `gpuvs list`.")] = None,
+    variant: Annotated[list[str] | None, typer.Option(
+        help="as_written, correct or tuned; default: each workload's own.")] = None,
+    backend: Annotated[list[str] | None, typer.Option(
+        "--backend", "-b", help="numpy, torch, cupy, jax; default: all.")] = None,
+    device: Annotated[list[str] | None, typer.Option(
+        "--device", "-d", help="cpu, cuda or cuda:N; default: cpu and cuda.")] = None,
+    dtype: Annotated[list[str] | None, typer.Option(
+        help="float16, bfloat16, float32, float64; default: the workload's (float32).")] = None,
+    sizes: Annotated[list[str] | None, typer.Option(
+        "--sizes", "-s", help="Sizes: a list (1000,4096) or a range START:STOP[:FACTOR] "
+                              "(1e3:1e7 steps ×10; 64:4096:2 doubles).")] = None,
+    budget: Annotated[float | None, typer.Option(
+        help="Sampling seconds per case (default 1). More budget, tighter intervals.")] = None,
+    timeout: Annotated[float | None, typer.Option(
+        help="Seconds before a case is killed and recorded as timeout (default 300).")] = None,
+    criterion: Annotated[str | None, typer.Option(
+        help="When to stop sampling: median-ci[:rel=0.01], stdrel[:max_noise=0.005], "
+             "fixed[:n=7].")] = None,
+    db: DbOption = None,
+    json_path: Annotated[Path | None, typer.Option(
+        "--json", help="Also write the run (config, environment, raw samples) here.")] = None,
+    resume: Annotated[str | None, typer.Option(
+        help="Finish an interrupted run: skip its recorded cases, run the rest.")] = None,
+) -> None:
+    """Run workloads on every backend and device, and print a table per workload."""
+    from gpuvs import config as cfg
+
+    with _usage_errors():
+        store = _open_store(db)
+        if resume:
+            run_record = store.get_run(resume)
+            config = cfg.RunConfig(**_config_fields(run_record.config)).validate()
+        else:
+            config = cfg.build({
+                "workloads": _split(workload), "variants": _split(variant),
+                "backends": _split(backend), "devices": _split(device),
+                "dtypes": _split(dtype), "sizes": cfg.parse_sizes(_split(sizes)),
+                "budget_s": budget, "timeout_s": timeout, "criterion": criterion,
+            })
+            run_record = None
+    code = _execute(store, config, run_record, json_path)
+    raise typer.Exit(code)
+
+
+def _config_fields(stored: Any) -> dict[str, Any]:
+    return {k: tuple(v) if isinstance(v, list) else v for k, v in dict(stored).items()}
+
+
+def _execute(store: Any, config: Any, run_record: Any, json_path: Path | None) -> int:
+    from dataclasses import replace
+
+    from gpuvs import env, plan, runner
+    from gpuvs.model import Run, Status
+    from gpuvs.report import console as con
+    from gpuvs.report.layout import result_tables, status_line
+
+    cases = plan.expand(config)
+    skip: frozenset[str] = frozenset()
+    if run_record is None:
+        run_record = Run(_new_run_id(), _now(), config.to_dict(), env.collect())
+        store.create_run(run_record)
+    else:
+        skip = frozenset(store.finished_keys(run_record.run_id))
+    out = _console()
+    out.print(f"run {run_record.run_id}: {len(cases) - len(skip)} cases "
+              f"({len(skip)} already recorded)" if skip else
+              f"run {run_record.run_id}: {len(cases)} cases")
+    with _progress(len(cases) - len(skip)) as advance:
+        summary = runner.execute(run_record.run_id, cases, config, store,
+                                 on_result=advance, skip_keys=skip)
+    store.finish_run(run_record.run_id, "finished", _now())
+    measurements = store.measurements(run_record.run_id)
+    con.print_tables(result_tables(measurements), out)
+    out.print(f"run {run_record.run_id} finished: {status_line(summary.counts)}. "
+              f"Saved to {store.path}; `gpuvs show {run_record.run_id}` prints it again.")
+    if json_path:
+        from gpuvs.store.export import write_json
+
+        write_json(json_path, replace(store.get_run(run_record.run_id)), measurements)
+        out.print(f"wrote {json_path}")
+    failed = summary.counts.get(Status.WRONG_RESULT.value, 0) + summary.counts.get(
+        Status.CRASHED.value, 0)
+    return EXIT_FAILED_RUN if failed else 0
+
+
+@contextmanager
+def _progress(total: int) -> Iterator[Callable[[Any], None]]:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=_console(stderr=True), transient=True) as bar:
+        task = bar.add_task("measuring", total=total)
+
+        def advance(m: Any) -> None:
+            bar.update(task, advance=1, description=f"{m.case.key} → {m.status.value}")
+
+        yield advance
+
+
+def _new_run_id() -> str:
+    return time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S%z")
+
+
+@app.command()
+def show(run_id: Annotated[str, typer.Argument(help="A run id, or 'latest'.")],
+         db: DbOption = None) -> None:
+    """Print a stored run's tables again."""
+    from gpuvs.report import console as con
+    from gpuvs.report.layout import result_tables
+
+    with _usage_errors():
+        store = _open_store(db)
+        if run_id == "latest":
+            run_id = store.latest_run_id() or run_id
+        record = store.get_run(run_id)
+        out = _console()
+        out.print(f"run {record.run_id} · {record.status} · started {record.started_at} · "
+                  f"environment {record.environment.fingerprint}")
+        con.print_tables(result_tables(store.measurements(run_id)), out)
+
+
+@app.command(name="list")
+def list_() -> None:
+    """Workloads (variants, axes, default sizes), backends and stopping criteria."""
+    from gpuvs import backends, criteria, workloads
+    from gpuvs.units import size
+
+    out = _console()
+    out.print("[bold]workloads[/bold]")
+    for w in workloads.REGISTRY.all():
+        out.print(f"  {w.name:<12} {w.description}")
+        out.print(f"  {'':<12} variants: {', '.join(w.variants)}; dtypes: {', '.join(w.dtypes)}")
+        for params in w.param_sets():
+            axes = " ".join(f"{k}={v}" for k, v in params) or "(no axes)"
+            sizes = ", ".join(size(s) for s in w.default_sizes(params))
+            out.print(f"  {'':<12} {axes}: sizes {sizes}")
+    out.print("[bold]backends[/bold]")
+    for b in backends.REGISTRY.all():
+        installed = f"installed {b.version()}" if b.version() else "not installed"
+        out.print(f"  {b.name:<12} devices: {', '.join(b.device_kinds)}; dtypes: "
+                  f"{', '.join(b.dtypes)}; {installed}")
+    out.print(f"[bold]criteria[/bold]\n  {', '.join(criteria.names())}")
+
+
+@app.command(name="env")
+def env_() -> None:
+    """This machine: CPU, BLAS and threads, GPUs, driver, and each backend's availability."""
+    from rich.table import Table
+
+    from gpuvs import backends, env
+
+    out = _console()
+    facts = env.collect()
+    t = Table(title=f"environment {facts.fingerprint}", show_header=False, title_justify="left")
+    for label, value in env.describe(facts):
+        t.add_row(label, value)
+    out.print(t)
+    b = Table(title="backends", title_justify="left")
+    for col in ("backend", "device", "available", "version / why not"):
+        b.add_column(col)
+    for row in env.backend_rows(backends.REGISTRY.all()):
+        b.add_row(row["backend"], row["device"], "yes" if row["available"] else "no",
+                  row["version"] if row["available"] else row["reason"])
+    out.print(b)
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

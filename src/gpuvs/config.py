@@ -1,0 +1,140 @@
+"""RunConfig: what a run measures, from defaults + `[tool.gpuvs]` + flags, validated.
+
+Validation turns every bad value into one `UsageError` that names the value and what
+would be accepted, before any worker starts.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from gpuvs import backends, criteria, workloads
+from gpuvs.errors import UsageError
+from gpuvs.workloads.base import ITEMSIZE
+
+DEVICE_RE = re.compile(r"^(cpu|cuda(:\d+)?)$")
+VARIANTS = ("as_written", "correct", "tuned")
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """Everything that decides which cases run and how long each may take."""
+
+    workloads: tuple[str, ...] = ()     # () = every registered workload
+    variants: tuple[str, ...] = ()      # () = each workload's own variants
+    backends: tuple[str, ...] = ()      # () = every registered backend
+    devices: tuple[str, ...] = ("cpu", "cuda")
+    dtypes: tuple[str, ...] = ()        # () = each workload's default dtypes
+    sizes: tuple[int, ...] = ()         # () = each workload's default sizes
+    budget_s: float = 1.0
+    timeout_s: float = 300.0
+    criterion: str = "median-ci"
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def validate(self) -> RunConfig:
+        for name in self.workloads:
+            workloads.get(name)
+        for name in self.backends:
+            backends.get(name)
+        _check_known("variant", self.variants, VARIANTS)
+        _check_known("dtype", self.dtypes, tuple(ITEMSIZE))
+        for device in self.devices:
+            if not DEVICE_RE.match(device):
+                raise UsageError(f"unknown device {device!r}; accepted: cpu, cuda, cuda:N")
+        for name in self.backends:  # a dtype the user named on a backend the user named
+            backend = backends.get(name)
+            for dtype in self.dtypes:
+                if dtype not in backend.dtypes:
+                    raise UsageError(f"{name} has no {dtype}; it supports "
+                                     f"{', '.join(backend.dtypes)}")
+        for label, value in (("--budget", self.budget_s), ("--timeout", self.timeout_s)):
+            if not (math.isfinite(value) and value > 0):
+                raise UsageError(f"{label} must be a positive number of seconds; got {value}")
+        criteria.parse(self.criterion)
+        return self
+
+
+def _check_known(kind: str, given: Sequence[str], known: Sequence[str]) -> None:
+    for value in given:
+        if value not in known:
+            raise UsageError(f"unknown {kind} {value!r}; known: {', '.join(known)}")
+
+
+def parse_sizes(specs: Sequence[str]) -> tuple[int, ...]:
+    """`['1e3:1e6']` → 1000, 10000, 100000, 1000000; `['64:1024:2']` doubles; `['5,7']`."""
+    out: list[int] = []
+    for spec in specs:
+        for part in filter(None, (p.strip() for p in spec.split(","))):
+            if ":" in part:
+                out.extend(_size_range(part))
+            else:
+                out.append(_positive_int(part))
+    return tuple(sorted(set(out)))
+
+
+def _size_range(spec: str) -> list[int]:
+    bits = spec.split(":")
+    if len(bits) not in (2, 3):
+        raise UsageError(f"size range {spec!r} must be START:STOP or START:STOP:FACTOR")
+    start, stop = _positive_int(bits[0]), _positive_int(bits[1])
+    factor = float(bits[2]) if len(bits) == 3 and _is_number(bits[2]) else 10.0
+    if len(bits) == 3 and not (_is_number(bits[2]) and factor > 1):
+        raise UsageError(f"size range factor {bits[2]!r} must be a number above 1")
+    if stop < start:
+        raise UsageError(f"size range {spec!r} ends before it starts")
+    sizes, s = [], float(start)
+    while s <= stop * (1 + 1e-9):
+        sizes.append(round(s))
+        s *= factor
+    return sizes
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value >= 1 and value == int(value)):
+        raise UsageError(f"size {text!r} is not a positive integer; e.g. 4096, 1e6, "
+                         "1e3:1e7 or 64:4096:2")
+    return int(value)
+
+
+def from_pyproject(path: Path = Path("pyproject.toml")) -> dict[str, Any]:
+    """The `[tool.gpuvs]` table of the user's pyproject.toml, or {}."""
+    if not path.is_file():
+        return {}
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - Python 3.10
+        import tomli as tomllib
+    with path.open("rb") as f:
+        table = tomllib.load(f).get("tool", {}).get("gpuvs", {})
+    known = {f.name for f in fields(RunConfig)}
+    unknown = sorted(set(table) - known)
+    if unknown:
+        raise UsageError(f"unknown key {unknown[0]!r} in [tool.gpuvs] of {path}; "
+                         f"known: {', '.join(sorted(known))}")
+    return {k: tuple(v) if isinstance(v, list) else v for k, v in table.items()}
+
+
+def build(flags: Mapping[str, Any], pyproject: Path = Path("pyproject.toml")) -> RunConfig:
+    """Defaults, overridden by `[tool.gpuvs]`, overridden by the flags that were given."""
+    given = {k: v for k, v in flags.items() if v not in (None, ())}
+    return RunConfig(**(from_pyproject(pyproject) | given)).validate()

@@ -1,0 +1,119 @@
+"""Stopping criteria: when a case has enough samples.
+
+A criterion is a pure object fed numbers (nvbench's `stopping_criterion`): `add(sample)`
+then `done()`. No clock, no device, so each is tested on synthetic streams. The budget
+(seconds per case) is enforced by the protocol, not here: a criterion only says whether
+the samples so far are good enough.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping
+from typing import ClassVar
+
+from gpuvs import stats
+from gpuvs.errors import UsageError
+
+_REGISTRY: dict[str, type[StoppingCriterion]] = {}
+
+
+def register(cls: type[StoppingCriterion]) -> type[StoppingCriterion]:
+    if cls.name in _REGISTRY:
+        raise ValueError(f"criterion {cls.name!r} is registered twice")
+    _REGISTRY[cls.name] = cls
+    return cls
+
+
+def names() -> tuple[str, ...]:
+    return tuple(sorted(_REGISTRY))
+
+
+class StoppingCriterion(ABC):
+    """Decides, from the samples so far, whether sampling may stop."""
+
+    name: ClassVar[str]
+    defaults: ClassVar[Mapping[str, float]]
+
+    def __init__(self, **params: float) -> None:
+        unknown = set(params) - set(self.defaults)
+        if unknown:
+            raise UsageError(
+                f"unknown parameter {sorted(unknown)[0]!r} for criterion {self.name!r}; "
+                f"accepted: {', '.join(sorted(self.defaults))}"
+            )
+        self.params = {**self.defaults, **params}
+        self.samples: list[float] = []
+
+    def add(self, sample: float) -> None:
+        if not math.isfinite(sample) or sample < 0:
+            raise ValueError(f"a sample must be a finite, non-negative time; got {sample!r}")
+        self.samples.append(sample)
+
+    @abstractmethod
+    def done(self) -> bool: ...
+
+
+@register
+class MedianCI(StoppingCriterion):
+    """Stop when the 95 % CI of the median is within ±`rel` of the median (default ±1 %)."""
+
+    name = "median-ci"
+    defaults: ClassVar[Mapping[str, float]] = {"rel": 0.01, "min_samples": 10}
+
+    def done(self) -> bool:
+        if len(self.samples) < self.params["min_samples"]:
+            return False
+        lo, hi = stats.median_ci(self.samples)
+        med = sorted(self.samples)[len(self.samples) // 2]
+        return med > 0 and (hi - lo) / 2 <= self.params["rel"] * med
+
+
+@register
+class StdRel(StoppingCriterion):
+    """nvbench's rule: stop when the relative standard deviation is below `max_noise`."""
+
+    name = "stdrel"
+    defaults: ClassVar[Mapping[str, float]] = {"max_noise": 0.005, "min_samples": 10}
+
+    def done(self) -> bool:
+        n = len(self.samples)
+        if n < self.params["min_samples"]:
+            return False
+        mean = sum(self.samples) / n
+        var = sum((s - mean) ** 2 for s in self.samples) / (n - 1)
+        return mean > 0 and math.sqrt(var) / mean <= self.params["max_noise"]
+
+
+@register
+class FixedCount(StoppingCriterion):
+    """Stop after exactly `n` samples (for reproducing a fixed-repeat method)."""
+
+    name = "fixed"
+    defaults: ClassVar[Mapping[str, float]] = {"n": 7}
+
+    def done(self) -> bool:
+        return len(self.samples) >= self.params["n"]
+
+
+def parse(spec: str) -> Callable[[], StoppingCriterion]:
+    """`'median-ci:rel=0.02'` → a factory of fresh criteria; bad specs raise UsageError."""
+    name, _, rest = spec.partition(":")
+    if name not in _REGISTRY:
+        raise UsageError(f"unknown criterion {name!r}; known: {', '.join(names())}")
+    params: dict[str, float] = {}
+    for item in filter(None, rest.split(",")):
+        key, eq, value = item.partition("=")
+        try:
+            params[key.strip().replace("-", "_")] = float(value)
+        except ValueError:
+            raise UsageError(
+                f"criterion parameter {item!r} must be NAME=NUMBER, e.g. {name}:"
+                f"{next(iter(_REGISTRY[name].defaults))}=0.02"
+            ) from None
+        if not eq:
+            raise UsageError(f"criterion parameter {item!r} must be NAME=NUMBER")
+    cls = _REGISTRY[name]
+    cls(**params)  # validate now, in the parent, not later in a worker
+    return lambda: cls(**params)

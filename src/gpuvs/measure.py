@@ -1,0 +1,227 @@
+"""The measurement protocol, as five named steps.
+
+`measure()` reads as its table of contents:
+
+1. first call, timed alone and kept as `first_call_s` (compilation, handles, caches);
+2. check the output against the reference, outside any timed region (`WRONG_RESULT`);
+3. warm up until the last calls stop getting faster (capped);
+4. calibrate loops so one sample is long next to timer resolution and launch cost;
+5. sample until the criterion is met or the budget ends — device-event time *and*
+   synchronised wall time on asynchronous devices.
+
+The host clock is never read over asynchronous work without synchronising first. The
+clock is injected (`Clock`), so the same code runs on CPUs, CUDA, JAX and the simulated
+device the tests use.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+from gpuvs import caveats
+from gpuvs.criteria import StoppingCriterion
+from gpuvs.errors import WrongResult
+from gpuvs.model import Case, Measurement, Status
+
+WARMUP_WINDOW = 3
+# "Stopped falling": the best of the last window is within this factor of the window before.
+WARMUP_STABLE_FACTOR = 0.98
+MIN_SAMPLES = 3
+CALIBRATION_ROUNDS = 3
+CALIBRATION_MARGIN = 1.05
+FIRST_BATCH = 5
+
+
+class DeviceTimer(Protocol):
+    """Records many intervals and synchronises once, when they are read (triton's do_bench)."""
+
+    def start(self) -> None: ...
+    def stop(self) -> None: ...
+    def elapsed(self) -> list[float]:
+        """Seconds of every interval since the last read; synchronises once."""
+        ...
+
+
+class Clock(Protocol):
+    """How one device is timed. Backends provide one per device."""
+
+    name: str        # how `samples` are taken: "host", "cuda_events", "host_sync"
+    is_async: bool   # True when a call can return before its work is done
+
+    def now(self) -> float: ...
+    def synchronize(self, result: object = None) -> None: ...
+    def timer(self) -> DeviceTimer | None:
+        """Device-side timer, or None to time with the synchronised host clock."""
+        ...
+
+
+class HostTimer:
+    """Intervals on the host clock; correct only where the work is synchronous."""
+
+    def __init__(self, now: Callable[[], float] = time.perf_counter) -> None:
+        self._now = now
+        self._marks: list[tuple[float, float]] = []
+        self._t0 = 0.0
+
+    def start(self) -> None:
+        self._t0 = self._now()
+
+    def stop(self) -> None:
+        self._marks.append((self._t0, self._now()))
+
+    def elapsed(self) -> list[float]:
+        out = [b - a for a, b in self._marks]
+        self._marks.clear()
+        return out
+
+
+class HostClock:
+    """The CPU: calls are synchronous, so host time is device time."""
+
+    name = "host"
+    is_async = False
+
+    def now(self) -> float:
+        return time.perf_counter()
+
+    def synchronize(self, result: object = None) -> None:
+        return None
+
+    def timer(self) -> DeviceTimer | None:
+        return HostTimer()
+
+
+@dataclass(frozen=True)
+class Budget:
+    """How long one case may take, and how long one sample should be."""
+
+    seconds: float = 1.0           # sampling time per case, after the first call
+    warmup_fraction: float = 0.25  # share of `seconds` warm-up may take at most
+    max_warmups: int = 50
+    target_sample_s: float = 0.002  # one sample ≥ this: far above timer resolution
+    max_loops: int = 100_000
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A case ready to time; inputs were built outside any timed region.
+
+    With `single_call` every sample is one call: the case measures latency, not throughput.
+    `self_timed` is for `as_written` variants: the seed's own (wrong) timing method.
+    """
+
+    call: Callable[[], object]
+    check: Callable[[object], None]
+    single_call: bool = False
+    self_timed: Callable[[], float] | None = None
+
+
+def measure(prepared: Prepared, case: Case, clock: Clock, criterion: StoppingCriterion,
+            budget: Budget = Budget()) -> Measurement:
+    """Time one prepared case by the gpuvs protocol."""
+    first_call_s, output = _time_first_call(prepared, clock)
+    try:
+        prepared.check(output)
+    except WrongResult as e:
+        return Measurement(case, Status.WRONG_RESULT, reason=str(e), first_call_s=first_call_s,
+                           timer=clock.name)
+    del output
+    warmups, per_call_s = _warm_up(prepared, clock, budget)
+    loops = 1 if prepared.single_call else _calibrate_loops(prepared, clock, per_call_s, budget)
+    samples, wall, met = _sample_until(criterion, prepared, clock, loops, budget)
+    return Measurement(
+        case, Status.OK, samples=tuple(samples),
+        wall_samples=tuple(wall) if clock.is_async else (),
+        loops=loops, first_call_s=first_call_s, warmups=warmups, timer=clock.name,
+        caveats=caveats.detect(samples, first_call_s, met),
+    )
+
+
+def _time_first_call(prepared: Prepared, clock: Clock) -> tuple[float, object]:
+    clock.synchronize()
+    t0 = clock.now()
+    out = prepared.call()
+    clock.synchronize(out)
+    return clock.now() - t0, out
+
+
+def _one_call_s(prepared: Prepared, clock: Clock) -> float:
+    """Synchronised wall seconds of one call: what a caller of it waits."""
+    clock.synchronize()
+    t0 = clock.now()
+    clock.synchronize(prepared.call())
+    return clock.now() - t0
+
+
+def _warm_up(prepared: Prepared, clock: Clock, budget: Budget) -> tuple[int, float]:
+    """Run untimed-for-the-record calls until the last ones stop getting faster."""
+    end = clock.now() + budget.seconds * budget.warmup_fraction
+    times = [_one_call_s(prepared, clock)]
+    w = WARMUP_WINDOW
+    while len(times) < budget.max_warmups and clock.now() < end:
+        times.append(_one_call_s(prepared, clock))
+        if len(times) >= 2 * w and min(times[-w:]) >= WARMUP_STABLE_FACTOR * min(times[-2 * w:-w]):
+            break
+    return len(times), min(times[-w:])
+
+
+def _calibrate_loops(prepared: Prepared, clock: Clock, per_call_s: float,
+                     budget: Budget) -> int:
+    """Guess loops from one synchronised call, then grow them until a sample is long enough.
+
+    One call's wall time includes a synchronisation that a loop pays once, so on an
+    asynchronous device the guess is short; trial samples correct it (timeit's autorange).
+    """
+    loops = max(1, min(budget.max_loops,
+                       math.ceil(budget.target_sample_s / max(per_call_s, 1e-12))))
+    for _ in range(CALIBRATION_ROUNDS):
+        sample_s = _one_sample_s(prepared, clock, None, loops)
+        if sample_s >= budget.target_sample_s or loops >= budget.max_loops:
+            break
+        grow = budget.target_sample_s / max(sample_s, 1e-12) * CALIBRATION_MARGIN
+        loops = min(budget.max_loops, math.ceil(loops * grow))
+    return loops
+
+
+def _sample_until(criterion: StoppingCriterion, prepared: Prepared, clock: Clock, loops: int,
+                  budget: Budget) -> tuple[list[float], list[float], bool]:
+    """Samples in batches; device intervals are read (one synchronisation) per batch."""
+    timer = clock.timer()
+    end = clock.now() + budget.seconds
+    samples: list[float] = []
+    wall: list[float] = []
+    batch = FIRST_BATCH
+    while True:
+        batch_wall = [_one_sample_s(prepared, clock, timer, loops) for _ in range(batch)]
+        device = timer.elapsed() if timer is not None else batch_wall
+        for d in device:
+            samples.append(d / loops)
+            criterion.add(d / loops)
+        wall.extend(w / loops for w in batch_wall)
+        if criterion.done():
+            return samples, wall, True
+        if clock.now() >= end and len(samples) >= MIN_SAMPLES:
+            return samples, wall, False
+        # Size the next batch to what the remaining budget can hold, at least one sample.
+        per_sample = max(sum(batch_wall) / len(batch_wall), 1e-9)
+        batch = max(1, min(2 * batch, int((end - clock.now()) / per_sample)))
+
+
+def _one_sample_s(prepared: Prepared, clock: Clock, timer: DeviceTimer | None,
+                  loops: int) -> float:
+    call = prepared.call
+    clock.synchronize()
+    t0 = clock.now()
+    if timer is not None:
+        timer.start()
+    out = None
+    for _ in range(loops):
+        out = call()
+    if timer is not None:
+        timer.stop()
+    clock.synchronize(out)
+    return clock.now() - t0

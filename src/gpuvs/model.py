@@ -1,0 +1,192 @@
+"""The nouns of gpuvs, as frozen dataclasses.
+
+A `Measurement` is self-describing: it carries its `Case`, its status and its raw
+samples, so it can be stored, exported and reported as is. Statistics are derived
+from the samples (`Measurement.summary`) and never stored twice.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from enum import Enum
+from functools import cached_property
+from types import MappingProxyType
+from typing import Any
+
+from gpuvs import stats
+
+Params = tuple[tuple[str, str], ...]
+
+
+class Status(str, Enum):
+    """How a case ended. Only `OK` carries samples; every other status carries a reason."""
+
+    OK = "ok"
+    SKIPPED = "skipped"
+    UNAVAILABLE = "unavailable"
+    OOM = "oom"
+    TIMEOUT = "timeout"
+    CRASHED = "crashed"
+    WRONG_RESULT = "wrong_result"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class Caveat(str, Enum):
+    """A named reason to qualify a number; `gpuvs.caveats.ADVICE` says what to do about each."""
+
+    UNSTABLE = "unstable"
+    FIRST_CALL_SLOW = "first_call_slow"
+    BUDGET_EXHAUSTED = "budget_exhausted"
+    FEW_SAMPLES = "few_samples"
+    THROTTLED = "throttled"
+    DTYPE_MISMATCH = "dtype_mismatch"
+    TF32_ON = "tf32_on"
+    OUTLIERS = "outliers"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class Case:
+    """One cell of a sweep: workload × variant × backend × device × dtype × size (+ params)."""
+
+    workload: str
+    variant: str
+    backend: str
+    device: str
+    dtype: str
+    size: int
+    params: Params = ()
+
+    @property
+    def key(self) -> str:
+        """Stable identity of the case in the store and on the command line."""
+        extra = "".join(f",{k}={v}" for k, v in self.params)
+        return (
+            f"{self.workload}/{self.variant}/{self.backend}/{self.device}/"
+            f"{self.dtype}/{self.size}{extra}"
+        )
+
+    def param(self, name: str, default: str = "") -> str:
+        return dict(self.params).get(name, default)
+
+    @property
+    def series(self) -> Case:
+        """The case with its size zeroed: cases of one series differ only by size."""
+        return Case(self.workload, self.variant, self.backend, self.device, self.dtype, 0,
+                    self.params)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)} | {
+            "params": [list(p) for p in self.params]
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Case:
+        params = tuple((str(k), str(v)) for k, v in d.get("params", ()))
+        return cls(str(d["workload"]), str(d["variant"]), str(d["backend"]), str(d["device"]),
+                   str(d["dtype"]), int(d["size"]), params)
+
+
+def _frozen_mapping(m: Mapping[str, float] | None) -> Mapping[str, float]:
+    return MappingProxyType(dict(m or {}))
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """The result of one case.
+
+    `samples` are seconds per call as the device saw them (CUDA events on asynchronous
+    devices, the host clock on synchronous ones); `wall_samples` are synchronised host
+    seconds per call — what a caller waits — and are only kept where the two differ,
+    i.e. on asynchronous devices. `timer` names how `samples` were taken.
+    """
+
+    case: Case
+    status: Status
+    reason: str = ""
+    samples: tuple[float, ...] = ()
+    wall_samples: tuple[float, ...] = ()
+    loops: int = 1
+    first_call_s: float | None = None
+    warmups: int = 0
+    timer: str = ""
+    counters: Mapping[str, float] = field(default_factory=dict)
+    caveats: tuple[Caveat, ...] = ()
+    workload_version: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "counters", _frozen_mapping(self.counters))
+
+    @cached_property
+    def summary(self) -> stats.Summary | None:
+        """Statistics of `samples`; None when the case produced none."""
+        return stats.summarize(self.samples) if self.samples else None
+
+    @cached_property
+    def wall_summary(self) -> stats.Summary | None:
+        return stats.summarize(self.wall_samples) if self.wall_samples else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "case": self.case.to_dict(),
+            "status": self.status.value,
+            "reason": self.reason,
+            "samples": list(self.samples),
+            "wall_samples": list(self.wall_samples),
+            "loops": self.loops,
+            "first_call_s": self.first_call_s,
+            "warmups": self.warmups,
+            "timer": self.timer,
+            "counters": dict(self.counters),
+            "caveats": [c.value for c in self.caveats],
+            "workload_version": self.workload_version,
+        }
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), separators=(",", ":"))
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Measurement:
+        return cls(
+            case=Case.from_dict(d["case"]),
+            status=Status(d["status"]),
+            reason=str(d.get("reason", "")),
+            samples=tuple(float(x) for x in d.get("samples", ())),
+            wall_samples=tuple(float(x) for x in d.get("wall_samples", ())),
+            loops=int(d.get("loops", 1)),
+            first_call_s=d.get("first_call_s"),
+            warmups=int(d.get("warmups", 0)),
+            timer=str(d.get("timer", "")),
+            counters={str(k): float(v) for k, v in d.get("counters", {}).items()},
+            caveats=tuple(Caveat(c) for c in d.get("caveats", ())),
+            workload_version=str(d.get("workload_version", "")),
+        )
+
+
+@dataclass(frozen=True)
+class Environment:
+    """What a run ran on. `fingerprint` identifies the machine + software, not the moment."""
+
+    fingerprint: str
+    facts: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "facts", MappingProxyType(dict(self.facts)))
+
+
+@dataclass(frozen=True)
+class Run:
+    """One invocation of gpuvs: its id, configuration, environment and state."""
+
+    run_id: str
+    started_at: str
+    config: Mapping[str, Any]
+    environment: Environment
+    status: str = "running"  # running → finished | aborted
+    finished_at: str | None = None

@@ -1,0 +1,49 @@
+"""One registry shape for backends and workloads: decorator, duplicate check, `get`."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterable
+from typing import Generic, TypeVar
+
+from gpuvs.errors import UsageError
+
+T = TypeVar("T")
+
+
+class Registry(Generic[T]):
+    """Plug-ins by name. `get('cpy')` raises a UsageError that lists the known names."""
+
+    def __init__(self, kind: str, builtin_modules: Iterable[str] = ()) -> None:
+        self.kind = kind
+        self._builtin = tuple(builtin_modules)
+        self._classes: dict[str, type[T]] = {}
+        self._discovered = False
+
+    def register(self, cls: type[T]) -> type[T]:
+        name = cls.name  # type: ignore[attr-defined]
+        if name in self._classes:
+            raise ValueError(f"{self.kind} {name!r} is registered twice")
+        self._classes[name] = cls
+        return cls
+
+    def discover(self) -> None:
+        """Import the built-in plug-in modules (cheap: they import no framework)."""
+        if not self._discovered:
+            self._discovered = True
+            for module in self._builtin:
+                importlib.import_module(module)
+
+    def names(self) -> tuple[str, ...]:
+        self.discover()
+        return tuple(sorted(self._classes))
+
+    def get(self, name: str) -> T:
+        self.discover()
+        if name not in self._classes:
+            raise UsageError(f"unknown {self.kind} {name!r}; known: {', '.join(self.names())}")
+        return self._classes[name]()
+
+    def all(self) -> list[T]:
+        return [self.get(n) for n in self.names()]
+

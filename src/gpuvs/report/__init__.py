@@ -1,0 +1,1 @@
+"""Presentation: layout (pure tables) and renderers (console; HTML and exports later)."""

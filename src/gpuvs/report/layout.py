@@ -1,0 +1,100 @@
+"""Measurements → tables of strings. Pure: the console, HTML and JSON renderers only draw.
+
+One table per workload group (variant, params, dtype). Each row is one case; GPU rows
+carry the speedup over the fastest CPU case of the same size, with its bootstrap CI.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from gpuvs import stats, units
+from gpuvs.model import Case, Measurement, Status
+
+COLUMNS = ("size", "backend", "device", "data", "time", "±CI", "wall", "throughput",
+           "GPU vs CPU", "note")
+
+
+@dataclass(frozen=True)
+class Table:
+    title: str
+    columns: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+    notes: tuple[str, ...] = ()
+
+
+def _group_key(case: Case) -> tuple[str, str, str, tuple[tuple[str, str], ...]]:
+    params = tuple(p for p in case.params if p[0] != "data")
+    return case.workload, case.variant, case.dtype, params
+
+
+def _title(key: tuple[str, str, str, tuple[tuple[str, str], ...]]) -> str:
+    workload, variant, dtype, params = key
+    extra = " ".join(f"{k}={v}" for k, v in params)
+    return f"{workload} · {variant} · {dtype}" + (f" · {extra}" if extra else "")
+
+
+def result_tables(measurements: Iterable[Measurement]) -> list[Table]:
+    groups: dict[tuple, list[Measurement]] = defaultdict(list)
+    for m in measurements:
+        groups[_group_key(m.case)].append(m)
+    return [_table(key, ms) for key, ms in groups.items()]
+
+
+def _table(key: tuple, ms: list[Measurement]) -> Table:
+    best_cpu = _best_cpu_by_size(ms)
+    order = sorted(ms, key=lambda m: (m.case.size, m.case.device != "cpu", m.case.backend,
+                                      m.case.device, m.case.param("data")))
+    rows = tuple(_row(m, best_cpu.get(m.case.size)) for m in order)
+    notes = () if best_cpu else ("no CPU case finished: no GPU-over-CPU speedup to show",)
+    if not any(m.case.device != "cpu" and m.status is Status.OK for m in ms):
+        notes += ("no GPU case finished: no GPU-over-CPU speedup to show",)
+    return Table(_title(key), COLUMNS, rows, notes)
+
+
+def _best_cpu_by_size(ms: Sequence[Measurement]) -> dict[int, Measurement]:
+    best: dict[int, Measurement] = {}
+    for m in ms:
+        if m.case.device == "cpu" and m.summary is not None:
+            cur = best.get(m.case.size)
+            if cur is None or m.summary.median < cur.summary.median:  # type: ignore[union-attr]
+                best[m.case.size] = m
+    return best
+
+
+def _row(m: Measurement, cpu: Measurement | None) -> tuple[str, ...]:
+    c = m.case
+    head = (units.size(c.size), c.backend, c.device,
+            c.param("data", "resident") if c.device != "cpu" else "")
+    s = m.summary
+    if s is None:
+        return (*head, "—", "", "", "", "", f"{m.status.value}: {m.reason}")
+    wall = units.seconds(m.wall_summary.median) if m.wall_summary else ""
+    return (*head, units.seconds(s.median), f"±{100 * s.ci_halfwidth_rel:.1f}%", wall,
+            throughput(m), _speedup(m, cpu), ", ".join(str(cv) for cv in m.caveats))
+
+
+def throughput(m: Measurement) -> str:
+    """FLOP/s where the work has FLOPs, else bytes/s; from the median."""
+    if m.summary is None or m.summary.median <= 0:
+        return ""
+    if m.counters.get("flops"):
+        return units.rate(m.counters["flops"] / m.summary.median, "FLOP/s")
+    if m.counters.get("bytes_moved"):
+        return units.rate(m.counters["bytes_moved"] / m.summary.median, "B/s")
+    return ""
+
+
+def _speedup(m: Measurement, cpu: Measurement | None) -> str:
+    if m.case.device == "cpu" or cpu is None or not m.samples:
+        return ""
+    est, lo, hi = stats.ratio_ci(cpu.samples, m.samples)
+    return f"{est:.3g}× [{lo:.3g}, {hi:.3g}]"
+
+
+def status_line(counts: dict[str, int]) -> str:
+    """'12 ok, 3 unavailable, 1 oom' in a fixed order."""
+    order = [s.value for s in Status]
+    return ", ".join(f"{counts[k]} {k}" for k in order if counts.get(k))

@@ -1,0 +1,186 @@
+"""The parent: one spawned worker per backend, a clock on every case, each result saved.
+
+The parent owns the clock: a case that outlives its timeout has its worker's whole
+process group killed and is recorded `TIMEOUT`; a worker that dies is `CRASHED` with
+its signal and stderr tail (or `OOM` when SIGKILL came from outside — the host's
+out-of-memory killer); either way a fresh worker takes the next case. An out-of-memory
+stops its series growing. Every measurement is saved the moment it arrives, so a kill
+loses at most the case in flight.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+from collections import Counter, deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from gpuvs import backends
+from gpuvs.config import RunConfig
+from gpuvs.measure import Budget
+from gpuvs.model import Case, Measurement, Status
+
+# A fresh worker imports its framework and initialises the device before its first case.
+STARTUP_ALLOWANCE_S = 120.0
+STDERR_TAIL_LINES = 20
+KILL_GRACE_S = 1.0
+
+
+class Sink(Protocol):
+    """Where finished measurements go (the store)."""
+
+    def save(self, run_id: str, m: Measurement) -> None: ...
+
+
+@dataclass
+class RunSummary:
+    counts: Counter[str] = field(default_factory=Counter)
+    measurements: list[Measurement] = field(default_factory=list)
+
+
+class Worker:
+    """One child process for one backend, talked to in JSON lines."""
+
+    def __init__(self, backend: str) -> None:
+        env = os.environ | {"PYTHONUNBUFFERED": "1"}
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "gpuvs.worker", backend], stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1,
+            start_new_session=True, env=env,
+        )
+        self.fresh = True
+        self.killed_by_us = False
+        self._lines: queue.Queue[str | None] = queue.Queue()
+        self.stderr_tail: deque[str] = deque(maxlen=STDERR_TAIL_LINES)
+        threading.Thread(target=self._read_stdout, daemon=True).start()
+        threading.Thread(target=self._read_stderr, daemon=True).start()
+
+    def _read_stdout(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self._lines.put(line)
+        self._lines.put(None)
+
+    def _read_stderr(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            self.stderr_tail.append(line.rstrip())
+
+    def ask(self, request: dict[str, Any], timeout_s: float) -> dict[str, Any] | None:
+        """The worker's answer, or None if it died or timed out (see `failure`)."""
+        assert self.proc.stdin is not None
+        try:
+            self.proc.stdin.write(json.dumps(request) + "\n")
+            self.proc.stdin.flush()
+        except BrokenPipeError:
+            return None
+        allowance = STARTUP_ALLOWANCE_S if self.fresh else 0.0
+        self.fresh = False
+        try:
+            line = self._lines.get(timeout=timeout_s + allowance)
+        except queue.Empty:
+            self.kill()
+            return None
+        return json.loads(line) if line is not None else None
+
+    def failure(self, case: Case, timeout_s: float) -> Measurement:
+        """What became of a case whose worker gave no answer."""
+        if self.killed_by_us:
+            return Measurement(case, Status.TIMEOUT,
+                               reason=f"no result within the {timeout_s:g} s timeout; "
+                                      "the worker was killed")
+        code = self.proc.wait()
+        tail = " | ".join(list(self.stderr_tail)[-5:])
+        if code == -signal.SIGKILL:
+            return Measurement(case, Status.OOM,
+                               reason="the worker was killed by SIGKILL, most likely by "
+                                      f"the host's out-of-memory killer. {tail}".strip())
+        how = f"signal {signal.Signals(-code).name}" if code < 0 else f"exit code {code}"
+        return Measurement(case, Status.CRASHED, reason=f"the worker died ({how}). {tail}"
+                           .strip())
+
+    def kill(self) -> None:
+        """Terminate the worker's whole process group: frameworks start helpers."""
+        self.killed_by_us = True
+        for sig, wait in ((signal.SIGTERM, KILL_GRACE_S), (signal.SIGKILL, None)):
+            try:
+                os.killpg(self.proc.pid, sig)
+            except ProcessLookupError:
+                break
+            try:
+                self.proc.wait(timeout=wait)
+                break
+            except subprocess.TimeoutExpired:
+                continue
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                assert self.proc.stdin is not None
+                self.proc.stdin.close()
+                self.proc.wait(timeout=10)
+            except (subprocess.TimeoutExpired, BrokenPipeError, OSError):
+                self.kill()
+
+
+def execute(run_id: str, cases: Iterable[Case], config: RunConfig, sink: Sink,
+            on_result: Callable[[Measurement], None] = lambda m: None,
+            skip_keys: frozenset[str] = frozenset()) -> RunSummary:
+    """Run every case not in `skip_keys`, saving each measurement as it arrives."""
+    summary = RunSummary()
+    workers: dict[str, Worker] = {}
+    oom_series: dict[Case, int] = {}
+    request_base = {"budget": Budget(seconds=config.budget_s).__dict__,
+                    "criterion": config.criterion}
+    try:
+        for case in cases:
+            if case.key in skip_keys:
+                continue
+            m = _precheck(case, oom_series) or _dispatch(case, workers, request_base, config)
+            if m.status is Status.OOM:
+                oom_series.setdefault(case.series, case.size)
+            sink.save(run_id, m)
+            summary.counts[m.status.value] += 1
+            summary.measurements.append(m)
+            on_result(m)
+    finally:
+        for w in workers.values():
+            w.close()
+    return summary
+
+
+def _precheck(case: Case, oom_series: dict[Case, int]) -> Measurement | None:
+    """Cases decided without a worker: unsupported dtype, or a series already out of memory."""
+    backend = backends.get(case.backend)
+    if case.dtype not in backend.dtypes:
+        return Measurement(case, Status.SKIPPED,
+                           reason=f"{case.backend} has no {case.dtype}; it supports "
+                                  f"{', '.join(backend.dtypes)}")
+    if case.series in oom_series:
+        return Measurement(case, Status.SKIPPED,
+                           reason=f"size {oom_series[case.series]} already ran out of memory")
+    return None
+
+
+def _dispatch(case: Case, workers: dict[str, Worker], request_base: dict[str, Any],
+              config: RunConfig) -> Measurement:
+    worker = workers.get(case.backend)
+    if worker is None or worker.proc.poll() is not None:
+        worker = workers[case.backend] = Worker(case.backend)
+    answer = worker.ask({"case": case.to_dict(), **request_base}, config.timeout_s)
+    if answer is None:
+        m = worker.failure(case, config.timeout_s)
+        worker.kill()
+        del workers[case.backend]
+        return m
+    if answer.get("fatal"):
+        worker.close()
+        del workers[case.backend]
+    return Measurement.from_dict(answer["measurement"])

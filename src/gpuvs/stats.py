@@ -1,0 +1,134 @@
+"""Statistics of samples: summaries, confidence intervals of the median, ratios with CIs.
+
+Everything here is a pure function of numbers (standard library and NumPy only), so it
+is tested on synthetic streams and reused by the stopping criteria, the caveats and
+the analysis alike.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+CONFIDENCE = 0.95
+BOOTSTRAP_RESAMPLES = 2000
+# A fixed seed makes a summary a pure function of its samples: the same samples always
+# give the same CI, in the store, the report and a re-export.
+BOOTSTRAP_SEED = 20230219
+
+
+@dataclass(frozen=True)
+class Summary:
+    """Derived statistics of one list of per-call seconds."""
+
+    n: int
+    median: float
+    p25: float
+    p75: float
+    mean: float
+    std: float
+    min: float
+    max: float
+    ci_low: float  # bootstrap CI of the median, at CONFIDENCE
+    ci_high: float
+
+    @property
+    def iqr(self) -> float:
+        return self.p75 - self.p25
+
+    @property
+    def ci_halfwidth_rel(self) -> float:
+        """Half the CI width relative to the median: 0.01 means '±1 %'."""
+        return (self.ci_high - self.ci_low) / 2 / self.median if self.median > 0 else math.inf
+
+
+def summarize(samples: Sequence[float]) -> Summary:
+    a = np.asarray(samples, dtype=float)
+    if a.size == 0:
+        raise ValueError("cannot summarise zero samples")
+    p25, median, p75 = np.percentile(a, [25, 50, 75])
+    ci_low, ci_high = bootstrap_median_ci(a)
+    return Summary(
+        n=int(a.size), median=float(median), p25=float(p25), p75=float(p75),
+        mean=float(a.mean()), std=float(a.std(ddof=1)) if a.size > 1 else 0.0,
+        min=float(a.min()), max=float(a.max()), ci_low=ci_low, ci_high=ci_high,
+    )
+
+
+def bootstrap_median_ci(samples: Sequence[float], confidence: float = CONFIDENCE,
+                        resamples: int = BOOTSTRAP_RESAMPLES) -> tuple[float, float]:
+    """Percentile-bootstrap CI of the median (deterministic: fixed seed)."""
+    a = np.asarray(samples, dtype=float)
+    if a.size == 1:
+        return float(a[0]), float(a[0])
+    rng = np.random.default_rng(BOOTSTRAP_SEED)
+    idx = rng.integers(0, a.size, size=(resamples, a.size))
+    medians = np.median(a[idx], axis=1)
+    alpha = (1 - confidence) / 2
+    lo, hi = np.quantile(medians, [alpha, 1 - alpha])
+    return float(lo), float(hi)
+
+
+def median_ci(samples: Sequence[float], confidence: float = CONFIDENCE) -> tuple[float, float]:
+    """Distribution-free CI of the median from order statistics (binomial).
+
+    Cheap enough to call after every sample, which is what the stopping criterion does;
+    the bootstrap is kept for the final summary. With fewer than 6 samples no
+    order-statistic interval reaches 95 %, so the whole range is returned.
+    """
+    a = np.sort(np.asarray(samples, dtype=float))
+    n = a.size
+    if n == 0:
+        return math.nan, math.nan
+    # Normal approximation to Binomial(n, 1/2) for the ranks that bracket the median.
+    z = _z(confidence)
+    half = z * math.sqrt(n) / 2
+    lo = max(int(math.floor(n / 2 - half)), 0)
+    hi = min(int(math.ceil(n / 2 + half)), n - 1)
+    if n < 6:
+        lo, hi = 0, n - 1
+    return float(a[lo]), float(a[hi])
+
+
+def _z(confidence: float) -> float:
+    # Two-sided normal quantile by bisection on erf: avoids a SciPy import for one number.
+    target = confidence
+    lo, hi = 0.0, 10.0
+    for _ in range(80):
+        mid = (lo + hi) / 2
+        if math.erf(mid / math.sqrt(2)) < target:
+            lo = mid
+        else:
+            hi = mid
+    return (lo + hi) / 2
+
+
+def ratio_ci(numerator: Sequence[float], denominator: Sequence[float],
+             confidence: float = CONFIDENCE,
+             resamples: int = BOOTSTRAP_RESAMPLES) -> tuple[float, float, float]:
+    """Ratio of medians with a bootstrap CI: (estimate, low, high).
+
+    Used for speedups: `ratio_ci(cpu_samples, gpu_samples)` > 1 means the GPU is faster.
+    """
+    a = np.asarray(numerator, dtype=float)
+    b = np.asarray(denominator, dtype=float)
+    est = float(np.median(a) / np.median(b))
+    rng = np.random.default_rng(BOOTSTRAP_SEED)
+    ma = np.median(a[rng.integers(0, a.size, size=(resamples, a.size))], axis=1)
+    mb = np.median(b[rng.integers(0, b.size, size=(resamples, b.size))], axis=1)
+    alpha = (1 - confidence) / 2
+    lo, hi = np.quantile(ma / mb, [alpha, 1 - alpha])
+    return est, float(lo), float(hi)
+
+
+def outlier_fraction(samples: Sequence[float]) -> float:
+    """Share of samples outside the Tukey fences (1.5 IQR beyond the quartiles)."""
+    a = np.asarray(samples, dtype=float)
+    if a.size < 4:
+        return 0.0
+    p25, p75 = np.percentile(a, [25, 75])
+    fence = 1.5 * (p75 - p25)
+    return float(np.mean((a < p25 - fence) | (a > p75 + fence)))

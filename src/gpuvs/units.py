@@ -1,0 +1,37 @@
+"""Formatting seconds, bytes and rates for people — used only at the edges (CLI, report)."""
+
+from __future__ import annotations
+
+import math
+
+
+def _scaled(value: float, steps: tuple[tuple[float, str], ...], digits: int = 3) -> str:
+    for factor, suffix in steps:
+        if abs(value) >= factor:
+            return f"{value / factor:.{digits}g} {suffix}"
+    factor, suffix = steps[-1]
+    return f"{value / factor:.{digits}g} {suffix}"
+
+
+def seconds(s: float | None) -> str:
+    if s is None or math.isnan(s):
+        return "—"
+    return _scaled(s, ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns")))
+
+
+def nbytes(b: float) -> str:
+    return _scaled(b, ((1024**4, "TiB"), (1024**3, "GiB"), (1024**2, "MiB"), (1024, "KiB"),
+                       (1, "B")))
+
+
+def rate(per_s: float, unit: str) -> str:
+    """`rate(3.2e12, 'FLOP/s')` → '3.2 TFLOP/s'."""
+    return _scaled(per_s, ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"),
+                           (1.0, ""))) + unit
+
+
+def size(n: int) -> str:
+    """Sizes as people write them: 1000000 → '1e6', 2048 → '2048'."""
+    if n >= 10_000 and n == 10 ** round(math.log10(n)):
+        return f"1e{round(math.log10(n))}"
+    return str(n)

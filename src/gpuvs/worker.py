@@ -1,0 +1,118 @@
+"""The child process: one backend, many cases, one JSON line out per case.
+
+Started by the runner as `python -m gpuvs.worker BACKEND` in a fresh interpreter (never
+forked after CUDA init). Requests arrive as JSON lines on stdin; each answer is one JSON
+line on the protocol channel, a private copy of stdout, while file descriptor 1 is
+pointed at stderr so that anything a framework prints cannot corrupt the protocol.
+Out-of-memory becomes data (`OOM`); an error that poisons the device (sticky CUDA
+errors) is reported and the worker exits so the runner starts a fresh one.
+"""
+
+from __future__ import annotations
+
+import gc
+import importlib
+import json
+import os
+import sys
+import traceback
+from dataclasses import replace
+from typing import Any, TextIO
+
+from gpuvs import backends, criteria, workloads
+from gpuvs.backends.base import Backend, host_memory_free
+from gpuvs.measure import Budget, measure
+from gpuvs.model import Case, Measurement, Status
+from gpuvs.units import nbytes
+
+EXIT_FATAL = 3
+# Leave this share of free memory unused: allocators round up, and the OS needs some.
+MEMORY_HEADROOM = 0.9
+PLUGINS_ENV = "GPUVS_PLUGINS"
+
+
+def load_plugins() -> None:
+    """Import the modules named in GPUVS_PLUGINS (comma-separated) to register plug-ins."""
+    for module in filter(None, os.environ.get(PLUGINS_ENV, "").split(",")):
+        importlib.import_module(module.strip())
+
+
+def run_case(backend: Backend, request: dict[str, Any]) -> tuple[Measurement, bool]:
+    """Measure one case; returns the measurement and whether the worker must be replaced."""
+    case = Case.from_dict(request["case"])
+    skip = _why_not(backend, case)
+    if skip is not None:
+        return Measurement(case, *skip), False
+    workload = workloads.get(case.workload)
+    try:
+        prepared = workload.prepare(backend, case)
+        m = measure(prepared, case, backend.clock(case.device),
+                    criteria.parse(request["criterion"])(), Budget(**request["budget"]))
+    except Exception as e:  # every failure becomes a recorded status, with its reason
+        if backend.is_oom(e):
+            return Measurement(case, Status.OOM, reason=_one_line(e)), False
+        return Measurement(case, Status.CRASHED, reason=_tail(e)), backend.is_fatal(e)
+    finally:
+        prepared = None
+        gc.collect()
+        backend.empty_cache(case.device)
+    counters = workload.counters(case)
+    if case.device == "cpu" and (threads := backend.threads()) is not None:
+        counters["threads"] = float(threads)
+    return replace(m, counters=counters, workload_version=workload.version), False
+
+
+def _why_not(backend: Backend, case: Case) -> tuple[Status, str] | None:
+    """A status and reason when the case cannot run here, checked before allocating."""
+    reason = backend.unavailable_reason(case.device)
+    if reason is not None:
+        return Status.UNAVAILABLE, reason
+    workload = workloads.get(case.workload)
+    need = workload.memory_needed(case.size, case.params, case.dtype)
+    host_need = workload.host_memory_needed(case.size, case.params, case.dtype)
+    host_free = host_memory_free()
+    if case.device == "cpu":
+        need, free = need + host_need, host_free
+    else:
+        free = backend.memory_free(case.device)
+        if host_need > MEMORY_HEADROOM * host_free:
+            return Status.SKIPPED, (f"needs {nbytes(host_need)} of host memory, "
+                                    f"{nbytes(host_free)} free")
+    if need > MEMORY_HEADROOM * free:
+        return Status.SKIPPED, f"needs {nbytes(need)}, {nbytes(free)} free on {case.device}"
+    return None
+
+
+def _one_line(e: BaseException) -> str:
+    first = str(e).strip().splitlines()[0] if str(e).strip() else ""
+    return f"{type(e).__name__}: {first}"[:500]
+
+
+def _tail(e: BaseException) -> str:
+    tb = traceback.format_exception(type(e), e, e.__traceback__)
+    return (_one_line(e) + " | " + " ".join(tb[-3:]).replace("\n", " "))[:2000]
+
+
+def serve(backend_name: str, requests: TextIO, channel: TextIO) -> int:
+    backend = backends.get(backend_name)
+    for line in requests:
+        m, fatal = run_case(backend, json.loads(line))
+        channel.write(json.dumps({"measurement": m.to_dict(), "fatal": fatal}) + "\n")
+        channel.flush()
+        if fatal:
+            return EXIT_FATAL
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    channel = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)  # framework chatter on stdout must not reach the protocol channel
+    sys.stdout = sys.stderr
+    load_plugins()
+    backend = backends.get(argv[0])
+    backend.prepare_worker()
+    return serve(argv[0], sys.stdin, channel)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,139 @@
+"""What every workload knows: its axes, its cost model, and how to prepare a case.
+
+A workload builds its inputs on the host (NumPy, seeded), moves them with the backend,
+and hands back a `Prepared`: the call to time and a check against a float64 NumPy
+reference. Where the data lives is an axis of its own: `resident` cases time the work
+on data already on the device; `end_to_end` cases (`data=end_to_end`, GPU devices only)
+include the host→device copies of the inputs and the device→host copy of the output,
+which a user starting from CPU data must pay.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+
+from gpuvs.backends.base import Backend
+from gpuvs.errors import WrongResult
+from gpuvs.measure import Prepared
+from gpuvs.model import Case, Params
+
+ITEMSIZE = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8}
+
+# ‖out − ref‖ / ‖ref‖ allowed per dtype. float32 admits TF32 matrix units (about 3e-4,
+# which JAX uses by default on GPUs); half precisions admit their 8- and 11-bit mantissas.
+TOLERANCE = {"float64": 1e-10, "float32": 2e-3, "float16": 2e-2, "bfloat16": 4e-2}
+
+
+def host_dtype(dtype: str) -> str:
+    """The NumPy dtype that holds `dtype` on the host (NumPy has no bfloat16)."""
+    return "float32" if dtype == "bfloat16" else dtype
+
+
+def as_device_sees(a: np.ndarray, dtype: str) -> np.ndarray:
+    """The float64 values a device holds after casting `a` to `dtype`."""
+    if dtype == "bfloat16":  # round to nearest even on the top 16 bits of float32
+        u = a.astype(np.float32).view(np.uint32).astype(np.uint64)
+        u = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16) << 16
+        return u.astype(np.uint32).view(np.float32).astype(np.float64)
+    return a.astype(dtype).astype(np.float64)
+
+
+def relative_error(out: np.ndarray, ref: np.ndarray) -> float:
+    out64 = np.asarray(out, dtype=np.float64)
+    if out64.shape != ref.shape:
+        raise WrongResult(f"output shape {out64.shape} differs from the reference {ref.shape}")
+    if not np.all(np.isfinite(out64)):
+        raise WrongResult("output holds NaN or infinity where the reference is finite")
+    denom = float(np.linalg.norm(ref))
+    return float(np.linalg.norm(out64 - ref)) / (denom if denom > 0 else 1.0)
+
+
+def reference_check(ref: np.ndarray, dtype: str, to_numpy: Callable[[Any], np.ndarray]
+                    ) -> Callable[[object], None]:
+    """A check that raises WrongResult when the output is off by more than TOLERANCE."""
+
+    def check(out: object) -> None:
+        err = relative_error(to_numpy(out), ref)
+        if err > TOLERANCE[dtype]:
+            raise WrongResult(
+                f"relative error {err:.2e} against the float64 reference exceeds the "
+                f"{dtype} tolerance {TOLERANCE[dtype]:.0e}"
+            )
+
+    return check
+
+
+class Workload(ABC):
+    """One kind of work, swept over sizes and run on every backend the same way."""
+
+    name: ClassVar[str]
+    description: ClassVar[str]
+    variants: ClassVar[tuple[str, ...]] = ("correct",)
+    dtypes: ClassVar[tuple[str, ...]] = ("float32",)
+    def param_sets(self) -> tuple[Params, ...]:
+        """The non-size axes of this workload, one tuple of (name, value) pairs each."""
+        return ((),)
+
+    def data_modes(self, params: Params) -> tuple[str, ...]:
+        """Where the data lives on GPU devices: resident, and end_to_end with copies."""
+        return ("resident", "end_to_end")
+
+    @abstractmethod
+    def default_sizes(self, params: Params) -> tuple[int, ...]: ...
+
+    def flops(self, size: int, params: Params) -> float | None:
+        return None
+
+    def bytes_moved(self, size: int, params: Params, dtype: str) -> float | None:
+        """Fewest bytes one call must move through device memory (each input read once,
+        each output written once); the basis of achieved bandwidth."""
+        return None
+
+    @abstractmethod
+    def memory_needed(self, size: int, params: Params, dtype: str) -> int:
+        """Device bytes one case holds at its peak (inputs, outputs, workspace)."""
+
+    def host_memory_needed(self, size: int, params: Params, dtype: str) -> int:
+        """Host bytes for inputs, the float64 reference and the output brought back."""
+        return 3 * self.memory_needed(size, params, "float64")
+
+    @abstractmethod
+    def prepare(self, backend: Backend, case: Case) -> Prepared: ...
+
+    @property
+    def version(self) -> str:
+        """Hash of this workload's source: results of changed workloads never mix."""
+        return hashlib.sha256(inspect.getsource(type(self)).encode()).hexdigest()[:12]
+
+    def counters(self, case: Case) -> dict[str, float]:
+        c: dict[str, float] = {}
+        if (f := self.flops(case.size, case.params)) is not None:
+            c["flops"] = f
+        if (b := self.bytes_moved(case.size, case.params, case.dtype)) is not None:
+            c["bytes_moved"] = b
+        return c
+
+
+def place(backend: Backend, case: Case, host_inputs: Sequence[np.ndarray],
+          op: Callable[..., Any], ref: np.ndarray) -> Prepared:
+    """Prepare `op(*inputs)` resident on the device, or end-to-end with the copies timed."""
+    device, dtype = case.device, case.dtype
+    if case.param("data") == "end_to_end":
+
+        def end_to_end() -> np.ndarray:
+            return backend.to_numpy(op(*(backend.from_numpy(a, device, dtype)
+                                         for a in host_inputs)))
+
+        return Prepared(call=end_to_end, check=reference_check(ref, dtype, np.asarray))
+    arrays = [backend.from_numpy(a, device, dtype) for a in host_inputs]
+
+    def resident() -> Any:
+        return op(*arrays)
+
+    return Prepared(call=resident, check=reference_check(ref, dtype, backend.to_numpy))

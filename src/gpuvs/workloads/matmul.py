@@ -1,0 +1,83 @@
+"""Matrix product — seed 000 and a square sweep.
+
+`shape=seed000` is the post's product: `(1 × k) @ (k × 100)` with k = 25600 by default,
+on `torch.manual_seed(1004); x = torch.rand(1, k); y = torch.rand(k, 100)` — the exact
+tensors when torch is installed. `shape=square` is `(n × n) @ (n × n)`. In both, `size`
+is the inner dimension.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gpuvs.backends.base import Backend
+from gpuvs.measure import Prepared
+from gpuvs.model import Case, Params
+from gpuvs.workloads import register
+from gpuvs.workloads.base import ITEMSIZE, Workload, as_device_sees, host_dtype, place
+
+SEED000_K = 25600
+SEED000_N = 100
+SEED000_TORCH_SEED = 1004
+
+
+def _shape(size: int, params: Params) -> tuple[int, int, int]:
+    """(m, k, n) of the product."""
+    if dict(params).get("shape") == "seed000":
+        return 1, size, SEED000_N
+    return size, size, size
+
+
+def seed000_inputs(k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The post's tensors: torch's CPU generator seeded with 1004, then NumPy copies."""
+    try:
+        import torch
+    except ImportError:  # a NumPy-only install: same shapes and distribution, other values
+        rng = np.random.default_rng(SEED000_TORCH_SEED)
+        return (rng.random((1, k), dtype=np.float32),
+                rng.random((k, SEED000_N), dtype=np.float32))
+    g = torch.Generator().manual_seed(SEED000_TORCH_SEED)
+    x = torch.rand(1, k, generator=g)
+    y = torch.rand(k, SEED000_N, generator=g)
+    return x.numpy(), y.numpy()
+
+
+@register
+class Matmul(Workload):
+    name = "matmul"
+    description = "matrix product: seed 000's (1×25600)@(25600×100) and square n×n×n"
+
+    def param_sets(self) -> tuple[Params, ...]:
+        return ((("shape", "seed000"),), (("shape", "square"),))
+
+    def default_sizes(self, params: Params) -> tuple[int, ...]:
+        if dict(params).get("shape") == "seed000":
+            return (SEED000_K,)
+        return (64, 128, 256, 512, 1024, 2048)
+
+    def flops(self, size: int, params: Params) -> float:
+        m, k, n = _shape(size, params)
+        return 2.0 * m * k * n
+
+    def bytes_moved(self, size: int, params: Params, dtype: str) -> float:
+        m, k, n = _shape(size, params)
+        return float((m * k + k * n + m * n) * ITEMSIZE[dtype])
+
+    def memory_needed(self, size: int, params: Params, dtype: str) -> int:
+        return int(self.bytes_moved(size, params, dtype))
+
+    def prepare(self, backend: Backend, case: Case) -> Prepared:
+        m, k, n = _shape(case.size, case.params)
+        if case.param("shape") == "seed000":
+            a, b = seed000_inputs(k)
+        else:
+            rng = np.random.default_rng(case.size)
+            a, b = rng.random((m, k)), rng.random((k, n))
+        a, b = a.astype(host_dtype(case.dtype)), b.astype(host_dtype(case.dtype))
+        ref = as_device_sees(a, case.dtype) @ as_device_sees(b, case.dtype)
+        return place(backend, case, (a, b), _matmul, ref)
+
+
+def _matmul(a: object, b: object) -> object:
+    return a @ b  # type: ignore[operator]
+

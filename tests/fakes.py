@@ -1,0 +1,241 @@
+"""Test doubles for the timing logic, and workloads that fail on purpose.
+
+`SimBackend` is a seeded simulated *asynchronous* device with a virtual clock: a launch
+costs the host `launch_s`, kernels queue up and run back to back, synchronising waits
+for the queue and costs `sync_s`, and events are stamped when the device reaches them.
+It lets the protocol be tested exactly on a CPU-only machine — and shows that host
+timing without a synchronisation is wrong. It is never a stand-in for a real backend.
+
+The `test_*` workloads fail for real inside a worker (abort, hang, exhaust memory, be
+killed, return a wrong answer), so the runner's handling is tested on real processes.
+Workers load this module through GPUVS_PLUGINS=tests.fakes.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import signal
+import time
+from typing import Any
+
+import numpy as np
+
+from gpuvs import backends, workloads
+from gpuvs.backends.base import Backend
+from gpuvs.errors import WrongResult
+from gpuvs.measure import Clock, DeviceTimer, Prepared
+from gpuvs.model import Case, Params
+from gpuvs.workloads.base import Workload
+
+
+class SimDevice:
+    """Virtual host time plus a queue of kernels on a simulated device."""
+
+    def __init__(self, launch_s: float = 5e-6, sync_s: float = 20e-6, jitter: float = 0.0,
+                 seed: int = 0) -> None:
+        self.launch_s, self.sync_s, self.jitter = launch_s, sync_s, jitter
+        self.host = 0.0
+        self.queue_end = 0.0
+        self.rng = np.random.default_rng(seed)
+        self.kernels = 0
+
+    def launch(self, kernel_s: float) -> None:
+        """The host pays the launch; the kernel runs when the device gets to it."""
+        self.host += self.launch_s
+        noise = 1 + self.jitter * float(self.rng.standard_normal()) if self.jitter else 1.0
+        self.queue_end = max(self.host, self.queue_end) + kernel_s * max(noise, 0.0)
+        self.kernels += 1
+
+    def synchronize(self) -> None:
+        self.host = max(self.host, self.queue_end) + self.sync_s
+
+    def stamp(self) -> float:
+        """An event: recorded after the work queued before it, at no host cost."""
+        self.queue_end = max(self.host, self.queue_end)
+        return self.queue_end
+
+
+class SimTimer:
+    def __init__(self, device: SimDevice) -> None:
+        self.device = device
+        self.pairs: list[tuple[float, float]] = []
+        self._start = 0.0
+
+    def start(self) -> None:
+        self._start = self.device.stamp()
+
+    def stop(self) -> None:
+        self.pairs.append((self._start, self.device.stamp()))
+
+    def elapsed(self) -> list[float]:
+        self.device.synchronize()
+        out = [b - a for a, b in self.pairs]
+        self.pairs.clear()
+        return out
+
+
+class SimClock:
+    name = "sim_events"
+    is_async = True
+
+    def __init__(self, device: SimDevice) -> None:
+        self.device = device
+
+    def now(self) -> float:
+        return self.device.host
+
+    def synchronize(self, result: object = None) -> None:
+        self.device.synchronize()
+
+    def timer(self) -> DeviceTimer | None:
+        return SimTimer(self.device)
+
+
+class UnsyncedClock(SimClock):
+    """The %timeit mistake: read the host clock around launches and never wait."""
+
+    is_async = False
+
+    def synchronize(self, result: object = None) -> None:
+        return None
+
+    def timer(self) -> DeviceTimer | None:
+        from gpuvs.measure import HostTimer
+
+        return HostTimer(self.now)
+
+
+@backends.register
+class SimBackend(Backend):
+    name = "sim"
+    device_kinds = ("cuda",)
+    dtypes = ("float32",)
+    module = "numpy"
+
+    def __init__(self) -> None:
+        self.device = SimDevice()
+
+    def clock(self, device: str) -> Clock:
+        return SimClock(self.device)
+
+    def from_numpy(self, a: np.ndarray, device: str, dtype: str) -> Any:
+        return np.array(a, dtype=dtype)
+
+    def to_numpy(self, x: Any) -> np.ndarray:
+        return np.asarray(x)
+
+    def ones(self, shape: tuple[int, ...], dtype: str, device: str) -> Any:
+        return np.ones(shape, dtype=dtype)
+
+
+class _TestWorkload(Workload):
+    """A workload whose size is microseconds of work; no real memory needed."""
+
+    dtypes = ("float32",)
+
+    def default_sizes(self, params: Params) -> tuple[int, ...]:
+        return (1000,)
+
+    def data_modes(self, params: Params) -> tuple[str, ...]:
+        return ("resident",)
+
+    def memory_needed(self, size: int, params: Params, dtype: str) -> int:
+        return 0
+
+    def host_memory_needed(self, size: int, params: Params, dtype: str) -> int:
+        return 0
+
+
+def _ok(out: object) -> None:
+    return None
+
+
+@workloads.register
+class SimKernel(_TestWorkload):
+    """On SimBackend: one kernel of `size` microseconds per call."""
+
+    name = "test_sim_kernel"
+    description = "a simulated kernel of size µs"
+
+    def prepare(self, backend: Backend, case: Case) -> Prepared:
+        device = backend.device  # type: ignore[attr-defined]
+        return Prepared(call=lambda: device.launch(case.size * 1e-6), check=_ok)
+
+
+def spin(seconds: float) -> None:
+    """Busy-wait: an operation of known length, more exact than sleep."""
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
+
+
+@workloads.register
+class Spin(_TestWorkload):
+    name = "test_spin"
+    description = "busy-waits size µs per call"
+
+    def prepare(self, backend: Backend, case: Case) -> Prepared:
+        return Prepared(call=lambda: spin(case.size * 1e-6), check=_ok)
+
+
+@workloads.register
+class Abort(_TestWorkload):
+    name = "test_abort"
+    description = "calls os.abort() while preparing"
+
+    def prepare(self, backend: Backend, case: Case) -> Prepared:
+        os.abort()
+
+
+@workloads.register
+class Hang(_TestWorkload):
+    name = "test_hang"
+    description = "sleeps far past any timeout"
+
+    def prepare(self, backend: Backend, case: Case) -> Prepared:
+        time.sleep(3600)
+        raise AssertionError("unreachable")
+
+
+@workloads.register
+class Hog(_TestWorkload):
+    """Caps the worker's address space, then allocates past the cap: a real MemoryError."""
+
+    name = "test_hog"
+    description = "allocates past a memory limit"
+
+    def prepare(self, backend: Backend, case: Case) -> Prepared:
+        limit = 4 * 1024**3 + _address_space_in_use()
+        resource.setrlimit(resource.RLIMIT_AS, (limit, resource.RLIM_INFINITY))
+        np.ones(limit // 8 + 1)  # over the cap: raises MemoryError
+        raise AssertionError("the allocation should have failed")
+
+
+def _address_space_in_use() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[0]) * resource.getpagesize()
+
+
+@workloads.register
+class Killed(_TestWorkload):
+    """SIGKILL from outside, as the host's out-of-memory killer sends it."""
+
+    name = "test_killed"
+    description = "is killed with SIGKILL"
+
+    def prepare(self, backend: Backend, case: Case) -> Prepared:
+        os.kill(os.getpid(), signal.SIGKILL)
+        raise AssertionError("unreachable")
+
+
+@workloads.register
+class Wrong(_TestWorkload):
+    name = "test_wrong"
+    description = "returns a wrong answer fast"
+
+    def prepare(self, backend: Backend, case: Case) -> Prepared:
+        def check(out: object) -> None:
+            raise WrongResult(f"expected 1.0, got {out}")
+
+        return Prepared(call=lambda: 0.0, check=check)

@@ -1,0 +1,102 @@
+"""The protocol: known durations recovered, async devices timed right, first call apart."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpuvs.criteria import FixedCount, MedianCI
+from gpuvs.errors import WrongResult
+from gpuvs.measure import Budget, HostClock, Prepared, measure
+from gpuvs.model import Case, Caveat, Status
+from tests.fakes import SimClock, SimDevice, UnsyncedClock, spin
+
+CASE = Case("w", "correct", "b", "cpu", "float32", 1)
+
+
+def _ok(out: object) -> None:
+    return None
+
+
+@pytest.mark.parametrize("duration_s", [2e-4, 2e-3])
+def test_recovers_the_duration_of_an_operation_of_known_length(duration_s: float) -> None:
+    m = measure(Prepared(lambda: spin(duration_s), _ok), CASE, HostClock(), MedianCI(),
+                Budget(seconds=0.5))
+    assert m.status is Status.OK
+    assert m.summary is not None
+    assert m.summary.median == pytest.approx(duration_s, rel=0.05)
+
+
+def test_on_an_async_device_host_timing_without_sync_is_wrong_and_gpuvs_is_right() -> None:
+    kernel_s = 500e-6  # the device is busy 100x longer than a launch costs the host
+    naive_dev, right_dev = SimDevice(launch_s=5e-6), SimDevice(launch_s=5e-6)
+    prepared = lambda dev: Prepared(lambda: dev.launch(kernel_s), _ok)  # noqa: E731
+    naive = measure(prepared(naive_dev), CASE, UnsyncedClock(naive_dev), FixedCount(n=20))
+    right = measure(prepared(right_dev), CASE, SimClock(right_dev), FixedCount(n=20))
+    assert naive.summary is not None and right.summary is not None
+    assert naive.summary.median == pytest.approx(5e-6, rel=0.01)  # the launch, not the work
+    # Within a sample the device idles only for the first launch: well under 1 %.
+    assert right.summary.median == pytest.approx(kernel_s, rel=0.01)
+    # Synchronised wall time is kept beside the device time, and costs the sync once a sample.
+    assert right.wall_summary is not None
+    assert right.summary.median <= right.wall_summary.median < 1.1 * kernel_s
+
+
+def test_launch_bound_work_is_timed_at_the_launch_rate_not_the_kernel() -> None:
+    dev = SimDevice(launch_s=10e-6)
+    m = measure(Prepared(lambda: dev.launch(1e-6), _ok), CASE, SimClock(dev), FixedCount(n=10))
+    assert m.summary is not None
+    assert m.summary.median == pytest.approx(10e-6, rel=0.01)
+
+
+def test_first_call_is_timed_alone_and_kept_out_of_the_samples() -> None:
+    calls = []
+
+    def slow_first() -> None:
+        spin(0.05 if not calls else 2e-4)
+        calls.append(1)
+
+    m = measure(Prepared(slow_first, _ok), CASE, HostClock(), MedianCI(), Budget(seconds=0.3))
+    assert m.first_call_s is not None and m.first_call_s >= 0.05
+    assert m.summary is not None and m.summary.max < 0.01
+    assert Caveat.FIRST_CALL_SLOW in m.caveats
+
+
+def test_a_wrong_result_is_caught_outside_the_timed_region_and_nothing_is_timed() -> None:
+    def check(out: object) -> None:
+        raise WrongResult("off by one")
+
+    m = measure(Prepared(lambda: 41, check), CASE, HostClock(), MedianCI())
+    assert m.status is Status.WRONG_RESULT
+    assert m.reason == "off by one"
+    assert m.samples == ()
+
+
+def test_loops_are_calibrated_so_a_sample_is_long_next_to_the_timer() -> None:
+    dev = SimDevice(launch_s=1e-6)
+    m = measure(Prepared(lambda: dev.launch(10e-6), _ok), CASE, SimClock(dev), FixedCount(n=5),
+                Budget(target_sample_s=1e-3))
+    assert m.summary is not None
+    assert m.wall_summary is not None
+    assert m.loops * m.wall_summary.median >= 1e-3  # one sample spans the target
+    assert m.loops < 120  # and not far beyond it
+    assert m.summary.median == pytest.approx(10e-6, rel=0.01)
+
+
+def test_single_call_cases_are_never_looped() -> None:
+    m = measure(Prepared(lambda: spin(1e-5), _ok, single_call=True), CASE, HostClock(),
+                FixedCount(n=5))
+    assert m.loops == 1
+
+
+def test_sampling_stops_at_the_budget_when_the_criterion_is_never_met() -> None:
+    dev = SimDevice(launch_s=1e-6, jitter=0.5, seed=1)
+    m = measure(Prepared(lambda: dev.launch(1e-3), _ok), CASE, SimClock(dev),
+                MedianCI(rel=1e-9), Budget(seconds=0.2))
+    assert Caveat.BUDGET_EXHAUSTED in m.caveats
+    assert 0.2 <= dev.host < 0.4
+
+
+def test_cpu_measurements_keep_no_separate_wall_samples() -> None:
+    m = measure(Prepared(lambda: spin(1e-4), _ok), CASE, HostClock(), FixedCount(n=5))
+    assert m.wall_samples == ()
+    assert m.timer == "host"
