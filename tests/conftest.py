@@ -6,7 +6,6 @@ import os
 from pathlib import Path
 
 import pytest
-
 import tests.fakes  # noqa: F401  (registers SimBackend and the test_* workloads here too)
 
 REPO = Path(__file__).resolve().parents[1]

@@ -24,8 +24,8 @@ import numpy as np
 from gpuvs import backends, workloads
 from gpuvs.backends.base import Backend
 from gpuvs.errors import WrongResult
-from gpuvs.measure import Clock, DeviceTimer, Prepared
 from gpuvs.model import Case, Params
+from gpuvs.protocol import Clock, DeviceTimer, Prepared
 from gpuvs.workloads.base import Workload
 
 
@@ -101,7 +101,7 @@ class UnsyncedClock(SimClock):
         return None
 
     def timer(self) -> DeviceTimer | None:
-        from gpuvs.measure import HostTimer
+        from gpuvs.protocol import HostTimer
 
         return HostTimer(self.now)
 
@@ -239,3 +239,32 @@ class Wrong(_TestWorkload):
             raise WrongResult(f"expected 1.0, got {out}")
 
         return Prepared(call=lambda: 0.0, check=check)
+
+
+@workloads.register
+class GpuHog(_TestWorkload):
+    """Asks the device for twice its free memory: a real device out-of-memory."""
+
+    name = "test_gpu_hog"
+    description = "allocates twice the free device memory"
+
+    def prepare(self, backend: Backend, case: Case) -> Prepared:
+        elements = 2 * backend.memory_free(case.device) // 4
+        backend.ones((elements,), "float32", case.device)
+        raise AssertionError("the allocation should have failed")
+
+
+@workloads.register
+class DeviceAssert(_TestWorkload):
+    """An out-of-bounds index in a CUDA kernel: a sticky error that poisons the process."""
+
+    name = "test_device_assert"
+    description = "triggers a device-side assert (torch only)"
+
+    def prepare(self, backend: Backend, case: Case) -> Prepared:
+        import torch
+
+        x = torch.zeros(4, device=case.device)
+        x[torch.tensor([10], device=case.device)] = 1.0
+        torch.cuda.synchronize()
+        raise AssertionError("the kernel should have failed")

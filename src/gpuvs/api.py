@@ -6,9 +6,9 @@ from collections.abc import Callable
 
 from gpuvs import backends, criteria
 from gpuvs.errors import BackendUnavailable, UsageError
-from gpuvs.measure import Budget, Clock, HostClock, Prepared
-from gpuvs.measure import measure as _measure
 from gpuvs.model import Case, Measurement
+from gpuvs.protocol import Budget, Clock, HostClock, Prepared
+from gpuvs.protocol import measure as _measure
 
 
 def _no_check(out: object) -> None:

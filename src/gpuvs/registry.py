@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import importlib
+import os
 from collections.abc import Iterable
 from typing import Generic, TypeVar
 
 from gpuvs.errors import UsageError
 
 T = TypeVar("T")
+# Comma-separated modules that register extra backends or workloads, imported by every
+# registry in the parent and in each worker alike.
+PLUGINS_ENV = "GPUVS_PLUGINS"
 
 
 class Registry(Generic[T]):
@@ -28,10 +32,11 @@ class Registry(Generic[T]):
         return cls
 
     def discover(self) -> None:
-        """Import the built-in plug-in modules (cheap: they import no framework)."""
+        """Import the built-in plug-ins (cheap: they import no framework), then GPUVS_PLUGINS."""
         if not self._discovered:
             self._discovered = True
-            for module in self._builtin:
+            plugins = [m.strip() for m in os.environ.get(PLUGINS_ENV, "").split(",")]
+            for module in (*self._builtin, *filter(None, plugins)):
                 importlib.import_module(module)
 
     def names(self) -> tuple[str, ...]:

@@ -24,8 +24,8 @@ from typing import Any, Protocol
 
 from gpuvs import backends
 from gpuvs.config import RunConfig
-from gpuvs.measure import Budget
 from gpuvs.model import Case, Measurement, Status
+from gpuvs.protocol import Budget
 
 # A fresh worker imports its framework and initialises the device before its first case.
 STARTUP_ALLOWANCE_S = 120.0

@@ -11,7 +11,6 @@ errors) is reported and the worker exits so the runner starts a fresh one.
 from __future__ import annotations
 
 import gc
-import importlib
 import json
 import os
 import sys
@@ -21,20 +20,13 @@ from typing import Any, TextIO
 
 from gpuvs import backends, criteria, workloads
 from gpuvs.backends.base import Backend, host_memory_free
-from gpuvs.measure import Budget, measure
 from gpuvs.model import Case, Measurement, Status
+from gpuvs.protocol import Budget, measure
 from gpuvs.units import nbytes
 
 EXIT_FATAL = 3
 # Leave this share of free memory unused: allocators round up, and the OS needs some.
 MEMORY_HEADROOM = 0.9
-PLUGINS_ENV = "GPUVS_PLUGINS"
-
-
-def load_plugins() -> None:
-    """Import the modules named in GPUVS_PLUGINS (comma-separated) to register plug-ins."""
-    for module in filter(None, os.environ.get(PLUGINS_ENV, "").split(",")):
-        importlib.import_module(module.strip())
 
 
 def run_case(backend: Backend, request: dict[str, Any]) -> tuple[Measurement, bool]:
@@ -93,8 +85,7 @@ def _tail(e: BaseException) -> str:
     return (_one_line(e) + " | " + " ".join(tb[-3:]).replace("\n", " "))[:2000]
 
 
-def serve(backend_name: str, requests: TextIO, channel: TextIO) -> int:
-    backend = backends.get(backend_name)
+def serve(backend: Backend, requests: TextIO, channel: TextIO) -> int:
     for line in requests:
         m, fatal = run_case(backend, json.loads(line))
         channel.write(json.dumps({"measurement": m.to_dict(), "fatal": fatal}) + "\n")
@@ -108,10 +99,9 @@ def main(argv: list[str]) -> int:
     channel = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)  # framework chatter on stdout must not reach the protocol channel
     sys.stdout = sys.stderr
-    load_plugins()
     backend = backends.get(argv[0])
     backend.prepare_worker()
-    return serve(argv[0], sys.stdin, channel)
+    return serve(backend, sys.stdin, channel)
 
 
 if __name__ == "__main__":

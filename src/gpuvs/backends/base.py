@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from gpuvs.measure import Clock
+from gpuvs.protocol import Clock
 
 GiB = 1024**3
 
@@ -85,6 +85,7 @@ class Backend(ABC):
 
     def empty_cache(self, device: str) -> None:
         """Return cached blocks so the next case (or another framework) can use them."""
+        return None
 
     def is_oom(self, exc: BaseException) -> bool:
         return isinstance(exc, MemoryError)
@@ -103,3 +104,4 @@ class Backend(ABC):
 
     def prepare_worker(self) -> None:
         """Set-up a worker does once, before importing the framework (env variables)."""
+        return None

@@ -14,7 +14,7 @@ import numpy as np
 
 from gpuvs.backends import register
 from gpuvs.backends.base import Backend, cuda_index
-from gpuvs.measure import Clock, DeviceTimer, HostClock
+from gpuvs.protocol import Clock, DeviceTimer, HostClock
 
 
 class CudaEventTimer:

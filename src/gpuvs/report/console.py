@@ -9,17 +9,20 @@ from rich.table import Table as RichTable
 
 from gpuvs.report.layout import Table
 
-RIGHT = {"size", "time", "±CI", "wall", "throughput", "GPU vs CPU"}
+RIGHT = {"size", "threads", "time", "±CI", "wall", "throughput", "GPU vs CPU"}
 
 
 def to_rich(table: Table) -> RichTable:
+    """A Rich table without the columns that are empty in every row (e.g. `wall` on CPUs)."""
+    keep = [i for i, _ in enumerate(table.columns) if any(row[i] for row in table.rows)]
     t = RichTable(title=table.title, title_justify="left", caption="\n".join(table.notes),
-                  caption_justify="left")
-    for col in table.columns:
+                  caption_justify="left", show_edge=False, pad_edge=False)
+    for i in keep:
+        col = table.columns[i]
         t.add_column(col, justify="right" if col in RIGHT else "left",
-                     overflow="fold", max_width=60 if col == "note" else None)
+                     no_wrap=col != "note", overflow="fold")
     for row in table.rows:
-        t.add_row(*row)
+        t.add_row(*(row[i] for i in keep))
     return t
 
 

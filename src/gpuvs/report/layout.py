@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from gpuvs import stats, units
 from gpuvs.model import Case, Measurement, Status
 
-COLUMNS = ("size", "backend", "device", "data", "time", "±CI", "wall", "throughput",
+COLUMNS = ("size", "backend", "device", "threads", "data", "time", "±CI", "wall", "throughput",
            "GPU vs CPU", "note")
 
 
@@ -66,7 +66,8 @@ def _best_cpu_by_size(ms: Sequence[Measurement]) -> dict[int, Measurement]:
 
 def _row(m: Measurement, cpu: Measurement | None) -> tuple[str, ...]:
     c = m.case
-    head = (units.size(c.size), c.backend, c.device,
+    threads = m.counters.get("threads")
+    head = (units.size(c.size), c.backend, c.device, f"{threads:.0f}" if threads else "",
             c.param("data", "resident") if c.device != "cpu" else "")
     s = m.summary
     if s is None:

@@ -20,8 +20,8 @@ import numpy as np
 
 from gpuvs.backends.base import Backend
 from gpuvs.errors import WrongResult
-from gpuvs.measure import Prepared
 from gpuvs.model import Case, Params
+from gpuvs.protocol import Prepared
 
 ITEMSIZE = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8}
 

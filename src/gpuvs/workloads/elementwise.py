@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 
 from gpuvs.backends.base import Backend
-from gpuvs.measure import Prepared
 from gpuvs.model import Case, Params
+from gpuvs.protocol import Prepared
 from gpuvs.workloads import register
 from gpuvs.workloads.base import (
     ITEMSIZE,

@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from gpuvs.backends.base import Backend
-from gpuvs.measure import Prepared
 from gpuvs.model import Case, Params
+from gpuvs.protocol import Prepared
 from gpuvs.workloads import register
 from gpuvs.workloads.base import ITEMSIZE, Workload, as_device_sees, host_dtype, place
 

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import pytest
+from tests.fakes import SimClock, SimDevice, UnsyncedClock, spin
 
 from gpuvs.criteria import FixedCount, MedianCI
 from gpuvs.errors import WrongResult
-from gpuvs.measure import Budget, HostClock, Prepared, measure
 from gpuvs.model import Case, Caveat, Status
-from tests.fakes import SimClock, SimDevice, UnsyncedClock, spin
+from gpuvs.protocol import Budget, HostClock, Prepared, measure
 
 CASE = Case("w", "correct", "b", "cpu", "float32", 1)
 

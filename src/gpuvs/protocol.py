@@ -1,4 +1,5 @@
-"""The measurement protocol, as five named steps.
+"""The measurement protocol, as five named steps (DESIGN.md's measure.py; renamed so that
+`gpuvs.measure`, the public function, is not shadowed by a submodule of the same name).
 
 `measure()` reads as its table of contents:
 

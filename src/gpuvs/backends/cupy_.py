@@ -1,0 +1,151 @@
+"""CuPy on CUDA devices: asynchronous, timed with CUDA events like torch."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+from gpuvs.backends import register
+from gpuvs.backends.base import Backend, cuda_index
+from gpuvs.protocol import Clock, DeviceTimer
+
+DISTRIBUTIONS = ("cupy-cuda13x", "cupy-cuda12x", "cupy-cuda11x", "cupy")
+
+
+class CupyEventTimer:
+    """Pairs of cupy.cuda.Event on the current stream; `elapsed` waits on the last one."""
+
+    def __init__(self) -> None:
+        self._pairs: list[tuple[Any, Any]] = []
+        self._start: Any = None
+
+    def _event(self) -> Any:
+        import cupy
+
+        e = cupy.cuda.Event()
+        e.record()
+        return e
+
+    def start(self) -> None:
+        self._start = self._event()
+
+    def stop(self) -> None:
+        self._pairs.append((self._start, self._event()))
+
+    def elapsed(self) -> list[float]:
+        import cupy
+
+        if not self._pairs:
+            return []
+        self._pairs[-1][1].synchronize()
+        out = [cupy.cuda.get_elapsed_time(a, b) / 1e3 for a, b in self._pairs]
+        self._pairs.clear()
+        return out
+
+
+class CupyClock:
+    name = "cuda_events"
+    is_async = True
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+
+    def now(self) -> float:
+        return time.perf_counter()
+
+    def synchronize(self, result: object = None) -> None:
+        import cupy
+
+        cupy.cuda.Device(self.index).synchronize()
+
+    def timer(self) -> DeviceTimer | None:
+        return CupyEventTimer()
+
+
+@register
+class CupyBackend(Backend):
+    name = "cupy"
+    device_kinds = ("cuda",)
+    dtypes = ("float16", "float32", "float64")
+    module = "cupy"
+
+    def version(self) -> str | None:
+        from importlib.metadata import PackageNotFoundError, version
+
+        for dist in DISTRIBUTIONS:
+            try:
+                return version(dist)
+            except PackageNotFoundError:
+                continue
+        return None
+
+    def _device_reason(self, device: str) -> str | None:
+        import cupy
+
+        try:
+            count = cupy.cuda.runtime.getDeviceCount()
+        except cupy.cuda.runtime.CUDARuntimeError as e:
+            return f"no CUDA device ({str(e).splitlines()[0]})"
+        if count == 0:
+            return "no CUDA device (CuPy sees none)"
+        if cuda_index(device) >= count:
+            return f"no device {device}; CuPy sees {count} (cuda:0..cuda:{count - 1})"
+        return None
+
+    def clock(self, device: str) -> Clock:
+        import cupy
+
+        cupy.cuda.Device(cuda_index(device)).use()
+        return CupyClock(cuda_index(device))
+
+    def from_numpy(self, a: np.ndarray, device: str, dtype: str) -> Any:
+        import cupy
+
+        with cupy.cuda.Device(cuda_index(device)):
+            return cupy.asarray(np.asarray(a, dtype=dtype))
+
+    def to_numpy(self, x: Any) -> np.ndarray:
+        import cupy
+
+        return cupy.asnumpy(x)
+
+    def ones(self, shape: tuple[int, ...], dtype: str, device: str) -> Any:
+        import cupy
+
+        with cupy.cuda.Device(cuda_index(device)):
+            return cupy.ones(shape, dtype=dtype)
+
+    def memory_free(self, device: str) -> int:
+        import cupy
+
+        with cupy.cuda.Device(cuda_index(device)):
+            free, _ = cupy.cuda.runtime.memGetInfo()
+        return int(free + cupy.get_default_memory_pool().free_bytes())
+
+    def empty_cache(self, device: str) -> None:
+        import cupy
+
+        cupy.get_default_memory_pool().free_all_blocks()
+        cupy.get_default_pinned_memory_pool().free_all_blocks()
+
+    def is_oom(self, exc: BaseException) -> bool:
+        import cupy
+
+        return isinstance(exc, (cupy.cuda.memory.OutOfMemoryError, MemoryError))
+
+    def is_fatal(self, exc: BaseException) -> bool:
+        import cupy
+
+        errors = (cupy.cuda.runtime.CUDARuntimeError, cupy.cuda.driver.CUDADriverError)
+        return isinstance(exc, errors) and not self.is_oom(exc)
+
+    def facts(self, device: str) -> dict[str, Any]:
+        import cupy
+
+        facts = super().facts(device) | {"cuda_runtime": cupy.cuda.runtime.runtimeGetVersion()}
+        if self._device_reason(device) is None:
+            props = cupy.cuda.runtime.getDeviceProperties(cuda_index(device))
+            facts["device_name"] = props["name"].decode()
+        return facts

@@ -1,0 +1,121 @@
+"""The command end to end: real workers, the real SQLite store, every bad-input message."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from gpuvs.cli import app
+
+runner = CliRunner()
+QUICK = ["--budget", "0.1", "--backend", "numpy", "--device", "cpu"]
+
+
+def invoke(*args: str):
+    return runner.invoke(app, list(args), env={"COLUMNS": "200"})
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["run", "-w", "matmull"], "unknown workload 'matmull'; known: elementwise, matmul"),
+    (["run", "-b", "cpy"], "unknown backend 'cpy'; known: cupy, jax, numpy, sim, torch"),
+    (["run", "--dtype", "float8"], "unknown dtype 'float8'; known: float16, bfloat16"),
+    (["run", "-s", "1.5"], "size '1.5' is not a positive integer"),
+    (["run", "-s", "-3"], "size '-3' is not a positive integer"),
+    (["run", "-b", "numpy", "--dtype", "bfloat16"],
+     "numpy has no bfloat16; it supports float16, float32, float64"),
+    (["run", "-d", "gpu"], "unknown device 'gpu'; accepted: cpu, cuda, cuda:N"),
+    (["run", "--budget", "0"], "--budget must be a positive number of seconds"),
+    (["run", "--criterion", "fast"], "unknown criterion 'fast'"),
+    (["show", "nope"], "unknown run 'nope'"),
+])
+def test_bad_input_is_one_line_naming_the_value_and_exit_2(args, message, db) -> None:
+    result = invoke(*args, "--db", db)
+    assert result.exit_code == 2, result.output
+    assert message in result.output
+    assert "Traceback" not in result.output
+    assert len(result.output.strip().splitlines()) == 1
+
+
+def test_an_unwritable_database_path_is_bad_usage(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    result = invoke("run", "--db", str(blocker / "x.sqlite"), *QUICK)
+    assert result.exit_code == 2
+    assert "cannot open the results database" in result.output
+
+
+@pytest.mark.usefixtures("worker_env")
+def test_run_measures_saves_and_prints_a_table_then_show_prints_it_again(db, tmp_path) -> None:
+    out_json = tmp_path / "run.json"
+    result = invoke("run", "-w", "matmul", "-s", "64,128", *QUICK, "--db", db,
+                    "--json", str(out_json))
+    assert result.exit_code == 0, result.output
+    assert "matmul · correct · float32 · shape=square" in result.output
+    assert "FLOP/s" in result.output
+    run_id = result.output.split()[1].rstrip(":")
+    doc = json.loads(out_json.read_text())
+    assert doc["run"]["run_id"] == run_id
+    assert {m["status"] for m in doc["measurements"]} == {"ok"}
+    assert len(doc["measurements"]) == 4  # both shapes (seed000's 1×k×100, square) at 2 sizes
+    shown = invoke("show", run_id, "--db", db)
+    assert shown.exit_code == 0 and "shape=square" in shown.output
+
+
+@pytest.mark.usefixtures("worker_env")
+def test_gpu_cases_on_a_cpu_machine_are_unavailable_with_the_reason(db) -> None:
+    pytest.importorskip("torch")
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a CUDA device")
+    result = invoke("run", "-w", "matmul", "-s", "64", "-b", "torch", "--budget", "0.1",
+                    "--db", db)
+    assert result.exit_code == 0, result.output
+    assert "unavailable: no CUDA device" in result.output
+
+
+def test_list_and_env_describe_what_is_here() -> None:
+    listed = invoke("list")
+    assert listed.exit_code == 0
+    assert "matmul" in listed.output and "elementwise" in listed.output
+    assert "median-ci" in listed.output
+    env = invoke("env")
+    assert env.exit_code == 0, env.output
+    assert "numpy" in env.output
+
+
+@pytest.mark.usefixtures("worker_env")
+def test_a_run_killed_halfway_keeps_its_cases_and_resume_finishes_it(db) -> None:
+    cmd = [sys.executable, "-m", "gpuvs", "run", "-w", "test_spin", "-s", "2e4,4e4,6e4,8e4,1e5",
+           "-b", "numpy", "-d", "cpu", "--budget", "1", "--db", db]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                            start_new_session=True)
+    deadline = time.time() + 60
+    while time.time() < deadline and _count(db) < 2:
+        time.sleep(0.2)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    kept = _count(db)
+    assert 2 <= kept < 5
+    run_id = sqlite3.connect(db).execute("select run_id from runs").fetchone()[0]
+    result = invoke("run", "--resume", run_id, "--db", db)
+    assert result.exit_code == 0, result.output
+    assert f"{kept} already recorded" in result.output
+    assert _count(db) == 5
+
+
+def _count(db: str) -> int:
+    try:
+        with sqlite3.connect(db) as c:
+            return int(c.execute("select count(*) from measurements").fetchone()[0])
+    except sqlite3.OperationalError:
+        return 0

@@ -1,0 +1,69 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gpuvs import config, plan
+from gpuvs.config import RunConfig, parse_sizes
+from gpuvs.errors import UsageError
+
+
+def test_size_ranges_and_lists() -> None:
+    assert parse_sizes(["1e3:1e6"]) == (1000, 10_000, 100_000, 1_000_000)
+    assert parse_sizes(["64:512:2"]) == (64, 128, 256, 512)
+    assert parse_sizes(["5,7", "7", "1e2"]) == (5, 7, 100)
+
+
+@pytest.mark.parametrize(("spec", "message"), [
+    ("1.5", "size '1.5' is not a positive integer"),
+    ("-4", "size '-4' is not a positive integer"),
+    ("0", "size '0' is not a positive integer"),
+    ("big", "size 'big' is not a positive integer"),
+    ("10:1", "size range '10:1' ends before it starts"),
+    ("1:10:1", "size range factor '1' must be a number above 1"),
+])
+def test_bad_sizes_name_the_value(spec: str, message: str) -> None:
+    with pytest.raises(UsageError, match=message):
+        parse_sizes([spec])
+
+
+@pytest.mark.parametrize(("fields", "message"), [
+    ({"workloads": ("matmull",)}, "unknown workload 'matmull'; known: "),
+    ({"backends": ("cpy",)}, "unknown backend 'cpy'; known: cupy, jax, numpy, "),
+    ({"dtypes": ("float8",)}, "unknown dtype 'float8'; known: float16, bfloat16, float32, "),
+    ({"backends": ("numpy",), "dtypes": ("bfloat16",)},
+     "numpy has no bfloat16; it supports float16, float32, float64"),
+    ({"devices": ("gpu",)}, "unknown device 'gpu'; accepted: cpu, cuda, cuda:N"),
+    ({"variants": ("fast",)}, "unknown variant 'fast'; known: as_written, correct, tuned"),
+    ({"budget_s": -1.0}, "--budget must be a positive number of seconds; got -1.0"),
+])
+def test_validation_names_the_bad_value_and_what_is_accepted(fields, message) -> None:
+    with pytest.raises(UsageError, match=message):
+        RunConfig(**fields).validate()
+
+
+def test_pyproject_table_is_read_and_flags_win(tmp_path: Path) -> None:
+    p = tmp_path / "pyproject.toml"
+    p.write_text('[tool.gpuvs]\nbudget_s = 0.5\nbackends = ["numpy"]\n')
+    c = config.build({"budget_s": 2.0, "backends": ()}, p)
+    assert c.budget_s == 2.0 and c.backends == ("numpy",)
+
+
+def test_unknown_pyproject_key_is_refused(tmp_path: Path) -> None:
+    p = tmp_path / "pyproject.toml"
+    p.write_text("[tool.gpuvs]\nbudgett = 1\n")
+    with pytest.raises(UsageError, match="unknown key 'budgett' in \\[tool.gpuvs\\]"):
+        config.build({}, p)
+
+
+def test_plan_interleaves_backends_at_each_size_and_adds_end_to_end_on_gpus() -> None:
+    cases = plan.expand(RunConfig(workloads=("matmul",), backends=("numpy", "torch"),
+                                  sizes=(64, 128)))
+    square = [c for c in cases if c.param("shape") == "square"]
+    assert [(c.size, c.backend, c.device, c.param("data")) for c in square] == [
+        (64, "numpy", "cpu", ""), (64, "torch", "cpu", ""),
+        (64, "torch", "cuda:0", ""), (64, "torch", "cuda:0", "end_to_end"),
+        (128, "numpy", "cpu", ""), (128, "torch", "cpu", ""),
+        (128, "torch", "cuda:0", ""), (128, "torch", "cuda:0", "end_to_end"),
+    ]

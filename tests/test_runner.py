@@ -1,0 +1,88 @@
+"""Isolation, for real: each failure happens in a child process and the run carries on."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpuvs.config import RunConfig
+from gpuvs.model import Case, Measurement, Status
+from gpuvs.runner import execute
+
+
+class Collected:
+    """Keeps what the runner saves, in order (the SQLite store is tested on its own)."""
+
+    def __init__(self) -> None:
+        self.saved: list[Measurement] = []
+
+    def save(self, run_id: str, m: Measurement) -> None:
+        self.saved.append(m)
+
+
+def case(workload: str, size: int = 1000, backend: str = "numpy") -> Case:
+    device = "cuda:0" if backend == "sim" else "cpu"
+    return Case(workload, "correct", backend, device, "float32", size)
+
+
+CONFIG = RunConfig(budget_s=0.2, timeout_s=3.0)
+
+
+@pytest.mark.usefixtures("worker_env")
+def test_every_failure_is_recorded_and_the_run_carries_on() -> None:
+    cases = [case("test_spin"), case("test_abort"), case("test_spin", 2000),
+             case("test_hang"), case("test_spin", 3000), case("test_hog"),
+             case("test_killed"), case("test_wrong"), case("test_spin", 4000)]
+    sink = Collected()
+    summary = execute("r1", cases, CONFIG, sink)
+    by_workload = {(m.case.workload, m.case.size): m for m in sink.saved}
+    assert [m.case for m in sink.saved] == cases  # all saved, in order
+    abort = by_workload["test_abort", 1000]
+    assert abort.status is Status.CRASHED and "SIGABRT" in abort.reason
+    hang = by_workload["test_hang", 1000]
+    assert hang.status is Status.TIMEOUT and "3 s timeout" in hang.reason
+    hog = by_workload["test_hog", 1000]
+    assert hog.status is Status.OOM and "MemoryError" in hog.reason
+    killed = by_workload["test_killed", 1000]
+    assert killed.status is Status.OOM and "SIGKILL" in killed.reason
+    assert by_workload["test_wrong", 1000].status is Status.WRONG_RESULT
+    for size in (1000, 2000, 3000, 4000):  # a fresh worker took over after each failure
+        spin = by_workload["test_spin", size]
+        assert spin.status is Status.OK
+        assert spin.summary is not None
+        assert spin.summary.median == pytest.approx(size * 1e-6, rel=0.1)
+    assert summary.counts == {"ok": 4, "crashed": 1, "timeout": 1, "oom": 2, "wrong_result": 1}
+
+
+@pytest.mark.usefixtures("worker_env")
+def test_an_out_of_memory_stops_its_series_growing() -> None:
+    sink = Collected()
+    execute("r2", [case("test_hog", 1), case("test_hog", 2), case("test_spin", 100)],
+            CONFIG, sink)
+    assert [m.status for m in sink.saved] == [Status.OOM, Status.SKIPPED, Status.OK]
+    assert "size 1 already ran out of memory" in sink.saved[1].reason
+
+
+@pytest.mark.usefixtures("worker_env")
+def test_resume_skips_recorded_cases() -> None:
+    sink = Collected()
+    done = case("test_spin", 100)
+    execute("r3", [done, case("test_spin", 200)], CONFIG, sink, skip_keys=frozenset({done.key}))
+    assert [m.case.size for m in sink.saved] == [200]
+
+
+@pytest.mark.usefixtures("worker_env")
+def test_a_dtype_the_backend_lacks_is_skipped_with_the_reason() -> None:
+    sink = Collected()
+    bf16 = Case("matmul", "correct", "numpy", "cpu", "bfloat16", 64, (("shape", "square"),))
+    execute("r4", [bf16], CONFIG, sink)
+    assert sink.saved[0].status is Status.SKIPPED
+    assert sink.saved[0].reason == "numpy has no bfloat16; it supports float16, float32, float64"
+
+
+@pytest.mark.usefixtures("worker_env")
+def test_the_simulated_device_runs_through_a_real_worker() -> None:
+    sink = Collected()
+    execute("r5", [case("test_sim_kernel", 250, backend="sim")], CONFIG, sink)
+    m = sink.saved[0]
+    assert m.status is Status.OK and m.timer == "sim_events"
+    assert m.summary is not None and m.summary.median == pytest.approx(250e-6, rel=0.01)
