@@ -1,37 +1,55 @@
 #!/usr/bin/env bash
-# The foundation's checks on a GPU machine, in one call (device time is scarce):
-#   1. the GPU test suite;  2. `gpuvs env`;  3. matmul + elementwise on every backend;
-#   4. a run killed with SIGKILL halfway, then finished with --resume.
-# Outputs go to $OUT (or ./out). Run from the repository root:
-#   PYTHONPATH=src bash benchmarks/gpu_acceptance.sh
+# The foundation's checks on a GPU machine. Steps (default: all, in this order):
+#   tests       the GPU test suite (pytest -m gpu)
+#   env         gpuvs env
+#   matmul      gpuvs run -w matmul (seed 000's product and n = 64..2048) on every backend
+#   elementwise gpuvs run -w elementwise over 1e3..1e9 elements on every backend
+#   kill        a run killed with SIGKILL halfway, then finished with --resume
+# Outputs go to $OUT (or ./out). From the repository root:
+#   PYTHONPATH=src bash benchmarks/gpu_acceptance.sh [STEP...]
 set -uo pipefail
 OUT=${OUT:-out}
+BUDGET=${BUDGET:-0.5}
 mkdir -p "$OUT"
-export PYTHONPATH=${PYTHONPATH:-src} PYTHONUNBUFFERED=1
+export PYTHONPATH=${PYTHONPATH:-src} PYTHONUNBUFFERED=1 COLUMNS=${COLUMNS:-200}
 DB="$OUT/gpuvs.sqlite"
 gpuvs() { python3 -m gpuvs "$@"; }
+count() {
+  python3 -c "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute(sys.argv[2]).fetchone()[0])" "$@" 2>/dev/null || echo 0
+}
 
-echo "== pytest -m gpu"
-python3 -m pytest -m gpu -q -p no:cacheprovider 2>&1 | tee "$OUT/pytest-gpu.log" | tail -15
+step_tests() {
+  python3 -m pytest -m gpu -v -p no:cacheprovider >"$OUT/pytest-gpu.log" 2>&1
+  grep -E "PASSED|FAILED|SKIPPED|ERROR" "$OUT/pytest-gpu.log" | sed 's/ *\[.*%\]//'; tail -1 "$OUT/pytest-gpu.log"
+}
+step_env() { gpuvs env; }
+step_matmul() {
+  gpuvs run -w matmul --budget "$BUDGET" --db "$DB" --json "$OUT/matmul.json" >"$OUT/matmul.txt" 2>&1
+  grep -B1 -A12 "shape=seed000" "$OUT/matmul.txt"; tail -2 "$OUT/matmul.txt"
+}
+step_elementwise() {
+  gpuvs run -w elementwise -s 1e3:1e9 --budget "$BUDGET" --db "$DB" \
+    --json "$OUT/elementwise.json" >"$OUT/elementwise.txt" 2>&1
+  grep -E "^ *1e9|^elementwise|finished" "$OUT/elementwise.txt"
+}
+step_kill() {
+  local kdb="$OUT/kill.sqlite" pid n=0 run_id
+  gpuvs run -w matmul -s 256:4096:2 --budget "$BUDGET" --db "$kdb" >"$OUT/killed.txt" 2>&1 &
+  pid=$!
+  for _ in $(seq 1 240); do
+    n=$(count "$kdb" "select count(*) from measurements")
+    [ "${n:-0}" -ge 12 ] && break
+    sleep 0.5
+  done
+  kill -9 "$pid"; wait "$pid" 2>/dev/null  # workers see stdin close and exit on their own
+  n=$(count "$kdb" "select count(*) from measurements")
+  run_id=$(count "$kdb" "select run_id from runs")
+  echo "killed run $run_id with SIGKILL after $n recorded cases"
+  gpuvs run --resume "$run_id" --db "$kdb" >"$OUT/resumed.txt" 2>&1
+  grep -E "already recorded|finished" "$OUT/resumed.txt"
+  echo "cases now: $(count "$kdb" "select count(*) from measurements"); statuses: $(count "$kdb" "select group_concat(status || '=' || n) from (select status, count(*) n from measurements group by status)")"
+}
 
-echo "== gpuvs env"
-COLUMNS=160 gpuvs env 2>&1 | tee "$OUT/env.txt"
-
-echo "== gpuvs run matmul + elementwise"
-COLUMNS=200 gpuvs run --workload matmul --workload elementwise \
-  --sizes "${SIZES:-1e3:1e9}" --budget "${BUDGET:-0.5}" --db "$DB" \
-  --json "$OUT/run.json" 2>&1 | tee "$OUT/run.txt" | tail -80
-
-echo "== kill -9 halfway, then --resume"
-KDB="$OUT/kill.sqlite"
-gpuvs run -w matmul -s 256:4096:2 --budget 0.5 --db "$KDB" >"$OUT/killed.txt" 2>&1 &
-pid=$!
-for _ in $(seq 1 120); do
-  n=$(python3 -c "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute('select count(*) from measurements').fetchone()[0])" "$KDB" 2>/dev/null || echo 0)
-  [ "${n:-0}" -ge 8 ] && break
-  sleep 0.5
+for step in "${@:-tests env matmul elementwise kill}"; do
+  for s in $step; do echo "== $s"; "step_$s"; done
 done
-kill -9 "$pid"; wait "$pid" 2>/dev/null  # workers see stdin close and exit on their own
-run_id=$(python3 -c "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute('select run_id from runs').fetchone()[0])" "$KDB")
-echo "killed run $run_id after $n recorded cases"
-COLUMNS=200 gpuvs run --resume "$run_id" --db "$KDB" 2>&1 | tee "$OUT/resumed.txt" | grep -E "already recorded|finished"

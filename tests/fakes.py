@@ -250,7 +250,8 @@ class GpuHog(_TestWorkload):
 
     def prepare(self, backend: Backend, case: Case) -> Prepared:
         elements = 2 * backend.memory_free(case.device) // 4
-        backend.ones((elements,), "float32", case.device)
+        x = backend.ones((elements,), "float32", case.device)
+        backend.clock(case.device).synchronize(x)  # JAX reports failures when waited on
         raise AssertionError("the allocation should have failed")
 
 

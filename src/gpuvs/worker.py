@@ -20,7 +20,7 @@ from typing import Any, TextIO
 
 from gpuvs import backends, criteria, workloads
 from gpuvs.backends.base import Backend, host_memory_free
-from gpuvs.model import Case, Measurement, Status
+from gpuvs.model import Case, Caveat, Measurement, Status
 from gpuvs.protocol import Budget, measure
 from gpuvs.units import nbytes
 
@@ -51,7 +51,11 @@ def run_case(backend: Backend, request: dict[str, Any]) -> tuple[Measurement, bo
     counters = workload.counters(case)
     if case.device == "cpu" and (threads := backend.threads()) is not None:
         counters["threads"] = float(threads)
-    return replace(m, counters=counters, workload_version=workload.version), False
+    caveats = m.caveats
+    if workload.matrix_units and case.dtype == "float32" and backend.uses_tf32(case.device):
+        caveats += (Caveat.TF32_ON,)
+    return replace(m, counters=counters, caveats=caveats,
+                   workload_version=workload.version), False
 
 
 def _why_not(backend: Backend, case: Case) -> tuple[Status, str] | None:

@@ -94,6 +94,11 @@ class Backend(ABC):
         """True when `exc` poisons the process (sticky CUDA errors): replace the worker."""
         return False
 
+    def uses_tf32(self, device: str) -> bool:
+        """Whether float32 matrix products on `device` run on TF32 matrix units (10-bit
+        mantissa) — a fair comparison must say so."""
+        return False
+
     def threads(self) -> int | None:
         """CPU threads this backend computes with, for fair-comparison tables."""
         return None

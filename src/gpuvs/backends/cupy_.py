@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Any
 
@@ -140,6 +141,9 @@ class CupyBackend(Backend):
 
         errors = (cupy.cuda.runtime.CUDARuntimeError, cupy.cuda.driver.CUDADriverError)
         return isinstance(exc, errors) and not self.is_oom(exc)
+
+    def uses_tf32(self, device: str) -> bool:
+        return os.environ.get("CUPY_TF32", "0") == "1"
 
     def facts(self, device: str) -> dict[str, Any]:
         import cupy

@@ -105,6 +105,11 @@ class JaxBackend(Backend):
             return int(stats["bytes_limit"] - stats.get("bytes_in_use", 0))
         return host_memory_free()
 
+    def uses_tf32(self, device: str) -> bool:
+        # JAX's default matmul precision on NVIDIA GPUs since Ampere is TF32 for float32.
+        precision = getattr(_jax().config, "jax_default_matmul_precision", None)
+        return device != "cpu" and precision in (None, "default", "tensorfloat32", "bfloat16")
+
     def is_oom(self, exc: BaseException) -> bool:
         return isinstance(exc, MemoryError) or "RESOURCE_EXHAUSTED" in str(exc)
 

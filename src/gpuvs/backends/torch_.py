@@ -144,6 +144,11 @@ class TorchBackend(Backend):
             return True
         return isinstance(exc, RuntimeError) and "CUDA error" in str(exc) and not self.is_oom(exc)
 
+    def uses_tf32(self, device: str) -> bool:
+        import torch
+
+        return device.startswith("cuda") and torch.get_float32_matmul_precision() != "highest"
+
     def threads(self) -> int | None:
         import torch
 

@@ -1,5 +1,7 @@
-"""Where results live. SQLite by default; the location comes from --db, GPUVS_DB or the
-user data directory."""
+"""Where results live: SQLite, at --db, else $GPUVS_DB, else the user data directory.
+
+Nothing here imports a framework, so opening a store stays cheap for `gpuvs show`.
+"""
 
 from __future__ import annotations
 
@@ -10,24 +12,43 @@ from gpuvs.errors import StoreError
 from gpuvs.store.sqlite import SqliteStore
 
 ENV_VAR = "GPUVS_DB"
+_POSTGRES = ("postgres", "postgresql")
 
 
 def default_location() -> Path:
+    """A per-user file, so runs accumulate across working directories."""
     from platformdirs import user_data_dir
 
     return Path(user_data_dir("gpuvs")) / "gpuvs.sqlite"
 
 
 def open_store(location: str | None = None) -> SqliteStore:
-    """`None` → $GPUVS_DB → the user data directory; `sqlite:///PATH` or a plain path."""
-    location = location or os.environ.get(ENV_VAR) or str(default_location())
-    if "://" in location:
-        scheme, _, rest = location.partition("://")
-        if scheme != "sqlite":
-            raise StoreError(f"unsupported results database {location!r}; use a SQLite path "
-                             "or sqlite:///PATH")
-        location = rest[1:] if rest.startswith("/") and not rest.startswith("//") else rest
-    return SqliteStore(Path(location).expanduser())
+    """Open (creating if needed) the store at `location`, $GPUVS_DB, or the default.
+
+    `location` is a path or a SQLAlchemy-style URL, as other tools write them:
+    `sqlite:///relative.sqlite` or `sqlite:////absolute/path.sqlite`.
+    """
+    chosen = location or os.environ.get(ENV_VAR)
+    return SqliteStore(_path(chosen) if chosen else default_location())
+
+
+def _path(location: str) -> Path:
+    scheme, sep, rest = location.partition("://")
+    if not sep:
+        return Path(location).expanduser()
+    dialect = scheme.lower().split("+")[0]  # postgresql+psycopg://, sqlite+pysqlite://
+    if dialect in _POSTGRES:
+        raise StoreError("PostgreSQL stores are not supported yet; use a SQLite path")
+    if dialect != "sqlite":
+        # Name the scheme only: the rest of a server URL may hold a password.
+        raise StoreError(f"unsupported results database scheme {scheme + '://'!r}; use a "
+                         "SQLite path or sqlite:///PATH")
+    # sqlite:// + "/" + path: the third slash separates the (empty) host from the path.
+    path = rest[1:] if rest.startswith("/") else ""
+    if not path:
+        raise StoreError(f"results database {location!r} names no file; use a SQLite path "
+                         "or sqlite:///PATH")
+    return Path(path).expanduser()
 
 
 __all__ = ["ENV_VAR", "SqliteStore", "default_location", "open_store"]

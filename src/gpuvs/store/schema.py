@@ -63,8 +63,9 @@ def migrate(conn: sqlite3.Connection) -> None:
     under the write lock because several processes may open a new file at once: only the
     first one creates the tables, the others find them done.
     """
-    _refuse_newer(user_version(conn))
-    if user_version(conn) == SCHEMA_VERSION:
+    version = user_version(conn)
+    _refuse_newer(version)
+    if version == SCHEMA_VERSION:
         return
     conn.execute("BEGIN IMMEDIATE")
     try:

@@ -76,6 +76,8 @@ class Workload(ABC):
     description: ClassVar[str]
     variants: ClassVar[tuple[str, ...]] = ("correct",)
     dtypes: ClassVar[tuple[str, ...]] = ("float32",)
+    # Whether the work runs on matrix units, where float32 may silently become TF32.
+    matrix_units: ClassVar[bool] = False
     def param_sets(self) -> tuple[Params, ...]:
         """The non-size axes of this workload, one tuple of (name, value) pairs each."""
         return ((),)

@@ -46,6 +46,7 @@ def seed000_inputs(k: int) -> tuple[np.ndarray, np.ndarray]:
 class Matmul(Workload):
     name = "matmul"
     description = "matrix product: seed 000's (1×25600)@(25600×100) and square n×n×n"
+    matrix_units = True
 
     def param_sets(self) -> tuple[Params, ...]:
         return ((("shape", "seed000"),), (("shape", "square"),))
