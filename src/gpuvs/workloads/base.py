@@ -30,6 +30,18 @@ ITEMSIZE = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8}
 TOLERANCE = {"float64": 1e-10, "float32": 2e-3, "float16": 2e-2, "bfloat16": 4e-2}
 
 
+def random_inputs(shape: tuple[int, ...], dtype: str, seed: int, low: float = 0.0
+                  ) -> np.ndarray:
+    """Uniform [low, low + 1) data in the case's host dtype, drawn without a float64 detour
+    where the dtype allows (10^9 elements: 4 GB, not 8 GB and a cast)."""
+    rng = np.random.default_rng(seed)
+    draw = np.float64 if dtype == "float64" else np.float32
+    a = rng.random(shape, dtype=draw)
+    if low:
+        a += low
+    return a.astype(host_dtype(dtype), copy=False)
+
+
 def host_dtype(dtype: str) -> str:
     """The NumPy dtype that holds `dtype` on the host (NumPy has no bfloat16)."""
     return "float32" if dtype == "bfloat16" else dtype
@@ -41,17 +53,29 @@ def as_device_sees(a: np.ndarray, dtype: str) -> np.ndarray:
         u = a.astype(np.float32).view(np.uint32).astype(np.uint64)
         u = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16) << 16
         return u.astype(np.uint32).view(np.float32).astype(np.float64)
-    return a.astype(dtype).astype(np.float64)
+    return a.astype(dtype, copy=False).astype(np.float64)
+
+
+# Compare in chunks: a float64 copy of a 10^9-element output, and its difference from
+# the reference, would each cost 8 GB and seconds of memory traffic.
+CHECK_CHUNK = 1 << 22
 
 
 def relative_error(out: np.ndarray, ref: np.ndarray) -> float:
-    out64 = np.asarray(out, dtype=np.float64)
-    if out64.shape != ref.shape:
-        raise WrongResult(f"output shape {out64.shape} differs from the reference {ref.shape}")
-    if not np.all(np.isfinite(out64)):
-        raise WrongResult("output holds NaN or infinity where the reference is finite")
-    denom = float(np.linalg.norm(ref))
-    return float(np.linalg.norm(out64 - ref)) / (denom if denom > 0 else 1.0)
+    """‖out − ref‖ / ‖ref‖ in float64; WrongResult on a shape mismatch or non-finite output."""
+    out = np.asarray(out)
+    if out.shape != ref.shape:
+        raise WrongResult(f"output shape {out.shape} differs from the reference {ref.shape}")
+    flat_out, flat_ref = out.reshape(-1), ref.reshape(-1)
+    err2 = ref2 = 0.0
+    for i in range(0, flat_ref.size, CHECK_CHUNK):
+        o = flat_out[i:i + CHECK_CHUNK].astype(np.float64)
+        r = flat_ref[i:i + CHECK_CHUNK]
+        if not np.all(np.isfinite(o)):
+            raise WrongResult("output holds NaN or infinity where the reference is finite")
+        err2 += float(np.dot(o - r, o - r))
+        ref2 += float(np.dot(r, r))
+    return float(np.sqrt(err2) / (np.sqrt(ref2) if ref2 > 0 else 1.0))
 
 
 def reference_check(ref: np.ndarray, dtype: str, to_numpy: Callable[[Any], np.ndarray]

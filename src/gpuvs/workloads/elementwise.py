@@ -21,8 +21,8 @@ from gpuvs.workloads.base import (
     ITEMSIZE,
     Workload,
     as_device_sees,
-    host_dtype,
     place,
+    random_inputs,
     reference_check,
 )
 
@@ -79,8 +79,7 @@ class Elementwise(Workload):
                 call=lambda: backend.ones(shape, case.dtype, case.device),
                 check=reference_check(np.ones(shape), case.dtype, backend.to_numpy),
             )
-        rng = np.random.default_rng(case.size)
-        x = (0.5 + rng.random(case.size)).astype(host_dtype(case.dtype))
+        x = random_inputs((case.size,), case.dtype, seed=case.size, low=0.5)
         ref = OPS[op](as_device_sees(x, case.dtype))
         return place(backend, case, (x,), OPS[op], ref)
 

@@ -14,7 +14,14 @@ from gpuvs.backends.base import Backend
 from gpuvs.model import Case, Params
 from gpuvs.protocol import Prepared
 from gpuvs.workloads import register
-from gpuvs.workloads.base import ITEMSIZE, Workload, as_device_sees, host_dtype, place
+from gpuvs.workloads.base import (
+    ITEMSIZE,
+    Workload,
+    as_device_sees,
+    host_dtype,
+    place,
+    random_inputs,
+)
 
 SEED000_K = 25600
 SEED000_N = 100
@@ -72,8 +79,8 @@ class Matmul(Workload):
         if case.param("shape") == "seed000":
             a, b = seed000_inputs(k)
         else:
-            rng = np.random.default_rng(case.size)
-            a, b = rng.random((m, k)), rng.random((k, n))
+            a = random_inputs((m, k), case.dtype, seed=case.size)
+            b = random_inputs((k, n), case.dtype, seed=case.size + 1)
         a, b = a.astype(host_dtype(case.dtype)), b.astype(host_dtype(case.dtype))
         ref = as_device_sees(a, case.dtype) @ as_device_sees(b, case.dtype)
         return place(backend, case, (a, b), _matmul, ref)
