@@ -42,7 +42,9 @@ def _usage_errors() -> Iterator[None]:
     try:
         yield
     except GpuvsError as e:
-        _console(stderr=True).print(f"[red]error:[/red] {e}", markup=True, soft_wrap=True)
+        from rich.markup import escape
+
+        _console(stderr=True).print(f"[red]error:[/red] {escape(str(e))}", soft_wrap=True)
         raise typer.Exit(EXIT_USAGE) from None
 
 
@@ -213,6 +215,7 @@ def list_() -> None:
         out.print(f"  {b.name:<12} devices: {', '.join(b.device_kinds)}; dtypes: "
                   f"{', '.join(b.dtypes)}; {installed}")
     out.print(f"[bold]criteria[/bold]\n  {', '.join(criteria.names())}")
+    out.print("Which devices each backend can use here: `gpuvs env`.")
 
 
 @app.command(name="env")

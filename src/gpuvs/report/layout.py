@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from gpuvs import stats, units
 from gpuvs.model import Case, Measurement, Status
 
-COLUMNS = ("size", "backend", "device", "threads", "data", "time", "±CI", "wall", "throughput",
+COLUMNS = ("size", "backend", "device", "threads", "data", "time ±CI", "wall", "throughput",
            "GPU vs CPU", "note")
 
 
@@ -45,13 +45,23 @@ def result_tables(measurements: Iterable[Measurement]) -> list[Table]:
 
 def _table(key: tuple, ms: list[Measurement]) -> Table:
     best_cpu = _best_cpu_by_size(ms)
-    order = sorted(ms, key=lambda m: (m.case.size, m.case.device != "cpu", m.case.backend,
-                                      m.case.device, m.case.param("data")))
+    shown = [m for m in ms if m.status is not Status.UNAVAILABLE]
+    order = sorted(shown, key=lambda m: (m.case.size, m.case.device != "cpu", m.case.backend,
+                                         m.case.device, m.case.param("data")))
     rows = tuple(_row(m, best_cpu.get(m.case.size)) for m in order)
-    notes = () if best_cpu else ("no CPU case finished: no GPU-over-CPU speedup to show",)
+    notes = _unavailable_notes(ms)
+    if not best_cpu:
+        notes += ("no CPU case finished: no GPU-over-CPU speedup to show",)
     if not any(m.case.device != "cpu" and m.status is Status.OK for m in ms):
         notes += ("no GPU case finished: no GPU-over-CPU speedup to show",)
     return Table(_title(key), COLUMNS, rows, notes)
+
+
+def _unavailable_notes(ms: Sequence[Measurement]) -> tuple[str, ...]:
+    """One line per backend and device that could not run, instead of one row per size."""
+    reasons = {(m.case.backend, m.case.device): m.reason for m in ms
+               if m.status is Status.UNAVAILABLE}
+    return tuple(f"unavailable: {b} on {d}: {r}" for (b, d), r in sorted(reasons.items()))
 
 
 def _best_cpu_by_size(ms: Sequence[Measurement]) -> dict[int, Measurement]:
@@ -71,10 +81,11 @@ def _row(m: Measurement, cpu: Measurement | None) -> tuple[str, ...]:
             c.param("data", "resident") if c.device != "cpu" else "")
     s = m.summary
     if s is None:
-        return (*head, "—", "", "", "", "", f"{m.status.value}: {m.reason}")
+        return (*head, "—", "", "", "", f"{m.status.value}: {m.reason}")
     wall = units.seconds(m.wall_summary.median) if m.wall_summary else ""
-    return (*head, units.seconds(s.median), f"±{100 * s.ci_halfwidth_rel:.1f}%", wall,
-            throughput(m), _speedup(m, cpu), ", ".join(str(cv) for cv in m.caveats))
+    return (*head, f"{units.seconds(s.median)} ±{100 * s.ci_halfwidth_rel:.1f}%", wall,
+            throughput(m), _speedup(m, cpu),
+            ", ".join(str(cv).replace("_", " ") for cv in m.caveats))
 
 
 def throughput(m: Measurement) -> str:
