@@ -1,4 +1,10 @@
-"""CuPy on CUDA devices: asynchronous, timed with CUDA events like torch."""
+"""CuPy on CUDA devices (`cuda:N`).
+
+CuPy work is asynchronous like torch's: samples are CUDA-event intervals, read with one
+synchronisation per batch, and every host-clock reading is preceded by a device-wide
+synchronise. CuPy ships one wheel per CUDA major version, so its version is looked up
+under each of their distribution names.
+"""
 
 from __future__ import annotations
 
@@ -12,11 +18,12 @@ from gpuvs.backends import register
 from gpuvs.backends.base import Backend, cuda_index
 from gpuvs.protocol import Clock, DeviceTimer
 
+# The names CuPy is published under, newest CUDA first; "cupy" is the source build.
 DISTRIBUTIONS = ("cupy-cuda13x", "cupy-cuda12x", "cupy-cuda11x", "cupy")
 
 
 class CupyEventTimer:
-    """Pairs of cupy.cuda.Event on the current stream; `elapsed` waits on the last one."""
+    """Pairs of cupy.cuda.Event on the current stream; `elapsed` waits on the last one only."""
 
     def __init__(self) -> None:
         self._pairs: list[tuple[Any, Any]] = []
@@ -25,7 +32,7 @@ class CupyEventTimer:
     def _event(self) -> Any:
         import cupy
 
-        e = cupy.cuda.Event()
+        e = cupy.cuda.Event()  # timing is enabled unless disable_timing=True
         e.record()
         return e
 
@@ -36,12 +43,12 @@ class CupyEventTimer:
         self._pairs.append((self._start, self._event()))
 
     def elapsed(self) -> list[float]:
-        import cupy
-
         if not self._pairs:
             return []
+        import cupy
+
         self._pairs[-1][1].synchronize()
-        out = [cupy.cuda.get_elapsed_time(a, b) / 1e3 for a, b in self._pairs]
+        out = [cupy.cuda.get_elapsed_time(a, b) / 1e3 for a, b in self._pairs]  # ms → s
         self._pairs.clear()
         return out
 
@@ -83,12 +90,16 @@ class CupyBackend(Backend):
         return None
 
     def _device_reason(self, device: str) -> str | None:
-        import cupy
-
+        try:
+            import cupy
+        except ImportError as e:  # installed, but its CUDA libraries cannot be loaded
+            return f"cupy cannot be imported: {_first_line(e)}"
         try:
             count = cupy.cuda.runtime.getDeviceCount()
         except cupy.cuda.runtime.CUDARuntimeError as e:
-            return f"no CUDA device ({str(e).splitlines()[0]})"
+            if "cudaErrorNoDevice" in str(e):  # what the runtime says on a machine without one
+                return f"no CUDA device ({_first_line(e)})"
+            return f"CUDA driver error: {_first_line(e)}"
         if count == 0:
             return "no CUDA device (CuPy sees none)"
         if cuda_index(device) >= count:
@@ -105,6 +116,7 @@ class CupyBackend(Backend):
         import cupy
 
         with cupy.cuda.Device(cuda_index(device)):
+            # Cast on the host first, as torch does: the copy moves `dtype`-sized elements.
             return cupy.asarray(np.asarray(a, dtype=dtype))
 
     def to_numpy(self, x: Any) -> np.ndarray:
@@ -121,28 +133,33 @@ class CupyBackend(Backend):
     def memory_free(self, device: str) -> int:
         import cupy
 
+        # The pool is per device: read both with `device` current.
         with cupy.cuda.Device(cuda_index(device)):
             free, _ = cupy.cuda.runtime.memGetInfo()
-        return int(free + cupy.get_default_memory_pool().free_bytes())
+            cached = cupy.get_default_memory_pool().free_bytes()
+        return int(free + cached)
 
     def empty_cache(self, device: str) -> None:
         import cupy
 
-        cupy.get_default_memory_pool().free_all_blocks()
+        with cupy.cuda.Device(cuda_index(device)):
+            cupy.get_default_memory_pool().free_all_blocks()
         cupy.get_default_pinned_memory_pool().free_all_blocks()
 
     def is_oom(self, exc: BaseException) -> bool:
-        import cupy
-
-        return isinstance(exc, (cupy.cuda.memory.OutOfMemoryError, MemoryError))
+        # cupy.cuda.memory.OutOfMemoryError is a MemoryError; a raw cudaMalloc that fails
+        # outside the pool raises the runtime error below, which is not sticky.
+        return isinstance(exc, MemoryError) or "cudaErrorMemoryAllocation" in str(exc)
 
     def is_fatal(self, exc: BaseException) -> bool:
         import cupy
+        from cupy_backends.cuda.api.runtime import CUDARuntimeError
 
-        errors = (cupy.cuda.runtime.CUDARuntimeError, cupy.cuda.driver.CUDADriverError)
+        errors = (CUDARuntimeError, cupy.cuda.driver.CUDADriverError)
         return isinstance(exc, errors) and not self.is_oom(exc)
 
     def uses_tf32(self, device: str) -> bool:
+        # CuPy uses TF32 for float32 products only when CUPY_TF32=1 (off by default).
         return os.environ.get("CUPY_TF32", "0") == "1"
 
     def facts(self, device: str) -> dict[str, Any]:
@@ -151,5 +168,11 @@ class CupyBackend(Backend):
         facts = super().facts(device) | {"cuda_runtime": cupy.cuda.runtime.runtimeGetVersion()}
         if self._device_reason(device) is None:
             props = cupy.cuda.runtime.getDeviceProperties(cuda_index(device))
-            facts["device_name"] = props["name"].decode()
+            name = props["name"]
+            facts["device_name"] = name.decode() if isinstance(name, bytes) else str(name)
         return facts
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip()
+    return text.splitlines()[0] if text else type(e).__name__

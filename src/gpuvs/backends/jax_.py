@@ -1,12 +1,13 @@
-"""JAX on the CPU and on CUDA devices.
+"""JAX on the CPU and on CUDA devices (`cuda:N` is JAX's N-th GPU).
 
-JAX dispatch is asynchronous on every device and offers no device events to Python, so
-samples are synchronised host time: every read of the clock follows
+JAX dispatch is asynchronous on every device, the CPU included, and offers Python no
+device events, so samples are synchronised host time: every read of the clock follows
 `jax.block_until_ready` on the last output (JAX has no device-wide synchronise).
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 from typing import Any
@@ -17,9 +18,15 @@ from gpuvs.backends import register
 from gpuvs.backends.base import Backend, cuda_index, host_memory_free
 from gpuvs.protocol import Clock, DeviceTimer
 
+# Exception class names JAX has used for runtime errors from XLA (renamed in 2025).
+RUNTIME_ERRORS = ("XlaRuntimeError", "JaxRuntimeError")
 
+
+@functools.cache
 def _jax() -> Any:
-    """JAX with float64 enabled, so that float64 cases really are float64."""
+    """JAX, imported once with float64 enabled so that float64 cases really are float64."""
+    # Also here, whichever path imports JAX first: otherwise it takes 75 % of the GPU.
+    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
     import jax
 
     jax.config.update("jax_enable_x64", True)
@@ -34,6 +41,7 @@ class JaxClock:
         return time.perf_counter()
 
     def synchronize(self, result: object = None) -> None:
+        # Blocking on the last output is the only wait JAX offers; work is issued in order.
         if result is not None:
             _jax().block_until_ready(result)
 
@@ -48,15 +56,21 @@ class JaxBackend(Backend):
     dtypes = ("float16", "bfloat16", "float32", "float64")
     module = "jax"
 
+    def __init__(self) -> None:
+        self._used_gpu = False  # is_fatal only replaces workers that touched a GPU
+
     def prepare_worker(self) -> None:
-        # JAX takes 75 % of the GPU at its first operation unless told otherwise; other
-        # frameworks on the machine (and the memory guard) need to see the real figure.
+        # JAX preallocates 75 % of the GPU at its first operation unless told otherwise;
+        # other frameworks on the machine (and the memory guard) need the real figure.
+        # JAX itself is imported (and float64 enabled) by `_jax()` on first use, so a
+        # worker without JAX still starts and reports each case unavailable.
         os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
     def _device(self, device: str) -> Any:
         jax = _jax()
         if device == "cpu":
             return jax.devices("cpu")[0]
+        self._used_gpu = True
         return jax.devices("gpu")[cuda_index(device)]
 
     def _device_reason(self, device: str) -> str | None:
@@ -65,11 +79,12 @@ class JaxBackend(Backend):
         jax = _jax()
         try:
             gpus = jax.devices("gpu")
-        except RuntimeError:
-            return (f"no CUDA device (jax {jax.__version__} has no GPU backend here; "
+        except RuntimeError:  # "Unknown backend: 'gpu' requested, but no platforms ..."
+            return (f"no CUDA device (jax {jax.__version__} has no GPU backend; "
                     "pip install 'jax[cuda12]')")
         if cuda_index(device) >= len(gpus):
-            return f"no device {device}; JAX sees {len(gpus)} GPU(s)"
+            n = len(gpus)
+            return f"no device {device}; JAX sees {n} (cuda:0..cuda:{n - 1})"
         return None
 
     def clock(self, device: str) -> Clock:
@@ -79,9 +94,11 @@ class JaxBackend(Backend):
         jax = _jax()
         import jax.numpy as jnp
 
-        host = np.asarray(a, dtype=np.float32 if dtype == "bfloat16" else dtype)
-        x = jax.device_put(host, self._device(device))
-        return x.astype(jnp.bfloat16) if dtype == "bfloat16" else x
+        # Cast on the host (bfloat16 too: jnp.bfloat16 is a NumPy dtype, from ml_dtypes),
+        # so that one copy of `dtype`-sized elements goes to the device and nothing lands
+        # on JAX's default device first.
+        host = np.asarray(a, dtype=jnp.dtype(dtype))
+        return jax.device_put(host, self._device(device))
 
     def to_numpy(self, x: Any) -> np.ndarray:
         import jax.numpy as jnp
@@ -94,32 +111,39 @@ class JaxBackend(Backend):
         jax = _jax()
         import jax.numpy as jnp
 
-        with jax.default_device(self._device(device)):
-            return jnp.ones(shape, dtype=getattr(jnp, dtype))
+        dev = self._device(device)
+        try:
+            return jnp.ones(shape, dtype=jnp.dtype(dtype), device=dev)
+        except TypeError:  # JAX before 0.4.27: no device= argument
+            with jax.default_device(dev):
+                return jnp.ones(shape, dtype=jnp.dtype(dtype))
 
     def memory_free(self, device: str) -> int:
         if device == "cpu":
             return host_memory_free()
         stats = self._device(device).memory_stats() or {}
-        if "bytes_limit" in stats:
+        if "bytes_limit" in stats:  # the allocator's limit, a share of the GPU's memory
             return int(stats["bytes_limit"] - stats.get("bytes_in_use", 0))
         return host_memory_free()
 
     def uses_tf32(self, device: str) -> bool:
         # JAX's default matmul precision on NVIDIA GPUs since Ampere is TF32 for float32.
-        precision = getattr(_jax().config, "jax_default_matmul_precision", None)
+        precision = _jax().config.jax_default_matmul_precision
         return device != "cpu" and precision in (None, "default", "tensorfloat32", "bfloat16")
 
     def is_oom(self, exc: BaseException) -> bool:
         return isinstance(exc, MemoryError) or "RESOURCE_EXHAUSTED" in str(exc)
 
     def is_fatal(self, exc: BaseException) -> bool:
+        """A failed GPU kernel (XLA's INTERNAL / CUDA errors) leaves the context unusable."""
+        if not self._used_gpu or self.is_oom(exc):
+            return False
         text = str(exc)
-        return type(exc).__name__ == "XlaRuntimeError" and not self.is_oom(exc) and (
-            "CUDA" in text or "INTERNAL" in text)
+        xla = any(cls.__name__ in RUNTIME_ERRORS for cls in type(exc).__mro__)
+        return xla and ("CUDA" in text or "INTERNAL" in text)
 
     def facts(self, device: str) -> dict[str, Any]:
-        facts = super().facts(device) | {"x64": True}
+        facts = super().facts(device) | {"x64": bool(_jax().config.jax_enable_x64)}
         if self._device_reason(device) is None:
             facts["device_name"] = str(self._device(device).device_kind)
         return facts
