@@ -269,3 +269,21 @@ class DeviceAssert(_TestWorkload):
         x[torch.tensor([10], device=case.device)] = 1.0
         torch.cuda.synchronize()
         raise AssertionError("the kernel should have failed")
+
+
+@workloads.register
+class Linear(_TestWorkload):
+    """Known costs on both sides: the CPU spins 5 µs + 1 ns/element; the simulated GPU
+    runs 20 µs + 0.01 ns/element. The GPU wins from about 15 152 elements on."""
+
+    name = "test_linear"
+    description = "a sweep with a known crossover (numpy vs sim)"
+
+    def flops(self, size: int, params: Params) -> float:
+        return float(size)
+
+    def prepare(self, backend: Backend, case: Case) -> Prepared:
+        if isinstance(backend, SimBackend):
+            device = backend.device
+            return Prepared(call=lambda: device.launch(2e-5 + case.size * 1e-11), check=_ok)
+        return Prepared(call=lambda: spin(5e-6 + case.size * 1e-9), check=_ok)

@@ -120,3 +120,19 @@ def _count(db: str) -> int:
             return int(c.execute("select count(*) from measurements").fetchone()[0])
     except sqlite3.OperationalError:
         return 0
+
+
+@pytest.mark.usefixtures("worker_env")
+def test_sweep_refines_sizes_until_the_crossover_is_bracketed_within_the_factor(db) -> None:
+    result = invoke("sweep", "test_linear", "-b", "numpy,sim", "-s", "1e3:1e6", "--budget",
+                    "0.2", "--refine", "--factor", "2", "--db", db)
+    assert result.exit_code == 0, result.output
+    assert "refining: 2 cases at sizes 31623" in result.output
+    row = next(line for line in result.output.splitlines() if line.startswith("sim cuda:0"))
+    assert "│ 17783" in row or "│ 31623" in row  # the true crossover is ≈ 15152
+
+
+def test_sweep_rejects_a_refine_factor_of_one_or_less(db) -> None:
+    result = invoke("sweep", "matmul", "--refine", "--factor", "1", "--db", db)
+    assert result.exit_code == 2
+    assert "--factor must be a number above 1; got 1.0" in result.output

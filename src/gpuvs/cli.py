@@ -16,7 +16,7 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
-from gpuvs.errors import GpuvsError
+from gpuvs.errors import GpuvsError, UsageError
 
 app = typer.Typer(
     help="Is the GPU faster than the CPU for this work, by how much, from what size on, "
@@ -53,10 +53,9 @@ def _split(values: list[str] | None) -> tuple[str, ...]:
     return tuple(v.strip() for item in values or () for v in item.split(",") if v.strip())
 
 
-Multi = Annotated[list[str] | None, typer.Option()]
 DbOption = Annotated[str | None, typer.Option(
-    "--db", help="Results database (SQLite path). Default: $GPUVS_DB, else the user data "
-                 "directory.")]
+    "--db", metavar="PATH",
+    help="Results database (SQLite path). Default: $GPUVS_DB, else the user data directory.")]
 
 
 def _open_store(db: str | None) -> Any:
@@ -65,60 +64,104 @@ def _open_store(db: str | None) -> Any:
     return open_store(db)
 
 
+VariantOpt = Annotated[list[str] | None, typer.Option(
+    metavar="VARIANT", help="as_written, correct or tuned; default: each workload's own.")]
+BackendOpt = Annotated[list[str] | None, typer.Option(
+    "--backend", "-b", metavar="BACKEND", help="numpy, torch, cupy, jax; default: all.")]
+DeviceOpt = Annotated[list[str] | None, typer.Option(
+    "--device", "-d", metavar="DEVICE", help="cpu, cuda or cuda:N; default: cpu and cuda.")]
+DtypeOpt = Annotated[list[str] | None, typer.Option(
+    metavar="DTYPE",
+    help="float16, bfloat16, float32, float64; default: the workload's (float32).")]
+SizesOpt = Annotated[list[str] | None, typer.Option(
+    "--sizes", "-s", metavar="SIZES",
+    help="Sizes: a list (1000,4096) or a range START:STOP[:FACTOR] (1e3:1e7 steps ×10; "
+         "64:4096:2 doubles).")]
+BudgetOpt = Annotated[float | None, typer.Option(
+    metavar="SECONDS",
+    help="Sampling seconds per case (default 1). More budget, tighter intervals.")]
+TimeoutOpt = Annotated[float | None, typer.Option(
+    metavar="SECONDS",
+    help="Seconds before a case is killed and recorded as timeout (default 300).")]
+CriterionOpt = Annotated[str | None, typer.Option(
+    metavar="NAME[:K=V]",
+    help="When to stop sampling: median-ci[:rel=0.01], stdrel[:max_noise=0.005], "
+         "fixed[:n=7].")]
+JsonOpt = Annotated[Path | None, typer.Option(
+    "--json", metavar="PATH",
+    help="Also write the run (config, environment, raw samples) here.")]
+WorkloadsOpt = Annotated[list[str] | None, typer.Option(
+    "--workload", "-w", metavar="WORKLOAD",
+    help="Workload(s) to run; default: all. See `gpuvs list`.")]
+ResumeOpt = Annotated[str | None, typer.Option(
+    metavar="RUN_ID", help="Finish an interrupted run: skip its recorded cases, run the rest.")]
+
+
+def _build_config(workloads: tuple[str, ...], variant: list[str] | None,
+                  backend: list[str] | None, device: list[str] | None,
+                  dtype: list[str] | None, sizes: list[str] | None, budget: float | None,
+                  timeout: float | None, criterion: str | None) -> Any:
+    from gpuvs import config as cfg
+
+    return cfg.build({
+        "workloads": workloads, "variants": _split(variant), "backends": _split(backend),
+        "devices": _split(device), "dtypes": _split(dtype),
+        "sizes": cfg.parse_sizes(_split(sizes)), "budget_s": budget, "timeout_s": timeout,
+        "criterion": criterion,
+    })
+
+
 @app.command()
 def run(
-    workload: Annotated[list[str] | None, typer.Option(
-        "--workload", "-w", help="Workload(s) to run; default: all. See `gpuvs list`.")] = None,
-    variant: Annotated[list[str] | None, typer.Option(
-        help="as_written, correct or tuned; default: each workload's own.")] = None,
-    backend: Annotated[list[str] | None, typer.Option(
-        "--backend", "-b", help="numpy, torch, cupy, jax; default: all.")] = None,
-    device: Annotated[list[str] | None, typer.Option(
-        "--device", "-d", help="cpu, cuda or cuda:N; default: cpu and cuda.")] = None,
-    dtype: Annotated[list[str] | None, typer.Option(
-        help="float16, bfloat16, float32, float64; default: the workload's (float32).")] = None,
-    sizes: Annotated[list[str] | None, typer.Option(
-        "--sizes", "-s", help="Sizes: a list (1000,4096) or a range START:STOP[:FACTOR] "
-                              "(1e3:1e7 steps ×10; 64:4096:2 doubles).")] = None,
-    budget: Annotated[float | None, typer.Option(
-        help="Sampling seconds per case (default 1). More budget, tighter intervals.")] = None,
-    timeout: Annotated[float | None, typer.Option(
-        help="Seconds before a case is killed and recorded as timeout (default 300).")] = None,
-    criterion: Annotated[str | None, typer.Option(
-        help="When to stop sampling: median-ci[:rel=0.01], stdrel[:max_noise=0.005], "
-             "fixed[:n=7].")] = None,
-    db: DbOption = None,
-    json_path: Annotated[Path | None, typer.Option(
-        "--json", help="Also write the run (config, environment, raw samples) here.")] = None,
-    resume: Annotated[str | None, typer.Option(
-        help="Finish an interrupted run: skip its recorded cases, run the rest.")] = None,
+    workload: WorkloadsOpt = None,
+    variant: VariantOpt = None, backend: BackendOpt = None, device: DeviceOpt = None,
+    dtype: DtypeOpt = None, sizes: SizesOpt = None, budget: BudgetOpt = None,
+    timeout: TimeoutOpt = None, criterion: CriterionOpt = None, db: DbOption = None,
+    json_path: JsonOpt = None, resume: ResumeOpt = None,
 ) -> None:
     """Run workloads on every backend and device, and print a table per workload."""
     from gpuvs import config as cfg
 
     with _usage_errors():
         store = _open_store(db)
-        if resume:
-            run_record = store.get_run(resume)
+        run_record = store.get_run(resume) if resume else None
+        if run_record is not None:
             config = cfg.RunConfig(**_config_fields(run_record.config)).validate()
         else:
-            config = cfg.build({
-                "workloads": _split(workload), "variants": _split(variant),
-                "backends": _split(backend), "devices": _split(device),
-                "dtypes": _split(dtype), "sizes": cfg.parse_sizes(_split(sizes)),
-                "budget_s": budget, "timeout_s": timeout, "criterion": criterion,
-            })
-            run_record = None
-    code = _execute(store, config, run_record, json_path)
-    raise typer.Exit(code)
+            config = _build_config(_split(workload), variant, backend, device, dtype, sizes,
+                                   budget, timeout, criterion)
+    raise typer.Exit(_execute(store, config, run_record, json_path))
+
+
+@app.command()
+def sweep(
+    workload: Annotated[str, typer.Argument(help="The workload to sweep (`gpuvs list`).")],
+    variant: VariantOpt = None, backend: BackendOpt = None, device: DeviceOpt = None,
+    dtype: DtypeOpt = None, sizes: SizesOpt = None, budget: BudgetOpt = None,
+    timeout: TimeoutOpt = None, criterion: CriterionOpt = None, db: DbOption = None,
+    json_path: JsonOpt = None,
+    refine: Annotated[bool, typer.Option(
+        help="Add sizes around each crossover until it is bracketed within --factor.")] = False,
+    factor: Annotated[float, typer.Option(
+        help="With --refine: the widest ratio of sizes allowed around a crossover.")] = 2.0,
+) -> None:
+    """Sweep one workload over sizes and report where the GPU starts to win."""
+    with _usage_errors():
+        if refine and not factor > 1:
+            raise UsageError(f"--factor must be a number above 1; got {factor}")
+        store = _open_store(db)
+        config = _build_config((workload,), variant, backend, device, dtype, sizes, budget,
+                               timeout, criterion)
+    raise typer.Exit(_execute(store, config, None, json_path, factor if refine else None))
 
 
 def _config_fields(stored: Any) -> dict[str, Any]:
     return {k: tuple(v) if isinstance(v, list) else v for k, v in dict(stored).items()}
 
 
-def _execute(store: Any, config: Any, run_record: Any, json_path: Path | None) -> int:
-    from dataclasses import replace
+def _execute(store: Any, config: Any, run_record: Any, json_path: Path | None,
+             refine_factor: float | None = None) -> int:
+    from collections import Counter
 
     from gpuvs import env, plan, runner
     from gpuvs.model import Run, Status
@@ -132,26 +175,46 @@ def _execute(store: Any, config: Any, run_record: Any, json_path: Path | None) -
         store.create_run(run_record)
     else:
         skip = frozenset(store.finished_keys(run_record.run_id))
+    run_id = run_record.run_id
     out = _console()
-    out.print(f"run {run_record.run_id}: {len(cases) - len(skip)} cases "
-              f"({len(skip)} already recorded)" if skip else
-              f"run {run_record.run_id}: {len(cases)} cases")
-    with _progress(len(cases) - len(skip)) as advance:
-        summary = runner.execute(run_record.run_id, cases, config, store,
-                                 on_result=advance, skip_keys=skip)
-    store.finish_run(run_record.run_id, "finished", _now())
-    measurements = store.measurements(run_record.run_id)
+    out.print(f"run {run_id}: {len(cases) - len(skip)} cases ({len(skip)} already recorded)"
+              if skip else f"run {run_id}: {len(cases)} cases")
+    counts: Counter[str] = Counter()
+    rounds = 0
+    while cases:
+        with _progress(len(cases)) as advance:
+            counts += runner.execute(run_id, cases, config, store, on_result=advance,
+                                     skip_keys=skip).counts
+        cases = _refinement(store, run_id, refine_factor, rounds)
+        rounds += 1
+    store.finish_run(run_id, "finished", _now())
+    measurements = store.measurements(run_id)
     con.print_tables(result_tables(measurements), out)
-    out.print(f"run {run_record.run_id} finished: {status_line(summary.counts)}. "
-              f"Saved to {store.path}; `gpuvs show {run_record.run_id}` prints it again.")
+    out.print(f"run {run_id} finished: {status_line(counts)}. Saved to {store.path}; "
+              f"`gpuvs show {run_id}` prints it again.")
     if json_path:
         from gpuvs.store.export import write_json
 
-        write_json(json_path, replace(store.get_run(run_record.run_id)), measurements)
+        write_json(json_path, store.get_run(run_id), measurements)
         out.print(f"wrote {json_path}")
-    failed = summary.counts.get(Status.WRONG_RESULT.value, 0) + summary.counts.get(
-        Status.CRASHED.value, 0)
+    failed = counts[Status.WRONG_RESULT.value] + counts[Status.CRASHED.value]
     return EXIT_FAILED_RUN if failed else 0
+
+
+MAX_REFINE_ROUNDS = 6
+
+
+def _refinement(store: Any, run_id: str, factor: float | None, rounds: int) -> list[Any]:
+    """The next round of sizes around the crossovers, or [] when done."""
+    if factor is None or rounds >= MAX_REFINE_ROUNDS:
+        return []
+    from gpuvs.analysis.refine import refined_cases
+
+    cases = refined_cases(store.measurements(run_id), factor)
+    if cases:
+        _console().print(f"refining: {len(cases)} cases at sizes "
+                         f"{', '.join(sorted({str(c.size) for c in cases}))}")
+    return cases
 
 
 @contextmanager

@@ -1,32 +1,41 @@
 """The environment a run ran on, and its fingerprint.
 
-Collected in the parent without importing any framework: library versions come from
-package metadata, GPUs from NVML (nvidia-ml-py) when it is there. The fingerprint hashes
-what identifies the machine and its software — not free memory, not the time — so runs
-on the same set-up share it and ceilings can be cached by it.
+`collect()` runs in the parent without importing any framework: library versions come
+from package metadata, GPUs from NVML (the nvidia-ml-py package) when it is there, BLAS
+from threadpoolctl. The fingerprint hashes what identifies the machine and its software —
+not free memory, not the time — so runs on the same set-up share it and results can be
+grouped by it. `backend_rows()` is the one part that imports frameworks: it asks each
+backend whether it can run, for `gpuvs env` and for workers.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import platform
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from gpuvs.backends.base import Backend, GiB
 from gpuvs.model import Environment
 from gpuvs.units import nbytes
 
-LIBRARIES = ("numpy", "torch", "cupy-cuda13x", "cupy-cuda12x", "cupy", "jax", "jaxlib",
-             "keras", "scipy")
-# Facts that identify a set-up; everything else is context for the reader.
-STABLE = ("cpu_model", "cores_physical", "cores_logical", "memory_total_gib", "machine",
-          "python", "libraries", "gpus", "blas")
+FINGERPRINT_HEX = 16
+# Distributions whose versions change results; CuPy and JAX's GPU plug-ins publish one
+# distribution per CUDA major version.
+LIBRARIES = ("numpy", "torch", "cupy-cuda13x", "cupy-cuda12x", "cupy-cuda11x", "cupy", "jax",
+             "jaxlib", "jax-cuda13-plugin", "jax-cuda12-plugin", "keras")
+# Environment variables that change results (threads, visible GPUs, allocators, TF32).
+RESULT_VARIABLES = ("CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
+                    "OPENBLAS_NUM_THREADS", "OPENBLAS_CORETYPE", "KERAS_BACKEND",
+                    "PYTORCH_CUDA_ALLOC_CONF", "CUPY_TF32", "NVIDIA_TF32_OVERRIDE")
+RESULT_PREFIXES = ("XLA_", "NCCL_", "TORCH_NCCL_")
 
 
-def collect() -> Environment:
+def collect(backends: Iterable[Backend] | None = None) -> Environment:
+    """This machine and its software. With `backends`, also their versions (no imports)."""
     facts: dict[str, Any] = {
         "python": platform.python_version(),
         "implementation": platform.python_implementation(),
@@ -35,15 +44,34 @@ def collect() -> Environment:
         "cpu_model": _cpu_model(),
         **_cores_and_memory(),
         "blas": _blas(),
+        "blas_build": _blas_build(),
         "libraries": _libraries(),
+        "variables": _variables(),
         **_gpus(),
     }
-    stable = {k: facts.get(k) for k in STABLE}
+    if backends is not None:
+        facts["backends"] = {b.name: b.version() for b in backends}
+    return Environment(fingerprint(facts), facts)
+
+
+def fingerprint(facts: dict[str, Any]) -> str:
+    """Short sha256 of the facts that identify the set-up: hardware, driver, versions."""
+    stable = {
+        "cpu": [facts.get(k) for k in ("cpu_model", "cores_physical", "cores_logical",
+                                      "machine")],
+        "memory_total_gib": facts.get("memory_total_gib"),
+        "python": facts.get("python"),
+        "libraries": facts.get("libraries"),
+        "blas": facts.get("blas_build"),
+        "gpus": [(g.get("name"), g.get("memory_total")) for g in facts.get("gpus", [])],
+        "driver": [facts.get("driver"), facts.get("cuda_driver")],
+    }
     digest = hashlib.sha256(json.dumps(stable, sort_keys=True, default=str).encode())
-    return Environment(digest.hexdigest()[:16], facts)
+    return digest.hexdigest()[:FINGERPRINT_HEX]
 
 
 def _cpu_model() -> str:
+    """The CPU's model name from /proc/cpuinfo (Linux), else what `platform` knows."""
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:
@@ -51,30 +79,45 @@ def _cpu_model() -> str:
                     return line.split(":", 1)[1].strip()
     except OSError:
         pass
-    return platform.processor() or "unknown"
+    return platform.processor() or platform.machine() or "unknown"
 
 
 def _cores_and_memory() -> dict[str, Any]:
     import psutil
 
     mem = psutil.virtual_memory()
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
     return {"cores_physical": psutil.cpu_count(logical=False),
             "cores_logical": psutil.cpu_count(logical=True),
-            "cpu_affinity": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
-            else None,
-            "memory_total_gib": round(mem.total / GiB), "memory_available": mem.available}
+            "cores_usable": usable,
+            "memory_total_gib": round(mem.total / GiB),
+            "memory_total": int(mem.total), "memory_available": int(mem.available)}
 
 
 def _blas() -> list[dict[str, Any]]:
-    """Thread pools of the BLAS and OpenMP libraries NumPy has loaded (threadpoolctl)."""
+    """Thread pools of the BLAS and OpenMP libraries loaded in this process (threadpoolctl)."""
+    import numpy  # noqa: F401  (threadpoolctl sees only libraries already loaded)
     from threadpoolctl import threadpool_info
 
-    return [{"api": p.get("internal_api"), "library": os.path.basename(p.get("filepath", "")),
+    return [{"api": p.get("internal_api"), "user_api": p.get("user_api"),
+             "library": os.path.basename(p.get("filepath") or ""),
              "version": p.get("version"), "threads": p.get("num_threads")}
             for p in threadpool_info()]
 
 
+def _blas_build() -> str | None:
+    """The BLAS NumPy was built with — unlike the loaded pools, the same in any process."""
+    import numpy as np
+
+    try:
+        blas = np.show_config(mode="dicts")["Build Dependencies"]["blas"]
+    except (TypeError, KeyError):  # NumPy before 1.26 has no mode="dicts"
+        return None
+    return f"{blas.get('name')} {blas.get('version')}"
+
+
 def _libraries() -> dict[str, str]:
+    """Installed versions, from package metadata: nothing is imported."""
     from importlib.metadata import PackageNotFoundError, version
 
     found = {}
@@ -86,6 +129,11 @@ def _libraries() -> dict[str, str]:
     return found
 
 
+def _variables() -> dict[str, str]:
+    return {k: v for k, v in sorted(os.environ.items())
+            if k in RESULT_VARIABLES or k.startswith(RESULT_PREFIXES)}
+
+
 def _gpus() -> dict[str, Any]:
     """GPU names, memory and driver from NVML; an empty list and the reason otherwise."""
     try:
@@ -95,55 +143,78 @@ def _gpus() -> dict[str, Any]:
     try:
         pynvml.nvmlInit()
     except pynvml.NVMLError as e:
-        return {"gpus": [], "nvml": f"NVML unavailable: {e}"}
+        return {"gpus": [], "nvml": f"NVML unavailable: {_text(e)}"}
     try:
-        driver = _text(pynvml.nvmlSystemGetDriverVersion())
         gpus = []
         for i in range(pynvml.nvmlDeviceGetCount()):
             h = pynvml.nvmlDeviceGetHandleByIndex(i)
             gpus.append({"index": i, "name": _text(pynvml.nvmlDeviceGetName(h)),
                          "memory_total": int(pynvml.nvmlDeviceGetMemoryInfo(h).total)})
-        cuda = pynvml.nvmlSystemGetCudaDriverVersion()
-        return {"gpus": gpus, "driver": driver,
+        cuda = int(pynvml.nvmlSystemGetCudaDriverVersion())  # e.g. 13000 for 13.0
+        return {"gpus": gpus, "driver": _text(pynvml.nvmlSystemGetDriverVersion()),
                 "cuda_driver": f"{cuda // 1000}.{cuda % 1000 // 10}"}
     except pynvml.NVMLError as e:
-        return {"gpus": [], "nvml": f"NVML error: {e}"}
+        return {"gpus": [], "nvml": f"NVML error: {_text(e)}"}
     finally:
-        pynvml.nvmlShutdown()
+        with contextlib.suppress(pynvml.NVMLError):
+            pynvml.nvmlShutdown()
 
 
 def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
+    text = value.decode() if isinstance(value, bytes) else str(value)
+    return text.strip().splitlines()[0] if text.strip() else type(value).__name__
 
 
 def describe(env: Environment) -> list[tuple[str, str]]:
     """(label, value) rows for people; the CLI prints them."""
     f = env.facts
-    rows = [("CPU", f"{f['cpu_model']} · {f['cores_physical']} cores, "
-                    f"{f['cores_logical']} threads"),
-            ("memory", f"{f['memory_total_gib']} GiB, {nbytes(f['memory_available'])} free"),
-            ("Python", f"{f['implementation']} {f['python']} on {f['os']} {f['machine']}")]
-    for pool in f["blas"]:
+    usable = f.get("cores_usable")
+    rows = [("CPU", f"{f.get('cpu_model')} · {f.get('cores_physical')} cores, "
+                    f"{f.get('cores_logical')} threads"
+                    + (f", {usable} usable" if usable and usable != f.get("cores_logical")
+                       else "")),
+            ("memory", f"{f.get('memory_total_gib')} GiB, "
+                       f"{nbytes(f.get('memory_available', 0))} free"),
+            ("Python", f"{f.get('implementation')} {f.get('python')} on {f.get('os')} "
+                       f"{f.get('machine')}")]
+    for pool in f.get("blas", []):
         rows.append(("BLAS / threads", f"{pool['api']} {pool['version'] or ''} "
                                         f"({pool['library']}): {pool['threads']} threads"))
-    for gpu in f["gpus"]:
-        rows.append((f"GPU {gpu['index']}", f"{gpu['name']} · {nbytes(gpu['memory_total'])} · "
-                                            f"driver {f['driver']} (CUDA {f['cuda_driver']})"))
-    if not f["gpus"]:
-        rows.append(("GPU", f"none found ({f.get('nvml', 'NVML found no device')})"))
-    libs = ", ".join(f"{k} {v}" for k, v in f["libraries"].items())
+    rows += _gpu_rows(f)
+    libs = ", ".join(f"{k} {v}" for k, v in f.get("libraries", {}).items())
     rows.append(("libraries", libs or "none"))
+    if f.get("variables"):
+        rows.append(("variables", ", ".join(f"{k}={v}" for k, v in f["variables"].items())))
     return rows
 
 
-def backend_rows(backends: Iterable[Backend]) -> list[dict[str, Any]]:
-    """Availability of each backend on each device kind. Imports the frameworks."""
+def _gpu_rows(f: Any) -> list[tuple[str, str]]:
+    if not f.get("gpus"):
+        return [("GPU", f"none found ({f.get('nvml') or 'NVML lists no device'})")]
+    return [(f"GPU {g['index']}", f"{g['name']} · {nbytes(g['memory_total'])} · driver "
+                                  f"{f.get('driver')} (CUDA {f.get('cuda_driver')})")
+            for g in f["gpus"]]
+
+
+def backend_rows(backends: Iterable[Backend], devices: Sequence[str] = ("cpu", "cuda")
+                 ) -> list[dict[str, Any]]:
+    """Whether each backend can run on each device kind it supports. Imports frameworks:
+    run it in a worker or in `gpuvs env`, never at import time."""
     rows = []
     for backend in backends:
-        backend.prepare_worker()
-        for kind in backend.device_kinds:
-            device = "cuda:0" if kind == "cuda" else kind
-            reason = backend.unavailable_reason(device)
+        for wanted in devices:
+            kind = wanted.partition(":")[0]
+            if kind not in backend.device_kinds:
+                continue
+            device = "cuda:0" if wanted == "cuda" else wanted
+            reason = _reason(backend, device)
             rows.append({"backend": backend.name, "device": device, "available": reason is None,
                          "reason": reason, "version": backend.version()})
     return rows
+
+
+def _reason(backend: Backend, device: str) -> str | None:
+    try:
+        return backend.unavailable_reason(device)
+    except Exception as e:  # a broken install: the reason is the error, on one line
+        return f"{backend.name} failed to load: {type(e).__name__}: {_text(e)}"

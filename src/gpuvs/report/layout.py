@@ -11,7 +11,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from gpuvs import stats, units
-from gpuvs.model import Case, Measurement, Status
+from gpuvs.analysis.crossover import Crossover, crossovers, group_key
+from gpuvs.model import Measurement, Status
 
 COLUMNS = ("size", "backend", "device", "threads", "data", "time ±CI", "wall", "throughput",
            "GPU vs CPU", "note")
@@ -25,22 +26,51 @@ class Table:
     notes: tuple[str, ...] = ()
 
 
-def _group_key(case: Case) -> tuple[str, str, str, tuple[tuple[str, str], ...]]:
-    params = tuple(p for p in case.params if p[0] != "data")
-    return case.workload, case.variant, case.dtype, params
-
-
 def _title(key: tuple[str, str, str, tuple[tuple[str, str], ...]]) -> str:
     workload, variant, dtype, params = key
     extra = " ".join(f"{k}={v}" for k, v in params)
     return f"{workload} · {variant} · {dtype}" + (f" · {extra}" if extra else "")
 
 
+CROSSOVER_COLUMNS = ("GPU series", "data", "GPU faster from", "tie band", "model crossover",
+                     "asymptotic", "at largest size")
+
+
 def result_tables(measurements: Iterable[Measurement]) -> list[Table]:
+    """Per group: the cases, then (where a CPU and a GPU series exist) the crossovers."""
     groups: dict[tuple, list[Measurement]] = defaultdict(list)
     for m in measurements:
-        groups[_group_key(m.case)].append(m)
-    return [_table(key, ms) for key, ms in groups.items()]
+        groups[group_key(m.case)].append(m)
+    tables = []
+    for key, ms in groups.items():
+        tables.append(_table(key, ms))
+        found = crossovers(ms)
+        if found:
+            tables.append(crossover_table(key, found))
+    return tables
+
+
+def crossover_table(key: tuple, found: Sequence[Crossover]) -> Table:
+    rows = tuple(_crossover_row(c) for c in sorted(found, key=lambda c: (c.data, c.gpu.backend)))
+    notes = ("GPU faster from: the smallest size from which the 95 % CI of the speedup over "
+             "the fastest CPU case stays above 1×; model: where t = t0 + work/throughput "
+             "fits cross; asymptotic: the ratio of fitted throughputs",)
+    return Table(f"crossover · {_title(key)}", CROSSOVER_COLUMNS, rows, notes)
+
+
+def _crossover_row(c: Crossover) -> tuple[str, ...]:
+    last = c.points[-1]
+    measured = units.size(c.size) if c.size is not None else (
+        "never in range" if last.verdict != "gpu" else "—")
+    if c.size is not None and c.size == c.points[0].size:
+        measured = (f"{units.size(c.size)} (only size)" if len(c.points) == 1
+                    else f"≤ {units.size(c.size)} (every size)")
+    band = f"{units.size(c.tie_band[0])}–{units.size(c.tie_band[1])}" if c.tie_band else ""
+    model = "" if c.modelled_size is None else (
+        f"≈ {units.size(round(c.modelled_size))}" + (" (extrapolated)" if c.extrapolated else ""))
+    asym = f"{c.asymptotic_speedup:.3g}×" if c.asymptotic_speedup else ""
+    at_last = f"{last.estimate:.3g}× [{last.low:.3g}, {last.high:.3g}] at {units.size(last.size)}"
+    return (f"{c.gpu.backend} {c.gpu.device}", c.data, measured, band, model, asym, at_last)
 
 
 def _table(key: tuple, ms: list[Measurement]) -> Table:
@@ -51,9 +81,11 @@ def _table(key: tuple, ms: list[Measurement]) -> Table:
     rows = tuple(_row(m, best_cpu.get(m.case.size)) for m in order)
     notes = _unavailable_notes(ms)
     if not best_cpu:
-        notes += ("no CPU case finished: no GPU-over-CPU speedup to show",)
+        notes += ("no CPU case finished: no speedup or crossover can be computed without a "
+                  "CPU series",)
     if not any(m.case.device != "cpu" and m.status is Status.OK for m in ms):
-        notes += ("no GPU case finished: no GPU-over-CPU speedup to show",)
+        notes += ("no GPU case finished: no speedup or crossover can be computed without a "
+                  "GPU series",)
     return Table(_title(key), COLUMNS, rows, notes)
 
 

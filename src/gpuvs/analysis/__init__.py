@@ -1,0 +1,1 @@
+"""Timings → answers: speedups with CIs, crossovers, (later) ceilings and bounds."""

@@ -1,0 +1,158 @@
+"""The torch backend for real: CPU paths everywhere, CUDA paths on the GPU machine (`gpu`)."""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+import numpy as np
+import pytest
+
+from gpuvs import backends
+from gpuvs.backends import Backend
+
+torch = pytest.importorskip("torch")
+
+DTYPES = ("float16", "bfloat16", "float32", "float64")
+# Relative error a round trip through each dtype may add (its unit roundoff, with room).
+ROUNDOFF = {"float16": 1e-3, "bfloat16": 8e-3, "float32": 1e-7, "float64": 0.0}
+
+
+@pytest.fixture
+def b() -> Backend:
+    return backends.get("torch")
+
+
+def _cuda() -> None:
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_round_trip_on_the_cpu_keeps_values_within_the_dtype(b: Backend, dtype: str) -> None:
+    a = np.linspace(-3.0, 3.0, 101)
+    x = b.from_numpy(a, "cpu", dtype)
+    assert x.dtype == getattr(torch, dtype) and x.device.type == "cpu"
+    back = b.to_numpy(x)
+    assert back.shape == a.shape
+    assert back.dtype == (np.float32 if dtype == "bfloat16" else np.dtype(dtype))
+    np.testing.assert_allclose(back, a, rtol=ROUNDOFF[dtype], atol=ROUNDOFF[dtype])
+
+
+def test_from_numpy_copies(b: Backend) -> None:
+    a = np.ones(4)
+    x = b.from_numpy(a, "cpu", "float64")
+    a[:] = 7
+    assert b.to_numpy(x).tolist() == [1.0] * 4
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_ones(b: Backend, dtype: str) -> None:
+    x = b.ones((3, 2), dtype, "cpu")
+    assert tuple(x.shape) == (3, 2) and x.dtype == getattr(torch, dtype)
+    assert (b.to_numpy(x) == 1).all()
+
+
+def test_the_cpu_clock_is_the_synchronous_host_clock(b: Backend) -> None:
+    clock = b.clock("cpu")
+    assert clock.name == "host" and not clock.is_async
+    assert clock.timer() is not None
+
+
+def test_cuda_is_unavailable_with_a_reason_on_a_machine_without_one(b: Backend) -> None:
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a CUDA device")
+    reason = b.unavailable_reason("cuda:0")
+    assert reason is not None and reason.startswith("no CUDA device")
+    if torch.version.cuda is None:
+        assert "CPU-only build" in reason
+
+
+def test_threads_and_host_memory(b: Backend) -> None:
+    assert b.threads() > 0
+    assert b.memory_free("cpu") > 0
+    assert b.uses_tf32("cpu") is False
+
+
+def test_out_of_memory_is_recognised_and_is_not_fatal(b: Backend) -> None:
+    oom = torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 158.36 GiB.")
+    assert b.is_oom(oom) and b.is_oom(MemoryError())
+    assert not b.is_fatal(oom)
+    assert not b.is_oom(ValueError("bad shape"))
+
+
+def test_sticky_cuda_errors_are_fatal_and_ordinary_errors_are_not(b: Backend) -> None:
+    assert b.is_fatal(RuntimeError("CUDA error: device-side assert triggered"))
+    assert not b.is_fatal(RuntimeError("mat1 and mat2 shapes cannot be multiplied"))
+    assert not b.is_fatal(ValueError("CUDA error in a message that is not a RuntimeError"))
+
+
+# --- CUDA, on the GPU machine ---------------------------------------------------------
+
+
+def _sleep_wall(cycles: int) -> float:
+    """Synchronised host seconds for one `torch.cuda._sleep(cycles)` (a spinning kernel)."""
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    torch.cuda._sleep(cycles)
+    torch.cuda.synchronize()
+    return time.perf_counter() - t0
+
+
+@pytest.mark.gpu
+def test_cuda_events_time_a_kernel_of_known_length(b: Backend) -> None:
+    _cuda()
+    clock = b.clock("cuda:0")
+    assert clock.name == "cuda_events" and clock.is_async
+    cycles = 20_000_000  # about 10 ms at 2 GHz: launch and sync costs are noise beside it
+    _sleep_wall(cycles)  # warm-up: the first launch loads the module
+    wall = statistics.median(_sleep_wall(cycles) for _ in range(5))
+    timer = clock.timer()
+    host = []
+    for n in (1, 2, 3):
+        timer.start()
+        t0 = time.perf_counter()
+        torch.cuda._sleep(n * cycles)
+        host.append(time.perf_counter() - t0)  # the launch only: the kernel is still running
+        timer.stop()
+    events = timer.elapsed()
+    assert len(events) == 3 and timer.elapsed() == []
+    assert events[0] == pytest.approx(wall, rel=0.2)
+    assert events[1] == pytest.approx(2 * events[0], rel=0.1)
+    assert events[2] == pytest.approx(3 * events[0], rel=0.1)
+    assert max(host) < events[0] / 5  # unsynchronised host time would have been wrong
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_round_trip_on_cuda(b: Backend, dtype: str) -> None:
+    _cuda()
+    a = np.linspace(-3.0, 3.0, 1001)
+    x = b.from_numpy(a, "cuda:0", dtype)
+    assert x.device.type == "cuda" and x.dtype == getattr(torch, dtype)
+    np.testing.assert_allclose(b.to_numpy(x * 1), a, rtol=ROUNDOFF[dtype], atol=ROUNDOFF[dtype])
+    assert b.ones((5,), dtype, "cuda:0").device.type == "cuda"
+
+
+@pytest.mark.gpu
+def test_allocating_twice_the_device_is_out_of_memory_and_the_device_still_works(
+        b: Backend) -> None:
+    _cuda()
+    assert b.unavailable_reason("cuda:0") is None
+    total = torch.cuda.get_device_properties(0).total_memory
+    assert 0 < b.memory_free("cuda:0") <= total
+    with pytest.raises(Exception) as caught:
+        b.ones((2 * total // 4,), "float32", "cuda:0")
+    assert b.is_oom(caught.value) and not b.is_fatal(caught.value)
+    b.empty_cache("cuda:0")
+    assert float((b.ones((1000,), "float32", "cuda:0") * 2).sum()) == 2000.0
+
+
+@pytest.mark.gpu
+def test_cuda_facts_and_a_missing_device_index(b: Backend) -> None:
+    _cuda()
+    n = torch.cuda.device_count()
+    assert b.unavailable_reason(f"cuda:{n}") == f"no device cuda:{n}; torch sees {n} " \
+                                                 f"(cuda:0..cuda:{n - 1})"
+    facts = b.facts("cuda:0")
+    assert facts["device_name"] and facts["cuda"]
