@@ -3,7 +3,8 @@
 #   tests       the GPU test suite (pytest -m gpu)
 #   env         gpuvs env
 #   matmul      gpuvs run -w matmul (seed 000's product and n = 64..2048) on every backend
-#   elementwise gpuvs run -w elementwise over 1e3..1e9 elements on every backend
+#   sweep       gpuvs sweep matmul -s 64:4096:2 --refine (crossovers, resident and end-to-end)
+#   elementwise gpuvs sweep elementwise over 1e3..1e9 elements --refine
 #   kill        a run killed with SIGKILL halfway, then finished with --resume
 # Outputs go to $OUT (or ./out). From the repository root:
 #   PYTHONPATH=src bash benchmarks/gpu_acceptance.sh [STEP...]
@@ -27,10 +28,15 @@ step_matmul() {
   gpuvs run -w matmul --budget "$BUDGET" --db "$DB" --json "$OUT/matmul.json" >"$OUT/matmul.txt" 2>&1
   grep -B1 -A12 "shape=seed000" "$OUT/matmul.txt"; tail -2 "$OUT/matmul.txt"
 }
+step_sweep() {
+  gpuvs sweep matmul -s 64:4096:2 --refine --budget "$BUDGET" --db "$DB" \
+    --json "$OUT/sweep-matmul.json" >"$OUT/sweep-matmul.txt" 2>&1
+  grep -A12 "^crossover" "$OUT/sweep-matmul.txt"; grep -E "refining|finished" "$OUT/sweep-matmul.txt"
+}
 step_elementwise() {
-  gpuvs run -w elementwise -s 1e3:1e9 --budget "$BUDGET" --db "$DB" \
+  gpuvs sweep elementwise -s 1e3:1e9 --refine --budget "$BUDGET" --db "$DB" \
     --json "$OUT/elementwise.json" >"$OUT/elementwise.txt" 2>&1
-  grep -E "^ *1e9|^elementwise|finished" "$OUT/elementwise.txt"
+  grep -A12 "^crossover" "$OUT/elementwise.txt"; grep -E "refining|finished" "$OUT/elementwise.txt"
 }
 step_kill() {
   local kdb="$OUT/kill.sqlite" pid n=0 run_id
@@ -50,6 +56,6 @@ step_kill() {
   echo "cases now: $(count "$kdb" "select count(*) from measurements"); statuses: $(count "$kdb" "select group_concat(status || '=' || n) from (select status, count(*) n from measurements group by status)")"
 }
 
-for step in "${@:-tests env matmul elementwise kill}"; do
+for step in "${@:-tests env matmul sweep elementwise kill}"; do
   for s in $step; do echo "== $s"; "step_$s"; done
 done

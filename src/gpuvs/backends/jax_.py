@@ -114,7 +114,7 @@ class JaxBackend(Backend):
         dev = self._device(device)
         try:
             return jnp.ones(shape, dtype=jnp.dtype(dtype), device=dev)
-        except TypeError:  # JAX before 0.4.27: no device= argument
+        except TypeError:  # older JAX: jnp.ones has no device= argument
             with jax.default_device(dev):
                 return jnp.ones(shape, dtype=jnp.dtype(dtype))
 
