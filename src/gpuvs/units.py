@@ -31,7 +31,10 @@ def rate(per_s: float, unit: str) -> str:
 
 
 def size(n: int) -> str:
-    """Sizes as people write them: 1000000 → '1e6', 2048 → '2048'."""
-    if n >= 10_000 and n == 10 ** round(math.log10(n)):
-        return f"1e{round(math.log10(n))}"
-    return str(n)
+    """Sizes as people write them: 1000000 → '1e6', 534197 → '5.34e5', 2048 → '2048'."""
+    if n < 100_000:
+        return f"1e{round(math.log10(n))}" if n >= 10_000 and n == 10 ** round(
+            math.log10(n)) else str(n)
+    exponent = math.floor(math.log10(n))
+    mantissa = f"{n / 10**exponent:.3g}"
+    return f"1e{exponent}" if mantissa == "1" else f"{mantissa}e{exponent}"

@@ -65,7 +65,7 @@ def _crossover_row(c: Crossover) -> tuple[str, ...]:
     if c.size is not None and c.size == c.points[0].size:
         measured = (f"{units.size(c.size)} (only size)" if len(c.points) == 1
                     else f"≤ {units.size(c.size)} (every size)")
-    band = f"{units.size(c.tie_band[0])}–{units.size(c.tie_band[1])}" if c.tie_band else ""
+    band = "" if c.tie_band is None else "–".join(dict.fromkeys(map(units.size, c.tie_band)))
     model = "" if c.modelled_size is None else (
         f"≈ {units.size(round(c.modelled_size))}" + (" (extrapolated)" if c.extrapolated else ""))
     asym = f"{c.asymptotic_speedup:.3g}×" if c.asymptotic_speedup else ""
