@@ -133,6 +133,7 @@ class _TestWorkload(Workload):
     """A workload whose size is microseconds of work; no real memory needed."""
 
     dtypes = ("float32",)
+    in_default_suite = False
 
     def default_sizes(self, params: Params) -> tuple[int, ...]:
         return (1000,)

@@ -189,7 +189,7 @@ def _execute(store: Any, config: Any, run_record: Any, json_path: Path | None,
         rounds += 1
     store.finish_run(run_id, "finished", _now())
     measurements = store.measurements(run_id)
-    con.print_tables(result_tables(measurements), out)
+    con.print_tables(result_tables(measurements, _stored_ceilings(store, run_record)), out)
     out.print(f"run {run_id} finished: {status_line(counts)}. Saved to {store.path}; "
               f"`gpuvs show {run_id}` prints it again.")
     if json_path:
@@ -240,6 +240,85 @@ def _now() -> str:
 
 
 @app.command()
+def ceilings(
+    backend: BackendOpt = None, budget: BudgetOpt = None, db: DbOption = None,
+    refresh: Annotated[bool, typer.Option(
+        help="Measure again even if this machine's ceilings are already stored.")] = False,
+) -> None:
+    """Measure what this machine can do: matmul peaks, bandwidths, transfer and launch costs.
+
+    Cached per environment fingerprint and reused by every run on the same set-up.
+    """
+    from gpuvs import backends as registry
+    from gpuvs import env
+    from gpuvs.analysis import ceilings as ceil
+    from gpuvs.config import RunConfig
+
+    with _usage_errors():
+        store = _open_store(db)
+        names = _split(backend) or registry.names()
+        for name in names:
+            registry.get(name)
+        config = RunConfig(budget_s=budget or 1.0, timeout_s=600.0).validate()
+    facts = env.collect()
+    record = None if refresh else _cached_ceilings(store, facts.fingerprint)
+    if record is None:
+        from gpuvs import runner
+        from gpuvs.model import Run
+
+        record = Run(_new_run_id(), _now(), {"kind": ceil.KIND, "budget_s": config.budget_s},
+                     facts)
+        store.create_run(record)
+        cases = ceil.probe_cases(names)
+        with _progress(len(cases)) as advance:
+            runner.execute(record.run_id, cases, config, store, on_result=advance)
+        store.finish_run(record.run_id, "finished", _now())
+    _print_ceilings(store, record)
+
+
+def _stored_ceilings(store: Any, record: Any) -> list[Any]:
+    """This machine's measured ceilings, if `gpuvs ceilings` has run on it."""
+    from gpuvs.analysis.ceilings import read
+
+    cached = _cached_ceilings(store, record.environment.fingerprint)
+    return read(store.measurements(cached.run_id)) if cached else []
+
+
+def _cached_ceilings(store: Any, fingerprint: str) -> Any:
+    from gpuvs.analysis.ceilings import KIND
+
+    for record in store.runs(200):
+        if (record.config.get("kind") == KIND and record.status == "finished"
+                and record.environment.fingerprint == fingerprint):
+            return record
+    return None
+
+
+def _print_ceilings(store: Any, record: Any) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    from gpuvs.analysis.ceilings import read
+    from gpuvs.units import rate, seconds
+
+    t = Table(title=f"ceilings · run {record.run_id} · environment "
+                    f"{record.environment.fingerprint}", title_justify="left")
+    for col in ("ceiling", "backend", "device", "measured"):
+        t.add_column(col, justify="right" if col == "measured" else "left")
+    for c in read(store.measurements(record.run_id)):
+        value = seconds(c.value) if c.unit == "s" else rate(c.value, c.unit)
+        t.add_row(Text(c.name), c.backend, c.device, value)
+    out = _console()
+    out.print(t)
+    missing: dict[tuple[str, str], str] = {}
+    for m in store.measurements(record.run_id):
+        if m.summary is None:
+            missing.setdefault((m.case.backend, m.case.device), f"{m.status.value}: {m.reason}")
+    for (backend, device), why in sorted(missing.items()):
+        out.print(Text(f"not measured on {backend} {device}: {why}"))
+
+
+@app.command()
 def show(run_id: Annotated[str, typer.Argument(help="A run id, or 'latest'.")],
          db: DbOption = None) -> None:
     """Print a stored run's tables again."""
@@ -254,7 +333,8 @@ def show(run_id: Annotated[str, typer.Argument(help="A run id, or 'latest'.")],
         out = _console()
         out.print(f"run {record.run_id} · {record.status} · started {record.started_at} · "
                   f"environment {record.environment.fingerprint}")
-        con.print_tables(result_tables(store.measurements(run_id)), out)
+        con.print_tables(result_tables(store.measurements(run_id),
+                                       _stored_ceilings(store, record)), out)
 
 
 @app.command(name="list")

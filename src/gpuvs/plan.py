@@ -16,7 +16,7 @@ from gpuvs.model import Case, Params
 
 def expand(config: RunConfig) -> tuple[Case, ...]:
     cases: list[Case] = []
-    for name in config.workloads or workloads.names():
+    for name in config.workloads or workloads.default_suite():
         cases.extend(_workload_cases(name, config))
     return tuple(cases)
 

@@ -10,7 +10,7 @@ from rich.text import Text
 
 from gpuvs.report.layout import Table
 
-RIGHT = {"size", "threads", "time ±CI", "wall", "throughput", "GPU vs CPU"}
+RIGHT = {"size", "threads", "time ±CI", "wall", "throughput", "of peak", "GPU vs CPU"}
 
 
 def to_rich(table: Table) -> RichTable:

@@ -11,11 +11,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from gpuvs import stats, units
+from gpuvs.analysis.ceilings import Ceiling, peak_for
 from gpuvs.analysis.crossover import Crossover, crossovers, group_key
-from gpuvs.model import Measurement, Status
+from gpuvs.model import Caveat, Measurement, Status
 
 COLUMNS = ("size", "backend", "device", "threads", "data", "time ±CI", "wall", "throughput",
-           "GPU vs CPU", "note")
+           "of peak", "GPU vs CPU", "note")
 
 
 @dataclass(frozen=True)
@@ -36,14 +37,18 @@ CROSSOVER_COLUMNS = ("GPU series", "data", "GPU faster from", "tie band", "model
                      "asymptotic", "at largest size")
 
 
-def result_tables(measurements: Iterable[Measurement]) -> list[Table]:
-    """Per group: the cases, then (where a CPU and a GPU series exist) the crossovers."""
+def result_tables(measurements: Iterable[Measurement],
+                  ceilings: Sequence[Ceiling] = ()) -> list[Table]:
+    """Per group: the cases, then (where a CPU and a GPU series exist) the crossovers.
+
+    With measured ceilings, each case also shows the share of the ceiling it reached.
+    """
     groups: dict[tuple, list[Measurement]] = defaultdict(list)
     for m in measurements:
         groups[group_key(m.case)].append(m)
     tables = []
     for key, ms in groups.items():
-        tables.append(_table(key, ms))
+        tables.append(_table(key, ms, ceilings))
         found = crossovers(ms)
         if found:
             tables.append(crossover_table(key, found))
@@ -73,12 +78,12 @@ def _crossover_row(c: Crossover) -> tuple[str, ...]:
     return (f"{c.gpu.backend} {c.gpu.device}", c.data, measured, band, model, asym, at_last)
 
 
-def _table(key: tuple, ms: list[Measurement]) -> Table:
+def _table(key: tuple, ms: list[Measurement], ceilings: Sequence[Ceiling]) -> Table:
     best_cpu = _best_cpu_by_size(ms)
     shown = [m for m in ms if m.status is not Status.UNAVAILABLE]
     order = sorted(shown, key=lambda m: (m.case.size, m.case.device != "cpu", m.case.backend,
                                          m.case.device, m.case.param("data")))
-    rows = tuple(_row(m, best_cpu.get(m.case.size)) for m in order)
+    rows = tuple(_row(m, best_cpu.get(m.case.size), ceilings) for m in order)
     notes = _unavailable_notes(ms)
     if not best_cpu:
         notes += ("no CPU case finished: no speedup or crossover can be computed without a "
@@ -106,17 +111,18 @@ def _best_cpu_by_size(ms: Sequence[Measurement]) -> dict[int, Measurement]:
     return best
 
 
-def _row(m: Measurement, cpu: Measurement | None) -> tuple[str, ...]:
+def _row(m: Measurement, cpu: Measurement | None,
+         ceilings: Sequence[Ceiling]) -> tuple[str, ...]:
     c = m.case
     threads = m.counters.get("threads")
     head = (units.size(c.size), c.backend, c.device, f"{threads:.0f}" if threads else "",
             c.param("data", "resident") if c.device != "cpu" else "")
     s = m.summary
     if s is None:
-        return (*head, "—", "", "", "", f"{m.status.value}: {m.reason}")
+        return (*head, "—", "", "", "", "", f"{m.status.value}: {m.reason}")
     wall = units.seconds(m.wall_summary.median) if m.wall_summary else ""
     return (*head, f"{units.seconds(s.median)} ±{100 * s.ci_halfwidth_rel:.1f}%", wall,
-            throughput(m), _speedup(m, cpu),
+            throughput(m), of_peak(m, ceilings), _speedup(m, cpu),
             ", ".join(str(cv).replace("_", " ") for cv in m.caveats))
 
 
@@ -129,6 +135,23 @@ def throughput(m: Measurement) -> str:
     if m.counters.get("bytes_moved"):
         return units.rate(m.counters["bytes_moved"] / m.summary.median, "B/s")
     return ""
+
+
+def of_peak(m: Measurement, ceilings: Sequence[Ceiling]) -> str:
+    """The larger of the shares of FLOP peak and of memory bandwidth reached: the one
+    that binds. Empty without a matching ceiling."""
+    if m.summary is None or m.summary.median <= 0:
+        return ""
+    peaks = peak_for(m.case, ceilings, tf32=Caveat.TF32_ON in m.caveats)
+    shares = []
+    if m.counters.get("flops") and peaks.get("flops"):
+        shares.append((m.counters["flops"] / m.summary.median / peaks["flops"], "FLOP"))
+    if m.counters.get("bytes_moved") and peaks.get("bytes"):
+        shares.append((m.counters["bytes_moved"] / m.summary.median / peaks["bytes"], "B/W"))
+    if not shares:
+        return ""
+    share, kind = max(shares)
+    return f"{100 * share:.0f}% {kind}"
 
 
 def _speedup(m: Measurement, cpu: Measurement | None) -> str:

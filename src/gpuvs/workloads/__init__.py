@@ -6,10 +6,16 @@ from gpuvs.registry import Registry
 from gpuvs.workloads.base import Workload
 
 REGISTRY: Registry[Workload] = Registry(
-    "workload", ("gpuvs.workloads.matmul", "gpuvs.workloads.elementwise")
+    "workload",
+    ("gpuvs.workloads.matmul", "gpuvs.workloads.elementwise", "gpuvs.workloads.ceilings"),
 )
 register = REGISTRY.register
 get = REGISTRY.get
 names = REGISTRY.names
 
-__all__ = ["REGISTRY", "Workload", "get", "names", "register"]
+
+def default_suite() -> tuple[str, ...]:
+    """What `gpuvs run` measures when no workload is named."""
+    return tuple(w.name for w in REGISTRY.all() if w.in_default_suite)
+
+__all__ = ["REGISTRY", "Workload", "default_suite", "get", "names", "register"]

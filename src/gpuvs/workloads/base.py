@@ -102,6 +102,8 @@ class Workload(ABC):
     dtypes: ClassVar[tuple[str, ...]] = ("float32",)
     # Whether the work runs on matrix units, where float32 may silently become TF32.
     matrix_units: ClassVar[bool] = False
+    # Whether `gpuvs run` without --workload runs it (ceiling probes and tests do not).
+    in_default_suite: ClassVar[bool] = True
     def param_sets(self) -> tuple[Params, ...]:
         """The non-size axes of this workload, one tuple of (name, value) pairs each."""
         return ((),)

@@ -1,0 +1,248 @@
+"""Probes of what the hardware can do: measured ceilings, not datasheet numbers.
+
+Each probe is an ordinary workload, so it runs in the same isolated workers, by the same
+protocol, and lands in the same store: a matrix product that fills the chip (peak
+FLOP/s per dtype, float32 with and without TF32), a device-to-device copy (bandwidth,
+bytes read + written), host↔device copies (pageable and pinned), a one-element op
+(dispatch cost per op, and launch-plus-sync latency), and a STREAM-like triad for the
+CPU's memory bandwidth. `gpuvs ceilings` runs them; `gpuvs.analysis.ceilings` reads them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from gpuvs.backends.base import Backend
+from gpuvs.model import Case, Params
+from gpuvs.protocol import Prepared
+from gpuvs.workloads import register
+from gpuvs.workloads.base import ITEMSIZE, Workload, place, random_inputs
+
+
+def _threads_limited(threads: str, call: Any) -> Any:
+    """Run `call` with BLAS/OpenMP threads at 1 when asked (threadpoolctl), else as is."""
+    if threads != "1":
+        return call
+
+    def limited() -> Any:
+        from threadpoolctl import threadpool_limits
+
+        with threadpool_limits(1):
+            return call()
+
+    return limited
+
+
+@register
+class PeakMatmul(Workload):
+    in_default_suite = False
+    name = "peak_matmul"
+    description = "ceiling: a square matrix product large enough to fill the chip"
+    dtypes = ("float32",)
+    matrix_units = True
+
+    def param_sets(self) -> tuple[Params, ...]:
+        return ((("threads", "all"), ("tf32", "off")), (("threads", "all"), ("tf32", "on")),
+                (("threads", "1"), ("tf32", "off")))
+
+    def data_modes(self, params: Params) -> tuple[str, ...]:
+        return ("resident",)
+
+    def default_sizes(self, params: Params) -> tuple[int, ...]:
+        return (2048,)
+
+    def flops(self, size: int, params: Params) -> float:
+        return 2.0 * size**3
+
+    def bytes_moved(self, size: int, params: Params, dtype: str) -> float:
+        return 3.0 * size * size * ITEMSIZE[dtype]
+
+    def memory_needed(self, size: int, params: Params, dtype: str) -> int:
+        return int(self.bytes_moved(size, params, dtype))
+
+    def prepare(self, backend: Backend, case: Case) -> Prepared:
+        a = random_inputs((case.size, case.size), case.dtype, seed=1)
+        b = random_inputs((case.size, case.size), case.dtype, seed=2)
+        ref = a.astype(np.float64) @ b.astype(np.float64)
+        prepared = place(backend, case, (a, b), _tf32_matmul(backend, case), ref)
+        call = _threads_limited(case.param("threads"), prepared.call)
+        return Prepared(call=call, check=prepared.check)
+
+
+def _tf32_matmul(backend: Backend, case: Case) -> Any:
+    """`a @ b`, with torch's TF32 switch set for this call only and restored after."""
+    if backend.name != "torch" or case.dtype != "float32":
+        return lambda a, b: a @ b
+    import torch
+
+    want = case.param("tf32") == "on"
+
+    def product(a: Any, b: Any) -> Any:
+        before = torch.backends.cuda.matmul.allow_tf32
+        torch.backends.cuda.matmul.allow_tf32 = want
+        try:
+            return a @ b
+        finally:
+            torch.backends.cuda.matmul.allow_tf32 = before
+
+    return product
+
+
+@register
+class Copy(Workload):
+    in_default_suite = False
+    name = "copy"
+    description = "ceiling: memory bandwidth of a device-to-device copy (read + write)"
+
+    def data_modes(self, params: Params) -> tuple[str, ...]:
+        return ("resident",)
+
+    def default_sizes(self, params: Params) -> tuple[int, ...]:
+        return (1 << 26,)
+
+    def bytes_moved(self, size: int, params: Params, dtype: str) -> float:
+        return 2.0 * size * ITEMSIZE[dtype]
+
+    def memory_needed(self, size: int, params: Params, dtype: str) -> int:
+        return 2 * size * ITEMSIZE[dtype]
+
+    def prepare(self, backend: Backend, case: Case) -> Prepared:
+        src = backend.from_numpy(random_inputs((case.size,), case.dtype, seed=3), case.device,
+                                 case.dtype)
+        dst = backend.ones((case.size,), case.dtype, case.device)
+        expected = backend.to_numpy(src)
+
+        def copy() -> Any:
+            dst[...] = src
+            return dst
+
+        def check(out: object) -> None:
+            from gpuvs.workloads.base import reference_check
+
+            reference_check(expected.astype(np.float64), case.dtype, backend.to_numpy)(out)
+
+        return Prepared(call=copy, check=check)
+
+
+@register
+class Dispatch(Workload):
+    """The fixed cost of one op: dispatch + launch in a loop, and launch + sync alone."""
+
+    in_default_suite = False
+    name = "dispatch"
+    description = "ceiling: cost of a one-element op (per op in a loop; latency with sync)"
+
+    def param_sets(self) -> tuple[Params, ...]:
+        return ((("mode", "loop"),), (("mode", "latency"),))
+
+    def data_modes(self, params: Params) -> tuple[str, ...]:
+        return ("resident",)
+
+    def default_sizes(self, params: Params) -> tuple[int, ...]:
+        return (1,)
+
+    def memory_needed(self, size: int, params: Params, dtype: str) -> int:
+        return size * ITEMSIZE[dtype]
+
+    def prepare(self, backend: Backend, case: Case) -> Prepared:
+        x = backend.from_numpy(np.ones(case.size, dtype=case.dtype), case.device, case.dtype)
+
+        def one_op() -> Any:
+            return x * 1
+
+        def check(out: object) -> None:
+            if not np.all(backend.to_numpy(out) == 1):
+                from gpuvs.errors import WrongResult
+
+                raise WrongResult("a one-element multiply by 1 changed the value")
+
+        return Prepared(call=one_op, check=check, single_call=case.param("mode") == "latency")
+
+
+@register
+class Triad(Workload):
+    in_default_suite = False
+    name = "triad"
+    description = "ceiling: STREAM-like triad a = b + s·c (memory bandwidth)"
+
+    def data_modes(self, params: Params) -> tuple[str, ...]:
+        return ("resident",)
+
+    def default_sizes(self, params: Params) -> tuple[int, ...]:
+        return (1 << 25,)
+
+    def flops(self, size: int, params: Params) -> float:
+        return 2.0 * size
+
+    def bytes_moved(self, size: int, params: Params, dtype: str) -> float:
+        # Two passes, as array libraries run it: a = s·c (read c, write a), then
+        # a += b (read a and b, write a): five array transfers, not STREAM's three.
+        return 5.0 * size * ITEMSIZE[dtype]
+
+    def memory_needed(self, size: int, params: Params, dtype: str) -> int:
+        return 3 * size * ITEMSIZE[dtype]
+
+    def prepare(self, backend: Backend, case: Case) -> Prepared:
+        b = random_inputs((case.size,), case.dtype, seed=4)
+        c = random_inputs((case.size,), case.dtype, seed=5)
+        ref = b.astype(np.float64) + 3.0 * c.astype(np.float64)
+        a = backend.ones((case.size,), case.dtype, case.device)
+
+        def triad(b_: Any, c_: Any) -> Any:
+            a[...] = c_
+            a[...] *= 3.0
+            a[...] += b_
+            return a
+
+        return place(backend, case, (b, c), triad, ref)
+
+
+@register
+class Transfer(Workload):
+    in_default_suite = False
+    name = "transfer"
+    description = "ceiling: host↔device copy bandwidth, pageable and pinned (torch)"
+
+    def param_sets(self) -> tuple[Params, ...]:
+        return tuple((("direction", d), ("memory", m))
+                     for d in ("h2d", "d2h") for m in ("pageable", "pinned"))
+
+    def data_modes(self, params: Params) -> tuple[str, ...]:
+        return ("resident",)
+
+    def default_sizes(self, params: Params) -> tuple[int, ...]:
+        return (1 << 26,)
+
+    def bytes_moved(self, size: int, params: Params, dtype: str) -> float:
+        return float(size * ITEMSIZE[dtype])
+
+    def memory_needed(self, size: int, params: Params, dtype: str) -> int:
+        return size * ITEMSIZE[dtype]
+
+    def prepare(self, backend: Backend, case: Case) -> Prepared:
+        import torch
+
+        if backend.name != "torch" or case.device == "cpu":
+            raise ValueError("transfer ceilings are measured with torch on a CUDA device")
+        host = torch.from_numpy(random_inputs((case.size,), case.dtype, seed=6))
+        if case.param("memory") == "pinned":
+            host = host.pin_memory()
+        dev = host.to(case.device)
+        src, dst = (host, torch.empty_like(dev)) if case.param("direction") == "h2d" else (
+            dev, torch.empty_like(host, pin_memory=case.param("memory") == "pinned"))
+
+        def transfer() -> Any:
+            dst.copy_(src)
+            return dst
+
+        expected = host.numpy().astype(np.float64)
+        return Prepared(call=transfer, check=lambda out: _same(out, expected))
+
+
+def _same(out: Any, expected: np.ndarray) -> None:
+    from gpuvs.errors import WrongResult
+
+    if not np.array_equal(out.cpu().numpy().astype(np.float64), expected):
+        raise WrongResult("the copy differs from its source")

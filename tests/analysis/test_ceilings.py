@@ -1,0 +1,72 @@
+"""Ceilings: the probes planned, read back as rates, matched to the cases they bound."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+from typer.testing import CliRunner
+
+from gpuvs.analysis.ceilings import Ceiling, peak_for, probe_cases, read
+from gpuvs.cli import app
+from gpuvs.model import Case, Measurement, Status
+
+
+def test_cpu_probes_cover_gemm_at_all_cores_and_one_thread_and_the_triad() -> None:
+    keys = {c.key for c in probe_cases(["numpy"])}
+    assert "peak_matmul/correct/numpy/cpu/float64/2048,threads=1,tf32=off" in keys
+    assert "peak_matmul/correct/numpy/cpu/float32/2048,threads=all,tf32=off" in keys
+    assert "triad/correct/numpy/cpu/float64/33554432" in keys
+    assert "dispatch/correct/numpy/cpu/float32/1,mode=latency" in keys
+
+
+def test_gpu_probes_cover_each_dtype_tf32_both_ways_copies_and_transfers() -> None:
+    keys = {c.key for c in probe_cases(["torch"])}
+    for dtype in ("float64", "bfloat16", "float16"):
+        assert f"peak_matmul/correct/torch/cuda:0/{dtype}/8192,threads=all,tf32=off" in keys
+    assert "peak_matmul/correct/torch/cuda:0/float32/8192,threads=all,tf32=on" in keys
+    assert "transfer/correct/torch/cuda:0/float32/67108864,direction=d2h,memory=pinned" in keys
+
+
+def _m(case: Case, seconds: float, **counters: float) -> Measurement:
+    return Measurement(case, Status.OK, samples=(seconds,) * 5, counters=counters)
+
+
+def test_probe_measurements_read_as_rates_and_costs() -> None:
+    gemm = Case("peak_matmul", "correct", "torch", "cuda:0", "float32", 8192,
+                (("threads", "all"), ("tf32", "on")))
+    copy = Case("copy", "correct", "torch", "cuda:0", "float32", 1 << 28)
+    op = Case("dispatch", "correct", "torch", "cuda:0", "float32", 1, (("mode", "loop"),))
+    found = {c.name: c for c in read([_m(gemm, 2e-3, flops=1e12),
+                                     _m(copy, 1e-3, bytes_moved=3e9), _m(op, 5e-6)])}
+    assert found["matmul float32 tf32=on"].value == pytest.approx(5e14)
+    assert found["memory bandwidth (copy)"].value == pytest.approx(3e12)
+    assert found["per-op dispatch cost"].value == pytest.approx(5e-6)
+
+
+def test_a_case_is_bounded_by_its_own_device_dtype_and_tf32_mode() -> None:
+    ceilings = [Ceiling("matmul float32 tf32=off", "cuda:0", "torch", 5e13, "FLOP/s", ""),
+                Ceiling("matmul float32 tf32=on", "cuda:0", "torch", 4e14, "FLOP/s", ""),
+                Ceiling("memory bandwidth (copy)", "cuda:0", "torch", 3e12, "B/s", ""),
+                Ceiling("matmul float32 threads=all", "cpu", "numpy", 3e11, "FLOP/s", "")]
+    gpu = Case("matmul", "correct", "cupy", "cuda:0", "float32", 4096)
+    assert peak_for(gpu, ceilings, tf32=False) == {"flops": 5e13, "bytes": 3e12}
+    assert peak_for(gpu, ceilings, tf32=True)["flops"] == 4e14
+    cpu = Case("matmul", "correct", "numpy", "cpu", "float32", 4096)
+    assert peak_for(cpu, ceilings, tf32=False) == {"flops": 3e11}
+
+
+def test_gpuvs_ceilings_measures_once_per_machine_and_runs_show_the_share(db) -> None:
+    runner = CliRunner()
+    first = runner.invoke(app, ["ceilings", "-b", "numpy", "--budget", "0.1", "--db", db],
+                          env={"COLUMNS": "200"})
+    assert first.exit_code == 0, first.output
+    assert "matmul float32 threads=all" in first.output and "GFLOP/s" in first.output
+    again = runner.invoke(app, ["ceilings", "-b", "numpy", "--db", db], env={"COLUMNS": "200"})
+    assert again.exit_code == 0
+    with sqlite3.connect(db) as c:
+        assert c.execute("select count(*) from runs").fetchone()[0] == 1  # reused, not re-run
+    run = runner.invoke(app, ["run", "-w", "matmul", "-b", "numpy", "-d", "cpu", "-s", "512",
+                              "--budget", "0.1", "--db", db], env={"COLUMNS": "200"})
+    assert run.exit_code == 0, run.output
+    assert "% FLOP" in run.output
