@@ -7,12 +7,13 @@ carry the speedup over the fastest CPU case of the same size, with its bootstrap
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from gpuvs import stats, units
 from gpuvs.analysis.ceilings import Ceiling, peak_for
 from gpuvs.analysis.crossover import Crossover, crossovers, group_key
+from gpuvs.analysis.roofline import Finding, findings
 from gpuvs.model import Caveat, Measurement, Status
 
 COLUMNS = ("size", "backend", "device", "threads", "data", "time ±CI", "wall", "throughput",
@@ -48,7 +49,7 @@ def result_tables(measurements: Iterable[Measurement],
         groups[group_key(m.case)].append(m)
     tables = []
     for key, ms in groups.items():
-        tables.append(_table(key, ms, ceilings))
+        tables.append(_table(key, ms, ceilings, findings(ms, ceilings)))
         found = crossovers(ms)
         if found:
             tables.append(crossover_table(key, found))
@@ -78,12 +79,14 @@ def _crossover_row(c: Crossover) -> tuple[str, ...]:
     return (f"{c.gpu.backend} {c.gpu.device}", c.data, measured, band, model, asym, at_last)
 
 
-def _table(key: tuple, ms: list[Measurement], ceilings: Sequence[Ceiling]) -> Table:
+def _table(key: tuple, ms: list[Measurement], ceilings: Sequence[Ceiling],
+           found: Mapping[str, Finding]) -> Table:
     best_cpu = _best_cpu_by_size(ms)
     shown = [m for m in ms if m.status is not Status.UNAVAILABLE]
     order = sorted(shown, key=lambda m: (m.case.size, m.case.device != "cpu", m.case.backend,
                                          m.case.device, m.case.param("data")))
-    rows = tuple(_row(m, best_cpu.get(m.case.size), ceilings) for m in order)
+    rows = tuple(_row(m, best_cpu.get(m.case.size), ceilings, found.get(m.case.key))
+                 for m in order)
     notes = _unavailable_notes(ms)
     if not best_cpu:
         notes += ("no CPU case finished: no speedup or crossover can be computed without a "
@@ -111,8 +114,8 @@ def _best_cpu_by_size(ms: Sequence[Measurement]) -> dict[int, Measurement]:
     return best
 
 
-def _row(m: Measurement, cpu: Measurement | None,
-         ceilings: Sequence[Ceiling]) -> tuple[str, ...]:
+def _row(m: Measurement, cpu: Measurement | None, ceilings: Sequence[Ceiling],
+         finding: Finding | None) -> tuple[str, ...]:
     c = m.case
     threads = m.counters.get("threads")
     head = (units.size(c.size), c.backend, c.device, f"{threads:.0f}" if threads else "",
@@ -122,8 +125,16 @@ def _row(m: Measurement, cpu: Measurement | None,
         return (*head, "—", "", "", "", "", f"{m.status.value}: {m.reason}")
     wall = units.seconds(m.wall_summary.median) if m.wall_summary else ""
     return (*head, f"{units.seconds(s.median)} ±{100 * s.ci_halfwidth_rel:.1f}%", wall,
-            throughput(m), of_peak(m, ceilings), _speedup(m, cpu),
-            ", ".join(str(cv).replace("_", " ") for cv in m.caveats))
+            throughput(m), of_peak(m, ceilings), _speedup(m, cpu), _note(m, finding))
+
+
+def _note(m: Measurement, finding: Finding | None) -> str:
+    """The bound and why, then the caveats."""
+    caveats = ", ".join(str(cv).replace("_", " ") for cv in m.caveats)
+    if finding is None:
+        return caveats
+    why = f"{finding.bound}: {finding.why}"
+    return f"{why}. {caveats}" if caveats else why
 
 
 def throughput(m: Measurement) -> str:

@@ -139,8 +139,12 @@ class Workload(ABC):
         """Hash of this workload's source: results of changed workloads never mix."""
         return hashlib.sha256(inspect.getsource(type(self)).encode()).hexdigest()[:12]
 
+    def launches(self, params: Params) -> int:
+        """Ops (kernels, on a GPU) one call launches: the unit of its dispatch floor."""
+        return 1
+
     def counters(self, case: Case) -> dict[str, float]:
-        c: dict[str, float] = {}
+        c: dict[str, float] = {"launches": float(self.launches(case.params))}
         if (f := self.flops(case.size, case.params)) is not None:
             c["flops"] = f
         if (b := self.bytes_moved(case.size, case.params, case.dtype)) is not None:

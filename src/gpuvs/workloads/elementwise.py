@@ -61,6 +61,9 @@ class Elementwise(Workload):
         # `ones` has no input to copy in; its output stays on the device, as in the post.
         return ("resident",) if dict(params)["op"] == "ones" else super().data_modes(params)
 
+    def launches(self, params: Params) -> int:
+        return 3 if dict(params)["op"] == "chain" else 1
+
     def flops(self, size: int, params: Params) -> float:
         return float(FLOPS_PER_ELEMENT[dict(params)["op"]] * size)
 

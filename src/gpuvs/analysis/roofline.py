@@ -1,0 +1,114 @@
+"""What limits a case — launch, transfer, memory or compute — and one sentence why.
+
+Rules, in order, each citing measured numbers:
+
+1. **launch-bound**: the time per call is within LAUNCH_FACTOR of the backend's measured
+   per-op dispatch cost times the ops the call launches;
+2. **transfer-bound**: an end-to-end case spends over TRANSFER_SHARE of its time on
+   host↔device copies (its time against the same case with the data resident);
+3. otherwise **memory-** or **compute-bound** by arithmetic intensity (FLOP per byte)
+   against the ridge point of the measured ceilings (peak FLOP/s ÷ bandwidth).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from enum import Enum
+
+from gpuvs import units
+from gpuvs.analysis.ceilings import Ceiling, peak_for
+from gpuvs.model import Case, Caveat, Measurement, Status
+
+LAUNCH_FACTOR = 2.0
+TRANSFER_SHARE = 0.5
+
+
+class Bound(str, Enum):
+    LAUNCH = "launch-bound"
+    TRANSFER = "transfer-bound"
+    MEMORY = "memory-bound"
+    COMPUTE = "compute-bound"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class Finding:
+    case: Case
+    bound: Bound
+    why: str
+
+
+def findings(measurements: Sequence[Measurement], ceilings: Sequence[Ceiling]
+             ) -> dict[str, Finding]:
+    """A finding per case key, for the cases the ceilings allow to classify."""
+    resident = {_resident_key(m.case): m for m in measurements
+                if m.status is Status.OK and m.case.param("data", "resident") == "resident"}
+    out = {}
+    for m in measurements:
+        found = classify(m, ceilings, resident.get(_resident_key(m.case)))
+        if found is not None:
+            out[m.case.key] = found
+    return out
+
+
+def _resident_key(case: Case) -> str:
+    return Case(case.workload, case.variant, case.backend, case.device, case.dtype, case.size,
+                tuple(p for p in case.params if p[0] != "data")).key
+
+
+def classify(m: Measurement, ceilings: Iterable[Ceiling],
+             resident: Measurement | None = None) -> Finding | None:
+    if m.status is not Status.OK or m.summary is None:
+        return None
+    ceilings = list(ceilings)
+    t = m.summary.median
+    launches = m.counters.get("launches", 1.0)
+    dispatch = _dispatch(m.case, ceilings)
+    if dispatch is not None and t <= LAUNCH_FACTOR * dispatch * launches:
+        return Finding(m.case, Bound.LAUNCH, (
+            f"{units.seconds(min(t, dispatch * launches))} of {units.seconds(t)} per call is "
+            f"the dispatch floor ({launches:.0f} op(s) × {units.seconds(dispatch)}); more "
+            "work per call, batching or fusion is what helps"))
+    if m.case.param("data") == "end_to_end" and resident is not None and resident.summary:
+        share = 1 - resident.summary.median / t
+        if share > TRANSFER_SHARE:
+            return Finding(m.case, Bound.TRANSFER, (
+                f"{share:.0%} of the {units.seconds(t)} call is host↔device copying (the "
+                f"work alone takes {units.seconds(resident.summary.median)}); keep the data "
+                "on the device"))
+    return _by_intensity(m, t, ceilings)
+
+
+def _dispatch(case: Case, ceilings: Sequence[Ceiling]) -> float | None:
+    for c in ceilings:
+        if c.name == "per-op dispatch cost" and c.backend == case.backend \
+                and (c.device == "cpu") == (case.device == "cpu"):
+            return c.value
+    return None
+
+
+def _by_intensity(m: Measurement, t: float, ceilings: Sequence[Ceiling]) -> Finding | None:
+    peaks = peak_for(m.case, ceilings, tf32=Caveat.TF32_ON in m.caveats)
+    flops, moved = m.counters.get("flops", 0.0), m.counters.get("bytes_moved", 0.0)
+    if not moved or "bytes" not in peaks:
+        return None
+    bw_share = moved / t / peaks["bytes"]
+    if not flops or "flops" not in peaks:
+        return Finding(m.case, Bound.MEMORY, (
+            f"no arithmetic to speak of: it moves {units.nbytes(moved)} at "
+            f"{bw_share:.0%} of the measured bandwidth" + _cached(bw_share)))
+    intensity, ridge = flops / moved, peaks["flops"] / peaks["bytes"]
+    flop_share = flops / t / peaks["flops"]
+    bound = Bound.COMPUTE if intensity >= ridge else Bound.MEMORY
+    reached = (f"{flop_share:.0%} of peak FLOP/s" if bound is Bound.COMPUTE
+               else f"{bw_share:.0%} of measured bandwidth" + _cached(bw_share))
+    return Finding(m.case, bound, (
+        f"{intensity:.3g} FLOP/byte against a ridge point of {ridge:.3g}: it reaches "
+        f"{reached}"))
+
+
+def _cached(share: float) -> str:
+    return " (over 100 %: its data sits in cache)" if share > 1 else ""

@@ -1,0 +1,52 @@
+"""Bounds from measured ceilings, each with a sentence that cites the numbers."""
+
+from __future__ import annotations
+
+from gpuvs.analysis.ceilings import Ceiling
+from gpuvs.analysis.roofline import Bound, classify, findings
+from gpuvs.model import Case, Measurement, Status
+
+CEILINGS = [
+    Ceiling("per-op dispatch cost", "cuda:0", "torch", 8e-6, "s", ""),
+    Ceiling("matmul float32 tf32=off", "cuda:0", "torch", 5e13, "FLOP/s", ""),
+    Ceiling("memory bandwidth (copy)", "cuda:0", "torch", 3e12, "B/s", ""),
+]
+
+
+def _m(seconds: float, size: int = 1, data: str = "", **counters: float) -> Measurement:
+    params = (("data", data),) if data else ()
+    case = Case("w", "correct", "torch", "cuda:0", "float32", size, params)
+    return Measurement(case, Status.OK, samples=(seconds,) * 5, counters=counters)
+
+
+def test_a_call_near_the_dispatch_floor_is_launch_bound() -> None:
+    f = classify(_m(12e-6, flops=1e3, bytes_moved=8e3, launches=1), CEILINGS)
+    assert f is not None and f.bound is Bound.LAUNCH
+    assert f.why.startswith("8 µs of 12 µs per call is the dispatch floor (1 op(s) × 8 µs)")
+
+
+def test_three_launches_raise_the_floor() -> None:
+    f = classify(_m(40e-6, flops=3e3, bytes_moved=24e3, launches=3), CEILINGS)
+    assert f is not None and f.bound is Bound.LAUNCH
+
+
+def test_an_end_to_end_call_dominated_by_copies_is_transfer_bound() -> None:
+    resident = _m(1e-3, size=4096, flops=1e11, bytes_moved=2e8)
+    e2e = _m(10e-3, size=4096, data="end_to_end", flops=1e11, bytes_moved=2e8)
+    assert findings([resident, e2e], CEILINGS)[e2e.case.key].bound is Bound.TRANSFER
+    assert "90% of the 10 ms call is host↔device copying" in classify(
+        e2e, CEILINGS, resident).why
+
+
+def test_intensity_against_the_ridge_separates_memory_from_compute() -> None:
+    ridge = 5e13 / 3e12  # ≈ 16.7 FLOP per byte
+    gemm = classify(_m(2.5e-3, flops=1.1e11, bytes_moved=1.1e11 / (10 * ridge)), CEILINGS)
+    scale = classify(_m(1e-3, flops=1e8, bytes_moved=2.4e9), CEILINGS)
+    assert gemm is not None and gemm.bound is Bound.COMPUTE
+    assert "88% of peak FLOP/s" in gemm.why
+    assert scale is not None and scale.bound is Bound.MEMORY
+    assert "80% of measured bandwidth" in scale.why
+
+
+def test_without_ceilings_nothing_is_claimed() -> None:
+    assert classify(_m(1e-3, flops=1e9, bytes_moved=1e9), []) is None
