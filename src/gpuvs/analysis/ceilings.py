@@ -38,6 +38,8 @@ def probe_cases(backends: Iterable[str]) -> list[Case]:
     names = set(backends)
     cases = _cpu_probes() if "numpy" in names else []
     if "torch" in names:
+        # NumPy runs elementwise work on one thread; torch's CPU triad uses them all.
+        cases.append(Case("triad", "correct", "torch", "cpu", "float64", CPU_STREAM_ELEMENTS))
         cases += _gpu_probes()
     for backend in sorted(names):
         for device in _devices(backend):
