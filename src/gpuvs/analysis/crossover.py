@@ -83,7 +83,7 @@ def crossovers(measurements: Iterable[Measurement]) -> list[Crossover]:
             groups[group_key(m.case)].append(m)
     found = []
     for key, ms in groups.items():
-        cpu = _best_cpu_by_size(ms)
+        cpu = best_cpu_by_size(ms)
         series: dict[Case, list[Measurement]] = defaultdict(list)
         for m in ms:
             if m.case.device != "cpu" and m.case.size in cpu:
@@ -97,7 +97,8 @@ def _size(m: Measurement) -> int:
     return m.case.size
 
 
-def _best_cpu_by_size(ms: Sequence[Measurement]) -> dict[int, Measurement]:
+def best_cpu_by_size(ms: Sequence[Measurement]) -> dict[int, Measurement]:
+    """The fastest finished CPU case at each size: the reference a GPU must beat."""
     best: dict[int, Measurement] = {}
     for m in ms:
         if m.case.device == "cpu" and m.summary is not None:

@@ -7,6 +7,7 @@ that need it — so `gpuvs --help` and the parent process stay free of torch, Cu
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import numpy as np
@@ -27,6 +28,34 @@ def cuda_index(device: str) -> int:
     """`'cuda'` → 0, `'cuda:1'` → 1."""
     _, _, idx = device.partition(":")
     return int(idx) if idx else 0
+
+
+class EventTimer:
+    """Pairs of recorded device events on the current stream (CUDA through torch or CuPy).
+
+    Nothing waits while intervals are recorded; `elapsed` synchronises on the last event
+    only, then reads every interval (triton's do_bench: record many, synchronise once).
+    """
+
+    def __init__(self, record: Callable[[], Any], elapsed_ms: Callable[[Any, Any], float]
+                 ) -> None:
+        self._record, self._elapsed_ms = record, elapsed_ms
+        self._pairs: list[tuple[Any, Any]] = []
+        self._start: Any = None
+
+    def start(self) -> None:
+        self._start = self._record()
+
+    def stop(self) -> None:
+        self._pairs.append((self._start, self._record()))
+
+    def elapsed(self) -> list[float]:
+        if not self._pairs:
+            return []
+        self._pairs[-1][1].synchronize()
+        out = [self._elapsed_ms(a, b) / 1e3 for a, b in self._pairs]
+        self._pairs.clear()
+        return out
 
 
 class Backend(ABC):

@@ -15,42 +15,25 @@ from typing import Any
 import numpy as np
 
 from gpuvs.backends import register
-from gpuvs.backends.base import Backend, cuda_index
+from gpuvs.backends.base import Backend, EventTimer, cuda_index
 from gpuvs.protocol import Clock, DeviceTimer
 
 # The names CuPy is published under, newest CUDA first; "cupy" is the source build.
 DISTRIBUTIONS = ("cupy-cuda13x", "cupy-cuda12x", "cupy-cuda11x", "cupy")
 
 
-class CupyEventTimer:
-    """Pairs of cupy.cuda.Event on the current stream; `elapsed` waits on the last one only."""
+def _recorded_event() -> Any:
+    import cupy
 
-    def __init__(self) -> None:
-        self._pairs: list[tuple[Any, Any]] = []
-        self._start: Any = None
+    e = cupy.cuda.Event()  # timing is enabled unless disable_timing=True
+    e.record()
+    return e
 
-    def _event(self) -> Any:
-        import cupy
 
-        e = cupy.cuda.Event()  # timing is enabled unless disable_timing=True
-        e.record()
-        return e
+def _elapsed_ms(a: Any, b: Any) -> float:
+    import cupy
 
-    def start(self) -> None:
-        self._start = self._event()
-
-    def stop(self) -> None:
-        self._pairs.append((self._start, self._event()))
-
-    def elapsed(self) -> list[float]:
-        if not self._pairs:
-            return []
-        import cupy
-
-        self._pairs[-1][1].synchronize()
-        out = [cupy.cuda.get_elapsed_time(a, b) / 1e3 for a, b in self._pairs]  # ms → s
-        self._pairs.clear()
-        return out
+    return float(cupy.cuda.get_elapsed_time(a, b))
 
 
 class CupyClock:
@@ -69,7 +52,7 @@ class CupyClock:
         cupy.cuda.Device(self.index).synchronize()
 
     def timer(self) -> DeviceTimer | None:
-        return CupyEventTimer()
+        return EventTimer(_recorded_event, _elapsed_ms)
 
 
 @register

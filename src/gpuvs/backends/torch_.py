@@ -13,37 +13,20 @@ from typing import Any
 import numpy as np
 
 from gpuvs.backends import register
-from gpuvs.backends.base import Backend, cuda_index
+from gpuvs.backends.base import Backend, EventTimer, cuda_index
 from gpuvs.protocol import Clock, DeviceTimer, HostClock
 
 
-class CudaEventTimer:
-    """Pairs of CUDA events on the current stream; `elapsed` waits on the last one only."""
+def _recorded_event() -> Any:
+    import torch
 
-    def __init__(self) -> None:
-        self._pairs: list[tuple[Any, Any]] = []
-        self._start: Any = None
+    e = torch.cuda.Event(enable_timing=True)
+    e.record()
+    return e
 
-    def _event(self) -> Any:
-        import torch
 
-        e = torch.cuda.Event(enable_timing=True)
-        e.record()
-        return e
-
-    def start(self) -> None:
-        self._start = self._event()
-
-    def stop(self) -> None:
-        self._pairs.append((self._start, self._event()))
-
-    def elapsed(self) -> list[float]:
-        if not self._pairs:
-            return []
-        self._pairs[-1][1].synchronize()
-        out = [a.elapsed_time(b) / 1e3 for a, b in self._pairs]
-        self._pairs.clear()
-        return out
+def _elapsed_ms(a: Any, b: Any) -> float:
+    return float(a.elapsed_time(b))
 
 
 class TorchCudaClock:
@@ -62,7 +45,7 @@ class TorchCudaClock:
         torch.cuda.synchronize(self.index)
 
     def timer(self) -> DeviceTimer | None:
-        return CudaEventTimer()
+        return EventTimer(_recorded_event, _elapsed_ms)
 
 
 @register

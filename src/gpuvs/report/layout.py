@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from gpuvs import stats, units
 from gpuvs.analysis.ceilings import Ceiling, peak_for
-from gpuvs.analysis.crossover import Crossover, crossovers, group_key
+from gpuvs.analysis.crossover import Crossover, best_cpu_by_size, crossovers, group_key
 from gpuvs.analysis.roofline import Finding, findings
 from gpuvs.model import Caveat, Measurement, Status
 
@@ -81,7 +81,7 @@ def _crossover_row(c: Crossover) -> tuple[str, ...]:
 
 def _table(key: tuple, ms: list[Measurement], ceilings: Sequence[Ceiling],
            found: Mapping[str, Finding]) -> Table:
-    best_cpu = _best_cpu_by_size(ms)
+    best_cpu = best_cpu_by_size(ms)
     shown = [m for m in ms if m.status is not Status.UNAVAILABLE]
     order = sorted(shown, key=lambda m: (m.case.size, m.case.device != "cpu", m.case.backend,
                                          m.case.device, m.case.param("data")))
@@ -102,16 +102,6 @@ def _unavailable_notes(ms: Sequence[Measurement]) -> tuple[str, ...]:
     reasons = {(m.case.backend, m.case.device): m.reason for m in ms
                if m.status is Status.UNAVAILABLE}
     return tuple(f"unavailable: {b} on {d}: {r}" for (b, d), r in sorted(reasons.items()))
-
-
-def _best_cpu_by_size(ms: Sequence[Measurement]) -> dict[int, Measurement]:
-    best: dict[int, Measurement] = {}
-    for m in ms:
-        if m.case.device == "cpu" and m.summary is not None:
-            cur = best.get(m.case.size)
-            if cur is None or m.summary.median < cur.summary.median:  # type: ignore[union-attr]
-                best[m.case.size] = m
-    return best
 
 
 def _row(m: Measurement, cpu: Measurement | None, ceilings: Sequence[Ceiling],
