@@ -67,3 +67,9 @@ def test_plan_interleaves_backends_at_each_size_and_adds_end_to_end_on_gpus() ->
         (128, "numpy", "cpu", ""), (128, "torch", "cpu", ""),
         (128, "torch", "cuda:0", ""), (128, "torch", "cuda:0", "end_to_end"),
     ]
+
+
+def test_cold_runs_are_cases_of_their_own() -> None:
+    cases = plan.expand(RunConfig(workloads=("elementwise",), backends=("numpy",), sizes=(10,),
+                                  cold=True))
+    assert cases and all(c.param("cache") == "cold" for c in cases)

@@ -57,3 +57,29 @@ def test_seed000_resident_and_end_to_end_on_each_gpu_backend(backend: str) -> No
     assert resident.summary is not None and e2e.summary is not None
     # Copying 10 MB in and back costs more than the product on data already there.
     assert e2e.summary.median > resident.summary.median
+
+
+def test_torch_profiler_counts_kernels_and_copies_per_call() -> None:
+    _cuda()
+    sink = Collected()
+    chain = (("op", "chain"),)
+    cases = [Case("elementwise", "correct", "torch", "cuda:0", "float32", 10**6, chain),
+             Case("elementwise", "correct", "torch", "cuda:0", "float32", 10**6,
+                  (("data", "end_to_end"), *chain))]
+    execute("gpu-profile", cases, CONFIG, sink)
+    resident, e2e = sink.saved
+    assert resident.counters["launches"] == 3  # x *= 5; x *= x; x += x
+    assert (e2e.counters["h2d_copies"], e2e.counters["d2h_copies"]) == (1, 1)
+
+
+def test_cold_caches_make_an_l2_sized_case_slower_than_warm() -> None:
+    _cuda()
+    sink = Collected()
+    scale = (("op", "scale"),)  # 4 MB of float32: fits in any recent GPU's L2
+    cases = [Case("elementwise", "correct", "torch", "cuda:0", "float32", 10**6, scale),
+             Case("elementwise", "correct", "torch", "cuda:0", "float32", 10**6,
+                  (("cache", "cold"), *scale))]
+    execute("gpu-cold", cases, CONFIG, sink)
+    warm, cold = sink.saved
+    assert cold.status is Status.OK and cold.loops == 1, cold.reason
+    assert cold.summary.median > warm.summary.median

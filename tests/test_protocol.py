@@ -100,3 +100,19 @@ def test_cpu_measurements_keep_no_separate_wall_samples() -> None:
     m = measure(Prepared(lambda: spin(1e-4), _ok), CASE, HostClock(), FixedCount(n=5))
     assert m.wall_samples == ()
     assert m.timer == "host"
+
+
+def test_a_flush_runs_before_every_timed_call_and_cold_samples_are_single_calls() -> None:
+    dev = SimDevice(launch_s=1e-6)
+    flushes: list[float] = []
+
+    def flush() -> None:
+        flushes.append(dev.host)
+        dev.launch(1e-3)  # evicting the cache takes device time too, outside the samples
+
+    m = measure(Prepared(lambda: dev.launch(1e-5), _ok, single_call=True, flush=flush), CASE,
+                SimClock(dev), FixedCount(n=10))
+    assert m.loops == 1
+    assert len(flushes) >= m.warmups + len(m.samples)
+    # The flush's millisecond stays out; one call on an idle queue also waits its launch.
+    assert m.summary is not None and m.summary.median == pytest.approx(1e-5 + 1e-6, rel=0.01)

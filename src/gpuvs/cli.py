@@ -93,6 +93,9 @@ JsonOpt = Annotated[Path | None, typer.Option(
 WorkloadsOpt = Annotated[list[str] | None, typer.Option(
     "--workload", "-w", metavar="WORKLOAD",
     help="Workload(s) to run; default: all. See `gpuvs list`.")]
+ColdOpt = Annotated[bool, typer.Option(
+    "--cold", help="Flush the caches before every timed call (GPU L2, CPU last-level "
+                   "cache); one call per sample.")]
 ResumeOpt = Annotated[str | None, typer.Option(
     metavar="RUN_ID", help="Finish an interrupted run: skip its recorded cases, run the rest.")]
 
@@ -100,14 +103,14 @@ ResumeOpt = Annotated[str | None, typer.Option(
 def _build_config(workloads: tuple[str, ...], variant: list[str] | None,
                   backend: list[str] | None, device: list[str] | None,
                   dtype: list[str] | None, sizes: list[str] | None, budget: float | None,
-                  timeout: float | None, criterion: str | None) -> Any:
+                  timeout: float | None, criterion: str | None, cold: bool = False) -> Any:
     from gpuvs import config as cfg
 
     return cfg.build({
         "workloads": workloads, "variants": _split(variant), "backends": _split(backend),
         "devices": _split(device), "dtypes": _split(dtype),
         "sizes": cfg.parse_sizes(_split(sizes)), "budget_s": budget, "timeout_s": timeout,
-        "criterion": criterion,
+        "criterion": criterion, "cold": cold or None,
     })
 
 
@@ -117,7 +120,7 @@ def run(
     variant: VariantOpt = None, backend: BackendOpt = None, device: DeviceOpt = None,
     dtype: DtypeOpt = None, sizes: SizesOpt = None, budget: BudgetOpt = None,
     timeout: TimeoutOpt = None, criterion: CriterionOpt = None, db: DbOption = None,
-    json_path: JsonOpt = None, resume: ResumeOpt = None,
+    json_path: JsonOpt = None, resume: ResumeOpt = None, cold: ColdOpt = False,
 ) -> None:
     """Run workloads on every backend and device, and print a table per workload."""
     from gpuvs import config as cfg
@@ -129,7 +132,7 @@ def run(
             config = cfg.RunConfig(**_config_fields(run_record.config)).validate()
         else:
             config = _build_config(_split(workload), variant, backend, device, dtype, sizes,
-                                   budget, timeout, criterion)
+                                   budget, timeout, criterion, cold)
     raise typer.Exit(_execute(store, config, run_record, json_path))
 
 
@@ -139,7 +142,7 @@ def sweep(
     variant: VariantOpt = None, backend: BackendOpt = None, device: DeviceOpt = None,
     dtype: DtypeOpt = None, sizes: SizesOpt = None, budget: BudgetOpt = None,
     timeout: TimeoutOpt = None, criterion: CriterionOpt = None, db: DbOption = None,
-    json_path: JsonOpt = None,
+    json_path: JsonOpt = None, cold: ColdOpt = False,
     refine: Annotated[bool, typer.Option(
         help="Add sizes around each crossover until it is bracketed within --factor.")] = False,
     factor: Annotated[float, typer.Option(
@@ -151,7 +154,7 @@ def sweep(
             raise UsageError(f"--factor must be a number above 1; got {factor}")
         store = _open_store(db)
         config = _build_config((workload,), variant, backend, device, dtype, sizes, budget,
-                               timeout, criterion)
+                               timeout, criterion, cold)
     raise typer.Exit(_execute(store, config, None, json_path, factor if refine else None))
 
 

@@ -35,6 +35,7 @@ class RunConfig:
     budget_s: float = 1.0
     timeout_s: float = 300.0
     criterion: str = "median-ci"
+    cold: bool = False                  # flush caches before every timed call
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -32,8 +32,9 @@ def _workload_cases(name: str, config: RunConfig) -> list[Case]:
         for size, dtype, variant in product(sizes, dtypes, variants):
             for backend, device in targets:
                 for data in _data_modes(workload.data_modes(params), device):
+                    extra = (("cache", "cold"),) if config.cold else ()
                     cases.append(Case(name, variant, backend, device, dtype, size,
-                                      _with_data(params, data)))
+                                      tuple(sorted((*_with_data(params, data), *extra)))))
     return cases
 
 

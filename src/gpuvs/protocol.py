@@ -112,12 +112,14 @@ class Prepared:
     """A case ready to time; inputs were built outside any timed region.
 
     With `single_call` every sample is one call: the case measures latency, not throughput.
+    `flush`, when set, runs before every timed call to evict the caches (cold measurements).
     `self_timed` is for `as_written` variants: the seed's own (wrong) timing method.
     """
 
     call: Callable[[], object]
     check: Callable[[object], None]
     single_call: bool = False
+    flush: Callable[[], None] | None = None
     self_timed: Callable[[], float] | None = None
 
 
@@ -152,6 +154,8 @@ def _time_first_call(prepared: Prepared, clock: Clock) -> tuple[float, object]:
 
 def _one_call_s(prepared: Prepared, clock: Clock) -> float:
     """Synchronised wall seconds of one call: what a caller of it waits."""
+    if prepared.flush:
+        prepared.flush()
     clock.synchronize()
     t0 = clock.now()
     clock.synchronize(prepared.call())
@@ -215,6 +219,8 @@ def _sample_until(criterion: StoppingCriterion, prepared: Prepared, clock: Clock
 def _one_sample_s(prepared: Prepared, clock: Clock, timer: DeviceTimer | None,
                   loops: int) -> float:
     call = prepared.call
+    if prepared.flush:
+        prepared.flush()
     clock.synchronize()
     t0 = clock.now()
     if timer is not None:

@@ -20,6 +20,7 @@ from typing import Any, TextIO
 
 from gpuvs import backends, criteria, workloads
 from gpuvs.backends.base import Backend, host_memory_free
+from gpuvs.errors import BackendUnavailable
 from gpuvs.model import Case, Caveat, Measurement, Status
 from gpuvs.protocol import Budget, measure
 from gpuvs.units import nbytes
@@ -36,10 +37,18 @@ def run_case(backend: Backend, request: dict[str, Any]) -> tuple[Measurement, bo
     if skip is not None:
         return Measurement(case, *skip), False
     workload = workloads.get(case.workload)
+    profiled: dict[str, float] = {}
     try:
         prepared = workload.prepare(backend, case)
+        if case.param("cache") == "cold":
+            prepared = replace(prepared, flush=backend.cache_flusher(case.device),
+                               single_call=True)
         m = measure(prepared, case, backend.clock(case.device),
                     criteria.parse(request["criterion"])(), Budget(**request["budget"]))
+        if m.status is Status.OK:  # one more call, outside any timed region
+            profiled = backend.profile(prepared.call, case.device)
+    except BackendUnavailable as e:  # e.g. no way to flush this device's caches
+        return Measurement(case, Status.SKIPPED, reason=str(e)), False
     except Exception as e:  # every failure becomes a recorded status, with its reason
         if backend.is_oom(e):
             return Measurement(case, Status.OOM, reason=_one_line(e)), False
@@ -48,7 +57,9 @@ def run_case(backend: Backend, request: dict[str, Any]) -> tuple[Measurement, bo
         prepared = None
         gc.collect()
         backend.empty_cache(case.device)
-    counters = workload.counters(case)
+    counters = workload.counters(case) | profiled
+    if profiled.get("kernels"):  # counted beats assumed
+        counters["launches"] = profiled["kernels"]
     if case.device == "cpu" and (threads := backend.threads()) is not None:
         counters["threads"] = float(threads)
     caveats = m.caveats

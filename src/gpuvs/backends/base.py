@@ -12,6 +12,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from gpuvs.errors import BackendUnavailable
 from gpuvs.protocol import Clock
 
 GiB = 1024**3
@@ -22,6 +23,23 @@ def host_memory_free() -> int:
     import psutil
 
     return int(psutil.virtual_memory().available)
+
+
+LLC_FLUSH_FACTOR = 2
+LLC_FALLBACK_BYTES = 64 * 1024**2
+
+
+def last_level_cache_bytes() -> int:
+    """The largest CPU cache Linux reports (sysfs), else LLC_FALLBACK_BYTES."""
+    import glob
+
+    sizes = []
+    for path in glob.glob("/sys/devices/system/cpu/cpu0/cache/index*/size"):
+        with open(path) as f:
+            text = f.read().strip().upper()
+        scale = {"K": 1024, "M": 1024**2}.get(text[-1:], 1)
+        sizes.append(int(text.rstrip("KM")) * scale)
+    return max(sizes, default=LLC_FALLBACK_BYTES)
 
 
 def cuda_index(device: str) -> int:
@@ -122,6 +140,24 @@ class Backend(ABC):
     def is_fatal(self, exc: BaseException) -> bool:
         """True when `exc` poisons the process (sticky CUDA errors): replace the worker."""
         return False
+
+    def cache_flusher(self, device: str) -> Callable[[], None]:
+        """Something to run before a timed call so that it finds cold caches.
+
+        On the CPU: write a buffer LLC_FLUSH_FACTOR times the last-level cache.
+        """
+        if device != "cpu":
+            raise BackendUnavailable(f"{self.name} cannot flush the caches of {device}")
+        buf = np.zeros(LLC_FLUSH_FACTOR * last_level_cache_bytes() // 8)
+
+        def flush() -> None:
+            np.add(buf, 1.0, out=buf)
+
+        return flush
+
+    def profile(self, call: Callable[[], object], device: str) -> dict[str, float]:
+        """Kernels and host↔device copies one call launches, where a profiler can tell."""
+        return {}
 
     def uses_tf32(self, device: str) -> bool:
         """Whether float32 matrix products on `device` run on TF32 matrix units (10-bit

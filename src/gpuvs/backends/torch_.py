@@ -8,6 +8,7 @@ synchronisation per batch, and every host-clock reading is preceded by
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -126,6 +127,40 @@ class TorchBackend(Backend):
         if isinstance(exc, accelerator_error):
             return True
         return isinstance(exc, RuntimeError) and "CUDA error" in str(exc) and not self.is_oom(exc)
+
+    def cache_flusher(self, device: str) -> Callable[[], None]:
+        """On a GPU: zero a buffer twice the device's L2 (what triton's do_bench does)."""
+        if not device.startswith("cuda"):
+            return super().cache_flusher(device)
+        import torch
+
+        l2 = torch.cuda.get_device_properties(cuda_index(device)).L2_cache_size
+        buf = torch.empty(2 * l2 // 4, dtype=torch.float32, device=device)
+        return buf.zero_
+
+    def profile(self, call: Callable[[], object], device: str) -> dict[str, float]:
+        """Count the CUDA kernels and host↔device copies of one call with torch.profiler."""
+        if not device.startswith("cuda"):
+            return {}
+        import torch
+        from torch.autograd import DeviceType
+        from torch.profiler import ProfilerActivity, profile
+
+        torch.cuda.synchronize()
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            call()
+            torch.cuda.synchronize()
+        counts = {"kernels": 0.0, "h2d_copies": 0.0, "d2h_copies": 0.0}
+        for event in prof.events():
+            if event.device_type != DeviceType.CUDA:
+                continue
+            if "Memcpy HtoD" in event.name:
+                counts["h2d_copies"] += 1
+            elif "Memcpy DtoH" in event.name:
+                counts["d2h_copies"] += 1
+            elif not event.name.startswith(("Memcpy", "Memset")):
+                counts["kernels"] += 1
+        return counts
 
     def uses_tf32(self, device: str) -> bool:
         import torch

@@ -87,7 +87,7 @@ def _table(key: tuple, ms: list[Measurement], ceilings: Sequence[Ceiling],
                                          m.case.device, m.case.param("data")))
     rows = tuple(_row(m, best_cpu.get(m.case.size), ceilings, found.get(m.case.key))
                  for m in order)
-    notes = _unavailable_notes(ms)
+    notes = (fairness(ms), *_unavailable_notes(ms))
     if not best_cpu:
         notes += ("no CPU case finished: no speedup or crossover can be computed without a "
                   "CPU series",)
@@ -95,6 +95,27 @@ def _table(key: tuple, ms: list[Measurement], ceilings: Sequence[Ceiling],
         notes += ("no GPU case finished: no speedup or crossover can be computed without a "
                   "GPU series",)
     return Table(_title(key), COLUMNS, rows, notes)
+
+
+def fairness(ms: Sequence[Measurement]) -> str:
+    """One line on what makes the rows comparable, or not: dtype, threads, TF32, caches."""
+    done = [m for m in ms if m.status is Status.OK]
+    dtypes = sorted({m.case.dtype for m in done})
+    parts = [f"dtype {', '.join(dtypes)} on every backend" if len(dtypes) == 1
+             else f"dtype mismatch: {', '.join(dtypes)}"]
+    threads = sorted({(m.case.backend, int(m.counters["threads"])) for m in done
+                      if "threads" in m.counters})
+    if threads:
+        parts.append("CPU threads " + ", ".join(f"{b} {n}" for b, n in threads))
+    tf32 = sorted({f"{m.case.backend} {m.case.device}" for m in done
+                   if Caveat.TF32_ON in m.caveats})
+    parts.append(f"TF32 on for {', '.join(tf32)}" if tf32 else "no TF32")
+    if any(m.case.backend == "jax" for m in done):
+        parts.append("JAX with 64-bit types enabled (its default is 32-bit)")
+    cold = any(m.case.param("cache") == "cold" for m in done)
+    parts.append("caches flushed before each call" if cold
+                 else "caches warm (--cold flushes them)")
+    return "fair comparison: " + "; ".join(parts)
 
 
 def _unavailable_notes(ms: Sequence[Measurement]) -> tuple[str, ...]:
