@@ -14,7 +14,7 @@ from gpuvs import stats, units
 from gpuvs.analysis.ceilings import Ceiling, peak_for
 from gpuvs.analysis.crossover import Crossover, best_cpu_by_size, crossovers, group_key
 from gpuvs.analysis.roofline import Finding, findings
-from gpuvs.model import Caveat, Measurement, Status
+from gpuvs.model import Case, Caveat, Measurement, Status
 
 COLUMNS = ("size", "backend", "device", "threads", "data", "time ±CI", "wall", "throughput",
            "of peak", "GPU vs CPU", "note")
@@ -49,8 +49,9 @@ def result_tables(measurements: Iterable[Measurement],
         groups[group_key(m.case)].append(m)
     tables = []
     for key, ms in groups.items():
-        tables.append(_table(key, ms, ceilings, findings(ms, ceilings)))
         found = crossovers(ms)
+        wins_from = {c.gpu: c.size for c in found if c.size is not None}
+        tables.append(_table(key, ms, ceilings, findings(ms, ceilings), wins_from))
         if found:
             tables.append(crossover_table(key, found))
     return tables
@@ -80,13 +81,13 @@ def _crossover_row(c: Crossover) -> tuple[str, ...]:
 
 
 def _table(key: tuple, ms: list[Measurement], ceilings: Sequence[Ceiling],
-           found: Mapping[str, Finding]) -> Table:
+           found: Mapping[str, Finding], wins_from: Mapping[Case, int]) -> Table:
     best_cpu = best_cpu_by_size(ms)
     shown = [m for m in ms if m.status is not Status.UNAVAILABLE]
     order = sorted(shown, key=lambda m: (m.case.size, m.case.device != "cpu", m.case.backend,
                                          m.case.device, m.case.param("data")))
-    rows = tuple(_row(m, best_cpu.get(m.case.size), ceilings, found.get(m.case.key))
-                 for m in order)
+    rows = tuple(_row(m, best_cpu.get(m.case.size), ceilings, found.get(m.case.key),
+                      wins_from.get(m.case.series)) for m in order)
     notes = (fairness(ms), *_unavailable_notes(ms))
     if not best_cpu:
         notes += ("no CPU case finished: no speedup or crossover can be computed without a "
@@ -126,7 +127,7 @@ def _unavailable_notes(ms: Sequence[Measurement]) -> tuple[str, ...]:
 
 
 def _row(m: Measurement, cpu: Measurement | None, ceilings: Sequence[Ceiling],
-         finding: Finding | None) -> tuple[str, ...]:
+         finding: Finding | None, wins_from: int | None) -> tuple[str, ...]:
     c = m.case
     threads = m.counters.get("threads")
     head = (units.size(c.size), c.backend, c.device, f"{threads:.0f}" if threads else "",
@@ -136,15 +137,18 @@ def _row(m: Measurement, cpu: Measurement | None, ceilings: Sequence[Ceiling],
         return (*head, "—", "", "", "", "", f"{m.status.value}: {m.reason}")
     wall = units.seconds(m.wall_summary.median) if m.wall_summary else ""
     return (*head, f"{units.seconds(s.median)} ±{100 * s.ci_halfwidth_rel:.1f}%", wall,
-            throughput(m), of_peak(m, ceilings), _speedup(m, cpu), _note(m, finding))
+            throughput(m), of_peak(m, ceilings), _speedup(m, cpu),
+            _note(m, finding, wins_from))
 
 
-def _note(m: Measurement, finding: Finding | None) -> str:
-    """The bound and why, then the caveats."""
+def _note(m: Measurement, finding: Finding | None, wins_from: int | None) -> str:
+    """The bound and why (with where this GPU series starts to win), then the caveats."""
     caveats = ", ".join(str(cv).replace("_", " ") for cv in m.caveats)
     if finding is None:
         return caveats
     why = f"{finding.bound}: {finding.why}"
+    if wins_from is not None and m.case.size < wins_from:
+        why += f"; here the GPU is faster only from {units.size(wins_from)}"
     return f"{why}. {caveats}" if caveats else why
 
 
