@@ -27,6 +27,7 @@ def test_gpu_probes_cover_each_dtype_tf32_both_ways_copies_and_transfers() -> No
     assert "peak_matmul/correct/torch/cuda:0/float32/8192,threads=all,tf32=on" in keys
     assert "transfer/correct/torch/cuda:0/float32/67108864,direction=d2h,memory=pinned" in keys
     assert "triad/correct/torch/cpu/float64/33554432" in keys  # all threads, unlike NumPy
+    assert "peak_matmul/correct/torch/cpu/float32/2048,threads=all,tf32=off" in keys
 
 
 def _m(case: Case, seconds: float, **counters: float) -> Measurement:

@@ -38,8 +38,11 @@ def probe_cases(backends: Iterable[str]) -> list[Case]:
     names = set(backends)
     cases = _cpu_probes() if "numpy" in names else []
     if "torch" in names:
-        # NumPy runs elementwise work on one thread; torch's CPU triad uses them all.
+        # NumPy runs elementwise work on one thread; torch's CPU triad uses them all. Its
+        # GEMM may also beat NumPy's BLAS: the CPU's peak is the larger of the two.
         cases.append(Case("triad", "correct", "torch", "cpu", "float64", CPU_STREAM_ELEMENTS))
+        cases += [Case("peak_matmul", "correct", "torch", "cpu", dtype, CPU_MATMUL_N,
+                       (("threads", "all"), ("tf32", "off"))) for dtype in CPU_DTYPES]
         cases += _gpu_probes()
     for backend in sorted(names):
         for device in _devices(backend):
