@@ -82,6 +82,7 @@ def test_gpu_cases_on_a_cpu_machine_are_unavailable_with_the_reason(db) -> None:
     assert result.exit_code == 0, result.output
     # One note per backend and device, not one row per size.
     assert result.output.count("unavailable: torch on cuda:0: no CUDA device") == 2
+    assert "no speedup or crossover can be computed without a GPU series" in result.output
 
 
 def test_list_and_env_describe_what_is_here() -> None:

@@ -36,6 +36,9 @@ def test_an_end_to_end_call_dominated_by_copies_is_transfer_bound() -> None:
     assert findings([resident, e2e], CEILINGS)[e2e.case.key].bound is Bound.TRANSFER
     assert "90% of the 10 ms call is host↔device copying" in classify(
         e2e, CEILINGS, resident).why
+    counted = _m(10e-3, size=4096, data="end_to_end", flops=1e11, bytes_moved=2e8,
+                 h2d_copies=2, d2h_copies=1)
+    assert "copying, 2 copies in and 1 out (the work" in classify(counted, CEILINGS, resident).why
 
 
 def test_intensity_against_the_ridge_separates_memory_from_compute() -> None:

@@ -76,9 +76,9 @@ def classify(m: Measurement, ceilings: Iterable[Ceiling],
         share = 1 - resident.summary.median / t
         if share > TRANSFER_SHARE:
             return Finding(m.case, Bound.TRANSFER, (
-                f"{share:.0%} of the {units.seconds(t)} call is host↔device copying (the "
-                f"work alone takes {units.seconds(resident.summary.median)}); keep the data "
-                "on the device"))
+                f"{share:.0%} of the {units.seconds(t)} call is host↔device copying"
+                f"{_copies(m)} (the work alone takes {units.seconds(resident.summary.median)}"
+                "); keep the data on the device"))
     return _by_intensity(m, t, ceilings)
 
 
@@ -112,3 +112,11 @@ def _by_intensity(m: Measurement, t: float, ceilings: Sequence[Ceiling]) -> Find
 
 def _cached(share: float) -> str:
     return " (over 100 %: its data sits in cache)" if share > 1 else ""
+
+
+def _copies(m: Measurement) -> str:
+    """', 2 copies in and 1 out' where a profiler counted them."""
+    if "h2d_copies" not in m.counters:
+        return ""
+    return (f", {m.counters['h2d_copies']:.0f} copies in and "
+            f"{m.counters['d2h_copies']:.0f} out")

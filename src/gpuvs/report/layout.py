@@ -153,31 +153,30 @@ def _note(m: Measurement, finding: Finding | None, wins_from: int | None) -> str
 
 
 def throughput(m: Measurement) -> str:
-    """FLOP/s where the work has FLOPs, else bytes/s; from the median."""
+    """Achieved FLOP/s and bytes/s, from the median, where the workload counts them."""
     if m.summary is None or m.summary.median <= 0:
         return ""
+    rates = []
     if m.counters.get("flops"):
-        return units.rate(m.counters["flops"] / m.summary.median, "FLOP/s")
+        rates.append(units.rate(m.counters["flops"] / m.summary.median, "FLOP/s"))
     if m.counters.get("bytes_moved"):
-        return units.rate(m.counters["bytes_moved"] / m.summary.median, "B/s")
-    return ""
+        rates.append(units.rate(m.counters["bytes_moved"] / m.summary.median, "B/s"))
+    return ", ".join(rates)
 
 
 def of_peak(m: Measurement, ceilings: Sequence[Ceiling]) -> str:
-    """The larger of the shares of FLOP peak and of memory bandwidth reached: the one
-    that binds. Empty without a matching ceiling."""
+    """Shares of the matching FLOP/s and bandwidth ceilings; empty without ceilings."""
     if m.summary is None or m.summary.median <= 0:
         return ""
     peaks = peak_for(m.case, ceilings, tf32=Caveat.TF32_ON in m.caveats)
     shares = []
     if m.counters.get("flops") and peaks.get("flops"):
-        shares.append((m.counters["flops"] / m.summary.median / peaks["flops"], "FLOP"))
+        shares.append(f"{100 * m.counters['flops'] / m.summary.median / peaks['flops']:.0f}% "
+                      "FLOP")
     if m.counters.get("bytes_moved") and peaks.get("bytes"):
-        shares.append((m.counters["bytes_moved"] / m.summary.median / peaks["bytes"], "B/W"))
-    if not shares:
-        return ""
-    share, kind = max(shares)
-    return f"{100 * share:.0f}% {kind}"
+        shares.append(f"{100 * m.counters['bytes_moved'] / m.summary.median / peaks['bytes']:.0f}"
+                      "% B/W")
+    return ", ".join(shares)
 
 
 def _speedup(m: Measurement, cpu: Measurement | None) -> str:
