@@ -6,6 +6,7 @@ that need it — so `gpuvs --help` and the parent process stay free of torch, Cu
 
 from __future__ import annotations
 
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any, ClassVar
@@ -13,7 +14,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from gpuvs.errors import BackendUnavailable
-from gpuvs.protocol import Clock
+from gpuvs.protocol import Clock, DeviceTimer
 
 GiB = 1024**3
 
@@ -74,6 +75,26 @@ class EventTimer:
         out = [self._elapsed_ms(a, b) / 1e3 for a, b in self._pairs]
         self._pairs.clear()
         return out
+
+
+class EventClock:
+    """A CUDA device timed with events, through whichever framework owns the work."""
+
+    name = "cuda_events"
+    is_async = True
+
+    def __init__(self, synchronize: Callable[[], None], record: Callable[[], Any],
+                 elapsed_ms: Callable[[Any, Any], float]) -> None:
+        self._synchronize, self._record, self._elapsed_ms = synchronize, record, elapsed_ms
+
+    def now(self) -> float:
+        return time.perf_counter()
+
+    def synchronize(self, result: object = None) -> None:
+        self._synchronize()
+
+    def timer(self) -> DeviceTimer | None:
+        return EventTimer(self._record, self._elapsed_ms)
 
 
 class Backend(ABC):

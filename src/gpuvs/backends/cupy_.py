@@ -9,15 +9,14 @@ under each of their distribution names.
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from gpuvs.backends import register
-from gpuvs.backends.base import Backend, EventTimer, cuda_index
-from gpuvs.protocol import Clock, DeviceTimer
+from gpuvs.backends.base import Backend, EventClock, cuda_index
+from gpuvs.protocol import Clock
 
 # The names CuPy is published under, newest CUDA first; "cupy" is the source build.
 DISTRIBUTIONS = ("cupy-cuda13x", "cupy-cuda12x", "cupy-cuda11x", "cupy")
@@ -35,25 +34,6 @@ def _elapsed_ms(a: Any, b: Any) -> float:
     import cupy
 
     return float(cupy.cuda.get_elapsed_time(a, b))
-
-
-class CupyClock:
-    name = "cuda_events"
-    is_async = True
-
-    def __init__(self, index: int) -> None:
-        self.index = index
-
-    def now(self) -> float:
-        return time.perf_counter()
-
-    def synchronize(self, result: object = None) -> None:
-        import cupy
-
-        cupy.cuda.Device(self.index).synchronize()
-
-    def timer(self) -> DeviceTimer | None:
-        return EventTimer(_recorded_event, _elapsed_ms)
 
 
 @register
@@ -93,8 +73,9 @@ class CupyBackend(Backend):
     def clock(self, device: str) -> Clock:
         import cupy
 
-        cupy.cuda.Device(cuda_index(device)).use()
-        return CupyClock(cuda_index(device))
+        dev = cupy.cuda.Device(cuda_index(device))
+        dev.use()
+        return EventClock(dev.synchronize, _recorded_event, _elapsed_ms)
 
     def from_numpy(self, a: np.ndarray, device: str, dtype: str) -> Any:
         import cupy

@@ -7,15 +7,14 @@ synchronisation per batch, and every host-clock reading is preceded by
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from gpuvs.backends import register
-from gpuvs.backends.base import Backend, EventTimer, cuda_index
-from gpuvs.protocol import Clock, DeviceTimer, HostClock
+from gpuvs.backends.base import Backend, EventClock, cuda_index
+from gpuvs.protocol import Clock, HostClock
 
 
 def _recorded_event() -> Any:
@@ -28,25 +27,6 @@ def _recorded_event() -> Any:
 
 def _elapsed_ms(a: Any, b: Any) -> float:
     return float(a.elapsed_time(b))
-
-
-class TorchCudaClock:
-    name = "cuda_events"
-    is_async = True
-
-    def __init__(self, index: int) -> None:
-        self.index = index
-
-    def now(self) -> float:
-        return time.perf_counter()
-
-    def synchronize(self, result: object = None) -> None:
-        import torch
-
-        torch.cuda.synchronize(self.index)
-
-    def timer(self) -> DeviceTimer | None:
-        return EventTimer(_recorded_event, _elapsed_ms)
 
 
 @register
@@ -77,8 +57,10 @@ class TorchBackend(Backend):
         if device.startswith("cuda"):
             import torch
 
-            torch.cuda.set_device(cuda_index(device))
-            return TorchCudaClock(cuda_index(device))
+            index = cuda_index(device)
+            torch.cuda.set_device(index)
+            return EventClock(lambda: torch.cuda.synchronize(index), _recorded_event,
+                              _elapsed_ms)
         return HostClock()
 
     def from_numpy(self, a: np.ndarray, device: str, dtype: str) -> Any:
