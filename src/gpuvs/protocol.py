@@ -113,14 +113,12 @@ class Prepared:
 
     With `single_call` every sample is one call: the case measures latency, not throughput.
     `flush`, when set, runs before every timed call to evict the caches (cold measurements).
-    `self_timed` is for `as_written` variants: the seed's own (wrong) timing method.
     """
 
     call: Callable[[], object]
     check: Callable[[object], None]
     single_call: bool = False
     flush: Callable[[], None] | None = None
-    self_timed: Callable[[], float] | None = None
 
 
 def measure(prepared: Prepared, case: Case, clock: Clock, criterion: StoppingCriterion,
