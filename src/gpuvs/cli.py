@@ -129,6 +129,10 @@ def run(
         store = _open_store(db)
         run_record = store.get_run(resume) if resume else None
         if run_record is not None:
+            if run_record.config.get("kind") is not None:
+                raise UsageError(f"run {resume!r} is a {run_record.config['kind']} run, not a "
+                                 f"sweep; `gpuvs {run_record.config['kind']} --refresh` "
+                                 "measures it again")
             config = cfg.RunConfig(**_config_fields(run_record.config)).validate()
         else:
             config = _build_config(_split(workload), variant, backend, device, dtype, sizes,

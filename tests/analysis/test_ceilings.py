@@ -72,3 +72,8 @@ def test_gpuvs_ceilings_measures_once_per_machine_and_runs_show_the_share(db) ->
                               "--budget", "0.1", "--db", db], env={"COLUMNS": "200"})
     assert run.exit_code == 0, run.output
     assert "% FLOP" in run.output
+    with sqlite3.connect(db) as c:
+        ceilings_run = c.execute("select run_id from runs order by rowid limit 1").fetchone()[0]
+    resumed = runner.invoke(app, ["run", "--resume", ceilings_run, "--db", db])
+    assert resumed.exit_code == 2
+    assert "is a ceilings run, not a sweep; `gpuvs ceilings --refresh`" in resumed.output
