@@ -58,7 +58,7 @@ def summarize(samples: Sequence[float]) -> Summary:
     )
 
 
-def bootstrap_median_ci(samples: Sequence[float], confidence: float = CONFIDENCE,
+def bootstrap_median_ci(samples: Sequence[float] | np.ndarray, confidence: float = CONFIDENCE,
                         resamples: int = BOOTSTRAP_RESAMPLES) -> tuple[float, float]:
     """Percentile-bootstrap CI of the median (deterministic: fixed seed)."""
     a = np.asarray(samples, dtype=float)

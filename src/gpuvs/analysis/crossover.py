@@ -24,6 +24,8 @@ import numpy as np
 from gpuvs import stats
 from gpuvs.model import Case, Measurement, Params, Status
 
+GroupKey = tuple[str, str, str, Params]  # workload, variant, dtype, params without data
+
 
 @dataclass(frozen=True)
 class SpeedupPoint:
@@ -51,7 +53,7 @@ class CostModel:
 
 @dataclass(frozen=True)
 class Crossover:
-    group: tuple[str, str, str, Params]   # workload, variant, dtype, params without data
+    group: GroupKey
     gpu: Case                             # the GPU series (size 0)
     points: tuple[SpeedupPoint, ...]
     size: int | None                      # measured crossover
@@ -65,7 +67,7 @@ class Crossover:
         return self.gpu.param("data", "resident")
 
 
-def group_key(case: Case) -> tuple[str, str, str, Params]:
+def group_key(case: Case) -> GroupKey:
     return (case.workload, case.variant, case.dtype,
             tuple(p for p in case.params if p[0] != "data"))
 
@@ -77,7 +79,7 @@ def work(m: Measurement) -> float:
 
 def crossovers(measurements: Iterable[Measurement]) -> list[Crossover]:
     """One Crossover per GPU series that has a CPU reference at two or more sizes."""
-    groups: dict[tuple, list[Measurement]] = defaultdict(list)
+    groups: dict[GroupKey, list[Measurement]] = defaultdict(list)
     for m in measurements:
         if m.status is Status.OK and m.samples:
             groups[group_key(m.case)].append(m)
@@ -108,7 +110,7 @@ def best_cpu_by_size(ms: Sequence[Measurement]) -> dict[int, Measurement]:
     return best
 
 
-def _crossover(key: tuple, gpu_series: Case, gpu: list[Measurement],
+def _crossover(key: GroupKey, gpu_series: Case, gpu: list[Measurement],
                cpu: dict[int, Measurement]) -> Crossover:
     points = tuple(_point(cpu[m.case.size], m) for m in gpu)
     cpu_ms = [cpu[m.case.size] for m in gpu]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 
-from gpuvs.analysis.crossover import Crossover, crossovers, group_key
+from gpuvs.analysis.crossover import Crossover, GroupKey, crossovers, group_key
 from gpuvs.model import Case, Measurement
 
 
@@ -24,9 +24,9 @@ def bracket(c: Crossover) -> tuple[int, int] | None:
     return (sizes[i - 1], c.size) if i > 0 else None
 
 
-def next_sizes(found: Iterable[Crossover], factor: float) -> dict[tuple, set[int]]:
+def next_sizes(found: Iterable[Crossover], factor: float) -> dict[GroupKey, set[int]]:
     """Per group, the midpoints of brackets wider than `factor`."""
-    wanted: dict[tuple, set[int]] = {}
+    wanted: dict[GroupKey, set[int]] = {}
     for c in found:
         b = bracket(c)
         if b is None or b[1] / b[0] <= factor:

@@ -12,7 +12,13 @@ from dataclasses import dataclass
 
 from gpuvs import stats, units
 from gpuvs.analysis.ceilings import Ceiling, peak_for
-from gpuvs.analysis.crossover import Crossover, best_cpu_by_size, crossovers, group_key
+from gpuvs.analysis.crossover import (
+    Crossover,
+    GroupKey,
+    best_cpu_by_size,
+    crossovers,
+    group_key,
+)
 from gpuvs.analysis.roofline import Finding, findings
 from gpuvs.model import Case, Caveat, Measurement, Status
 
@@ -28,7 +34,7 @@ class Table:
     notes: tuple[str, ...] = ()
 
 
-def _title(key: tuple[str, str, str, tuple[tuple[str, str], ...]]) -> str:
+def _title(key: GroupKey) -> str:
     workload, variant, dtype, params = key
     extra = " ".join(f"{k}={v}" for k, v in params)
     return f"{workload} · {variant} · {dtype}" + (f" · {extra}" if extra else "")
@@ -44,7 +50,7 @@ def result_tables(measurements: Iterable[Measurement],
 
     With measured ceilings, each case also shows the share of the ceiling it reached.
     """
-    groups: dict[tuple, list[Measurement]] = defaultdict(list)
+    groups: dict[GroupKey, list[Measurement]] = defaultdict(list)
     for m in measurements:
         groups[group_key(m.case)].append(m)
     tables = []
@@ -57,7 +63,7 @@ def result_tables(measurements: Iterable[Measurement],
     return tables
 
 
-def crossover_table(key: tuple, found: Sequence[Crossover]) -> Table:
+def crossover_table(key: GroupKey, found: Sequence[Crossover]) -> Table:
     rows = tuple(_crossover_row(c) for c in sorted(found, key=lambda c: (c.data, c.gpu.backend)))
     notes = ("GPU faster from: the smallest size from which the 95 % CI of the speedup over "
              "the fastest CPU case stays above 1×; model: where t = t0 + work/throughput "
@@ -80,7 +86,7 @@ def _crossover_row(c: Crossover) -> tuple[str, ...]:
     return (f"{c.gpu.backend} {c.gpu.device}", c.data, measured, band, model, asym, at_last)
 
 
-def _table(key: tuple, ms: list[Measurement], ceilings: Sequence[Ceiling],
+def _table(key: GroupKey, ms: list[Measurement], ceilings: Sequence[Ceiling],
            found: Mapping[str, Finding], wins_from: Mapping[Case, int]) -> Table:
     best_cpu = best_cpu_by_size(ms)
     shown = [m for m in ms if m.status is not Status.UNAVAILABLE]
