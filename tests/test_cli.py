@@ -137,3 +137,25 @@ def test_sweep_rejects_a_refine_factor_of_one_or_less(db) -> None:
     result = invoke("sweep", "matmul", "--refine", "--factor", "1", "--db", db)
     assert result.exit_code == 2
     assert "--factor must be a number above 1; got 1.0" in result.output
+
+
+@pytest.mark.usefixtures("worker_env")
+def test_export_writes_json_that_round_trips_and_a_tidy_csv(db, tmp_path) -> None:
+    import csv
+
+    from gpuvs.model import Measurement
+
+    ran = invoke("run", "-w", "test_spin", "-s", "100,200", "-b", "numpy", "--budget", "0.1",
+                 "--db", db)
+    assert ran.exit_code == 0, ran.output
+    as_json, as_csv = tmp_path / "r.json", tmp_path / "r.csv"
+    assert invoke("export", "latest", "--db", db, "-o", str(as_json)).exit_code == 0
+    assert invoke("export", "latest", "-f", "csv", "--db", db, "-o", str(as_csv)).exit_code == 0
+    doc = json.loads(as_json.read_text())
+    again = [Measurement.from_dict(m) for m in doc["measurements"]]
+    assert [m.case.size for m in again] == [100, 200] and all(m.samples for m in again)
+    rows = list(csv.DictReader(as_csv.open()))
+    assert [r["size"] for r in rows] == ["100", "200"]
+    assert float(rows[0]["median_s"]) == pytest.approx(again[0].summary.median)
+    bad = invoke("export", "latest", "-f", "xml", "--db", db)
+    assert bad.exit_code == 2 and "unknown format 'xml'; accepted: json, csv" in bad.output

@@ -344,6 +344,34 @@ def show(run_id: Annotated[str, typer.Argument(help="A run id, or 'latest'.")],
                                        _stored_ceilings(store, record)), out)
 
 
+@app.command()
+def export(
+    run_id: Annotated[str, typer.Argument(help="A run id, or 'latest'.")],
+    format: Annotated[str, typer.Option(
+        "--format", "-f", metavar="json|csv",
+        help="json: everything needed to redraw the run elsewhere (config, environment, raw "
+             "samples); csv: one tidy row per case.")] = "json",
+    output: Annotated[Path | None, typer.Option(
+        "--output", "-o", metavar="PATH", help="Where to write; default RUN_ID.json/.csv.")
+    ] = None,
+    db: DbOption = None,
+) -> None:
+    """Write a stored run as JSON or CSV."""
+    from gpuvs.store.export import write_csv, write_json
+
+    with _usage_errors():
+        if format not in ("json", "csv"):
+            raise UsageError(f"unknown format {format!r}; accepted: json, csv")
+        store = _open_store(db)
+        if run_id == "latest":
+            run_id = store.latest_run_id() or run_id
+        record = store.get_run(run_id)
+        path = output or Path(f"{record.run_id}.{format}")
+        (write_json if format == "json" else write_csv)(path, record,
+                                                        store.measurements(record.run_id))
+    _console().print(f"wrote {path}")
+
+
 @app.command(name="list")
 def list_() -> None:
     """Workloads (variants, axes, default sizes), backends and stopping criteria."""
