@@ -43,6 +43,15 @@ def last_level_cache_bytes() -> int:
     return max(sizes, default=LLC_FALLBACK_BYTES)
 
 
+def device_count_reason(device: str, count: int, seen_by: str) -> str | None:
+    """Why `device` is not among the `count` GPUs a framework sees, or None."""
+    if count == 0:
+        return f"no CUDA device ({seen_by} sees none)"
+    if cuda_index(device) >= count:
+        return f"no device {device}; {seen_by} sees {count} (cuda:0..cuda:{count - 1})"
+    return None
+
+
 def cuda_index(device: str) -> int:
     """`'cuda'` → 0, `'cuda:1'` → 1."""
     _, _, idx = device.partition(":")

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from gpuvs.backends import register
-from gpuvs.backends.base import Backend, EventClock, cuda_index
+from gpuvs.backends.base import Backend, EventClock, cuda_index, device_count_reason
 from gpuvs.protocol import Clock
 
 # The names CuPy is published under, newest CUDA first; "cupy" is the source build.
@@ -64,11 +64,7 @@ class CupyBackend(Backend):
             if "cudaErrorNoDevice" in str(e):  # what the runtime says on a machine without one
                 return f"no CUDA device ({_first_line(e)})"
             return f"CUDA driver error: {_first_line(e)}"
-        if count == 0:
-            return "no CUDA device (CuPy sees none)"
-        if cuda_index(device) >= count:
-            return f"no device {device}; CuPy sees {count} (cuda:0..cuda:{count - 1})"
-        return None
+        return device_count_reason(device, count, "CuPy")
 
     def clock(self, device: str) -> Clock:
         import cupy

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from gpuvs.backends import register
-from gpuvs.backends.base import Backend, cuda_index, host_memory_free
+from gpuvs.backends.base import Backend, cuda_index, device_count_reason, host_memory_free
 from gpuvs.protocol import Clock, DeviceTimer
 
 # Exception class names JAX has used for runtime errors from XLA (renamed in 2025).
@@ -82,10 +82,7 @@ class JaxBackend(Backend):
         except RuntimeError:  # "Unknown backend: 'gpu' requested, but no platforms ..."
             return (f"no CUDA device (jax {jax.__version__} has no GPU backend; "
                     "pip install 'jax[cuda12]')")
-        if cuda_index(device) >= len(gpus):
-            n = len(gpus)
-            return f"no device {device}; JAX sees {n} (cuda:0..cuda:{n - 1})"
-        return None
+        return device_count_reason(device, len(gpus), "JAX")
 
     def clock(self, device: str) -> Clock:
         return JaxClock()

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from gpuvs.backends import register
-from gpuvs.backends.base import Backend, EventClock, cuda_index
+from gpuvs.backends.base import Backend, EventClock, cuda_index, device_count_reason
 from gpuvs.protocol import Clock, HostClock
 
 
@@ -47,11 +47,7 @@ class TorchBackend(Backend):
             count = torch.cuda.device_count()
         except RuntimeError as e:  # driver too old or broken
             return f"CUDA driver error: {str(e).splitlines()[0]}"
-        if count == 0:
-            return "no CUDA device (torch sees none)"
-        if cuda_index(device) >= count:
-            return f"no device {device}; torch sees {count} (cuda:0..cuda:{count - 1})"
-        return None
+        return device_count_reason(device, count, "torch")
 
     def clock(self, device: str) -> Clock:
         if device.startswith("cuda"):

@@ -35,9 +35,17 @@ def _threads_limited(threads: str, call: Any) -> Any:
     return limited
 
 
-@register
-class PeakMatmul(Workload):
+class Probe(Workload):
+    """A ceiling probe: run by `gpuvs ceilings`, not by the default suite, data resident."""
+
     in_default_suite = False
+
+    def data_modes(self, params: Params) -> tuple[str, ...]:
+        return ("resident",)
+
+
+@register
+class PeakMatmul(Probe):
     name = "peak_matmul"
     description = "ceiling: a square matrix product large enough to fill the chip"
     dtypes = ("float32",)
@@ -46,9 +54,6 @@ class PeakMatmul(Workload):
     def param_sets(self) -> tuple[Params, ...]:
         return ((("threads", "all"), ("tf32", "off")), (("threads", "all"), ("tf32", "on")),
                 (("threads", "1"), ("tf32", "off")))
-
-    def data_modes(self, params: Params) -> tuple[str, ...]:
-        return ("resident",)
 
     def default_sizes(self, params: Params) -> tuple[int, ...]:
         return (2048,)
@@ -91,13 +96,9 @@ def _tf32_matmul(backend: Backend, case: Case) -> Any:
 
 
 @register
-class Copy(Workload):
-    in_default_suite = False
+class Copy(Probe):
     name = "copy"
     description = "ceiling: memory bandwidth of a device-to-device copy (read + write)"
-
-    def data_modes(self, params: Params) -> tuple[str, ...]:
-        return ("resident",)
 
     def default_sizes(self, params: Params) -> tuple[int, ...]:
         return (1 << 26,)
@@ -127,18 +128,14 @@ class Copy(Workload):
 
 
 @register
-class Dispatch(Workload):
+class Dispatch(Probe):
     """The fixed cost of one op: dispatch + launch in a loop, and launch + sync alone."""
 
-    in_default_suite = False
     name = "dispatch"
     description = "ceiling: cost of a one-element op (per op in a loop; latency with sync)"
 
     def param_sets(self) -> tuple[Params, ...]:
         return ((("mode", "loop"),), (("mode", "latency"),))
-
-    def data_modes(self, params: Params) -> tuple[str, ...]:
-        return ("resident",)
 
     def default_sizes(self, params: Params) -> tuple[int, ...]:
         return (1,)
@@ -162,13 +159,9 @@ class Dispatch(Workload):
 
 
 @register
-class Triad(Workload):
-    in_default_suite = False
+class Triad(Probe):
     name = "triad"
     description = "ceiling: STREAM-like triad a = b + s·c (memory bandwidth)"
-
-    def data_modes(self, params: Params) -> tuple[str, ...]:
-        return ("resident",)
 
     def default_sizes(self, params: Params) -> tuple[int, ...]:
         return (1 << 25,)
@@ -200,17 +193,13 @@ class Triad(Workload):
 
 
 @register
-class Transfer(Workload):
-    in_default_suite = False
+class Transfer(Probe):
     name = "transfer"
     description = "ceiling: host↔device copy bandwidth, pageable and pinned (torch)"
 
     def param_sets(self) -> tuple[Params, ...]:
         return tuple((("direction", d), ("memory", m))
                      for d in ("h2d", "d2h") for m in ("pageable", "pinned"))
-
-    def data_modes(self, params: Params) -> tuple[str, ...]:
-        return ("resident",)
 
     def default_sizes(self, params: Params) -> tuple[int, ...]:
         return (1 << 26,)
