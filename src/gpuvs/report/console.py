@@ -10,6 +10,8 @@ from rich.text import Text
 
 from gpuvs.report.layout import Table
 
+# Columns that may wrap on a narrow terminal (at their ", " and spaces).
+WRAPPING = {"throughput", "of peak", "GPU vs CPU", "note"}
 RIGHT = {"size", "threads", "time ±CI", "wall", "throughput", "of peak", "GPU vs CPU"}
 
 
@@ -22,7 +24,7 @@ def to_rich(table: Table) -> RichTable:
     for i in keep:
         col = table.columns[i]
         t.add_column(col, justify="right" if col in RIGHT else "left",
-                     no_wrap=col != "note", overflow="fold")
+                     no_wrap=col not in WRAPPING, overflow="fold")
     for row in table.rows:
         t.add_row(*(Text(row[i], overflow="fold") for i in keep))
     return t
