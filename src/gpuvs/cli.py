@@ -312,13 +312,14 @@ def _print_ceilings(store: Any, record: Any) -> None:
                     f"{record.environment.fingerprint}", title_justify="left")
     for col in ("ceiling", "backend", "device", "measured"):
         t.add_column(col, justify="right" if col == "measured" else "left")
-    for c in read(store.measurements(record.run_id)):
+    measurements = store.measurements(record.run_id)
+    for c in read(measurements):
         value = seconds(c.value) if c.unit == "s" else rate(c.value, c.unit)
         t.add_row(Text(c.name), c.backend, c.device, value)
     out = _console()
     out.print(t)
     missing: dict[tuple[str, str], str] = {}
-    for m in store.measurements(record.run_id):
+    for m in measurements:
         if m.summary is None:
             missing.setdefault((m.case.backend, m.case.device), f"{m.status.value}: {m.reason}")
     for (backend, device), why in sorted(missing.items()):
