@@ -1,0 +1,138 @@
+"""The `gpuvs` command: the Typer app, and what every command shares (options, errors,
+the console, the progress bar). The cli package is the only one that prints or chooses
+exit codes; each family of commands is a module of it.
+
+Exit codes: 0 a run that finished (cases may still be skipped, unavailable, OOM or timed
+out: those are results); 1 a run with a wrong result or a crashed case; 2 bad usage.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from gpuvs.errors import GpuvsError
+
+app = typer.Typer(
+    help="Is the GPU faster than the CPU for this work, by how much, from what size on, "
+         "and why? gpuvs runs the same workload on NumPy, PyTorch (CPU and CUDA), CuPy and "
+         "JAX, times each case correctly (synchronised, device events, warm-up, CIs) in "
+         "isolated workers, and saves every result as it finishes.",
+    no_args_is_help=True, add_completion=False, rich_markup_mode=None,
+)
+
+EXIT_FAILED_RUN, EXIT_USAGE = 1, 2
+
+
+def console(stderr: bool = False) -> Any:
+    from rich.console import Console
+
+    return Console(stderr=stderr, highlight=False)
+
+
+@contextmanager
+def usage_errors() -> Iterator[None]:
+    """Every deliberate gpuvs error becomes one red line and exit code 2."""
+    try:
+        yield
+    except GpuvsError as e:
+        from rich.markup import escape
+
+        console(stderr=True).print(f"[red]error:[/red] {escape(str(e))}", soft_wrap=True)
+        raise typer.Exit(EXIT_USAGE) from None
+
+
+def split(values: list[str] | None) -> tuple[str, ...]:
+    """Repeated options and comma lists alike: `-b numpy,torch -b jax`."""
+    return tuple(v.strip() for item in values or () for v in item.split(",") if v.strip())
+
+
+DbOption = Annotated[str | None, typer.Option(
+    "--db", metavar="PATH",
+    help="Results database (SQLite path). Default: $GPUVS_DB, else the user data directory.")]
+
+
+def open_store(db: str | None) -> Any:
+    from gpuvs.store import open_store
+
+    return open_store(db)
+
+
+VariantOpt = Annotated[list[str] | None, typer.Option(
+    metavar="VARIANT", help="as_written, correct or tuned; default: each workload's own.")]
+BackendOpt = Annotated[list[str] | None, typer.Option(
+    "--backend", "-b", metavar="BACKEND", help="numpy, torch, cupy, jax; default: all.")]
+DeviceOpt = Annotated[list[str] | None, typer.Option(
+    "--device", "-d", metavar="DEVICE", help="cpu, cuda or cuda:N; default: cpu and cuda.")]
+DtypeOpt = Annotated[list[str] | None, typer.Option(
+    metavar="DTYPE",
+    help="float16, bfloat16, float32, float64; default: the workload's (float32).")]
+SizesOpt = Annotated[list[str] | None, typer.Option(
+    "--sizes", "-s", metavar="SIZES",
+    help="Sizes: a list (1000,4096) or a range START:STOP[:FACTOR] (1e3:1e7 steps ×10; "
+         "64:4096:2 doubles).")]
+BudgetOpt = Annotated[float | None, typer.Option(
+    metavar="SECONDS",
+    help="Sampling seconds per case (default 1). More budget, tighter intervals.")]
+TimeoutOpt = Annotated[float | None, typer.Option(
+    metavar="SECONDS",
+    help="Seconds before a case is killed and recorded as timeout (default 300).")]
+CriterionOpt = Annotated[str | None, typer.Option(
+    metavar="NAME[:K=V]",
+    help="When to stop sampling: median-ci[:rel=0.01], stdrel[:max_noise=0.005], "
+         "fixed[:n=7].")]
+JsonOpt = Annotated[Path | None, typer.Option(
+    "--json", metavar="PATH",
+    help="Also write the run (config, environment, raw samples) here.")]
+WorkloadsOpt = Annotated[list[str] | None, typer.Option(
+    "--workload", "-w", metavar="WORKLOAD",
+    help="Workload(s) to run; default: all. See `gpuvs list`.")]
+ColdOpt = Annotated[bool, typer.Option(
+    "--cold", help="Flush the caches before every timed call (GPU L2, CPU last-level "
+                   "cache); one call per sample.")]
+ResumeOpt = Annotated[str | None, typer.Option(
+    metavar="RUN_ID", help="Finish an interrupted run: skip its recorded cases, run the rest.")]
+
+
+def build_config(workloads: tuple[str, ...], variant: list[str] | None,
+                  backend: list[str] | None, device: list[str] | None,
+                  dtype: list[str] | None, sizes: list[str] | None, budget: float | None,
+                  timeout: float | None, criterion: str | None, cold: bool = False) -> Any:
+    from gpuvs import config as cfg
+
+    return cfg.build({
+        "workloads": workloads, "variants": split(variant), "backends": split(backend),
+        "devices": split(device), "dtypes": split(dtype),
+        "sizes": cfg.parse_sizes(split(sizes)), "budget_s": budget, "timeout_s": timeout,
+        "criterion": criterion, "cold": cold or None,
+    })
+
+
+@contextmanager
+def progress(total: int) -> Iterator[Callable[[Any], None]]:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=console(stderr=True), transient=True) as bar:
+        task = bar.add_task("measuring", total=total)
+
+        def advance(m: Any) -> None:
+            bar.update(task, advance=1, description=f"{m.case.key} → {m.status.value}")
+
+        yield advance
+
+
+def new_run_id() -> str:
+    return time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
+
+
+def now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S%z")
+
+

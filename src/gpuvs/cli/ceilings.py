@@ -1,0 +1,103 @@
+"""`gpuvs ceilings`: what this machine can do, measured once per environment."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from gpuvs.cli.app import (
+    BackendOpt,
+    BudgetOpt,
+    DbOption,
+    app,
+    console,
+    new_run_id,
+    now,
+    open_store,
+    progress,
+    split,
+    usage_errors,
+)
+
+
+@app.command()
+def ceilings(
+    backend: BackendOpt = None, budget: BudgetOpt = None, db: DbOption = None,
+    refresh: Annotated[bool, typer.Option(
+        help="Measure again even if this machine's ceilings are already stored.")] = False,
+) -> None:
+    """Measure what this machine can do: matmul peaks, bandwidths, transfer and launch costs.
+
+    Cached per environment fingerprint and reused by every run on the same set-up.
+    """
+    from gpuvs import backends as registry
+    from gpuvs import env
+    from gpuvs.analysis import ceilings as ceil
+    from gpuvs.config import RunConfig
+
+    with usage_errors():
+        store = open_store(db)
+        names = split(backend) or registry.names()
+        for name in names:
+            registry.get(name)
+        config = RunConfig(budget_s=budget or 1.0, timeout_s=600.0).validate()
+    facts = env.collect()
+    record = None if refresh else cached_ceilings(store, facts.fingerprint)
+    if record is None:
+        from gpuvs import runner
+        from gpuvs.model import Run
+
+        record = Run(new_run_id(), now(), {"kind": ceil.KIND, "budget_s": config.budget_s},
+                     facts)
+        store.create_run(record)
+        cases = ceil.probe_cases(names)
+        with progress(len(cases)) as advance:
+            runner.execute(record.run_id, cases, config, store, on_result=advance)
+        store.finish_run(record.run_id, "finished", now())
+    _print_ceilings(store, record)
+
+
+def stored_ceilings(store: Any, record: Any) -> list[Any]:
+    """This machine's measured ceilings, if `gpuvs ceilings` has run on it."""
+    from gpuvs.analysis.ceilings import read
+
+    cached = cached_ceilings(store, record.environment.fingerprint)
+    return read(store.measurements(cached.run_id)) if cached else []
+
+
+def cached_ceilings(store: Any, fingerprint: str) -> Any:
+    from gpuvs.analysis.ceilings import KIND
+
+    for record in store.runs(200):
+        if (record.config.get("kind") == KIND and record.status == "finished"
+                and record.environment.fingerprint == fingerprint):
+            return record
+    return None
+
+
+def _print_ceilings(store: Any, record: Any) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    from gpuvs.analysis.ceilings import read
+    from gpuvs.units import rate, seconds
+
+    t = Table(title=f"ceilings · run {record.run_id} · environment "
+                    f"{record.environment.fingerprint}", title_justify="left")
+    for col in ("ceiling", "backend", "device", "measured"):
+        t.add_column(col, justify="right" if col == "measured" else "left")
+    measurements = store.measurements(record.run_id)
+    for c in read(measurements):
+        value = seconds(c.value) if c.unit == "s" else rate(c.value, c.unit)
+        t.add_row(Text(c.name), c.backend, c.device, value)
+    out = console()
+    out.print(t)
+    missing: dict[tuple[str, str], str] = {}
+    for m in measurements:
+        if m.summary is None:
+            missing.setdefault((m.case.backend, m.case.device), f"{m.status.value}: {m.reason}")
+    for (backend, device), why in sorted(missing.items()):
+        out.print(Text(f"not measured on {backend} {device}: {why}"))
+
+

@@ -1,0 +1,113 @@
+"""Commands over stored runs and this machine: show, export, list, env."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from gpuvs.cli.app import (
+    DbOption,
+    app,
+    console,
+    open_store,
+    usage_errors,
+)
+from gpuvs.cli.ceilings import stored_ceilings
+from gpuvs.errors import UsageError
+
+
+@app.command()
+def show(run_id: Annotated[str, typer.Argument(help="A run id, or 'latest'.")],
+         db: DbOption = None) -> None:
+    """Print a stored run's tables again."""
+    from gpuvs.report import console as con
+    from gpuvs.report.layout import result_tables
+
+    with usage_errors():
+        store = open_store(db)
+        if run_id == "latest":
+            run_id = store.latest_run_id() or run_id
+        record = store.get_run(run_id)
+        out = console()
+        out.print(f"run {record.run_id} · {record.status} · started {record.started_at} · "
+                  f"environment {record.environment.fingerprint}")
+        con.print_tables(result_tables(store.measurements(run_id),
+                                       stored_ceilings(store, record)), out)
+
+
+@app.command()
+def export(
+    run_id: Annotated[str, typer.Argument(help="A run id, or 'latest'.")],
+    format: Annotated[str, typer.Option(
+        "--format", "-f", metavar="json|csv",
+        help="json: everything needed to redraw the run elsewhere (config, environment, raw "
+             "samples); csv: one tidy row per case.")] = "json",
+    output: Annotated[Path | None, typer.Option(
+        "--output", "-o", metavar="PATH", help="Where to write; default RUN_ID.json/.csv.")
+    ] = None,
+    db: DbOption = None,
+) -> None:
+    """Write a stored run as JSON or CSV."""
+    from gpuvs.store.export import write_csv, write_json
+
+    with usage_errors():
+        if format not in ("json", "csv"):
+            raise UsageError(f"unknown format {format!r}; accepted: json, csv")
+        store = open_store(db)
+        if run_id == "latest":
+            run_id = store.latest_run_id() or run_id
+        record = store.get_run(run_id)
+        path = output or Path(f"{record.run_id}.{format}")
+        (write_json if format == "json" else write_csv)(path, record,
+                                                        store.measurements(record.run_id))
+    console().print(f"wrote {path}")
+
+
+@app.command(name="list")
+def list_() -> None:
+    """Workloads (variants, axes, default sizes), backends and stopping criteria."""
+    from gpuvs import backends, criteria, workloads
+    from gpuvs.units import size
+
+    out = console()
+    out.print("[bold]workloads[/bold]")
+    for w in workloads.REGISTRY.all():
+        out.print(f"  {w.name:<12} {w.description}")
+        out.print(f"  {'':<12} variants: {', '.join(w.variants)}; dtypes: {', '.join(w.dtypes)}")
+        for params in w.param_sets():
+            axes = " ".join(f"{k}={v}" for k, v in params) or "(no axes)"
+            sizes = ", ".join(size(s) for s in w.default_sizes(params))
+            out.print(f"  {'':<12} {axes}: sizes {sizes}")
+    out.print("[bold]backends[/bold]")
+    for b in backends.REGISTRY.all():
+        installed = f"installed {b.version()}" if b.version() else "not installed"
+        out.print(f"  {b.name:<12} devices: {', '.join(b.device_kinds)}; dtypes: "
+                  f"{', '.join(b.dtypes)}; {installed}")
+    out.print(f"[bold]criteria[/bold]\n  {', '.join(criteria.names())}")
+    out.print("Which devices each backend can use here: `gpuvs env`.")
+
+
+@app.command(name="env")
+def env_() -> None:
+    """This machine: CPU, BLAS and threads, GPUs, driver, and each backend's availability."""
+    from rich.table import Table
+
+    from gpuvs import backends, env
+
+    out = console()
+    facts = env.collect()
+    t = Table(title=f"environment {facts.fingerprint}", show_header=False, title_justify="left")
+    for label, value in env.describe(facts):
+        t.add_row(label, value)
+    out.print(t)
+    b = Table(title="backends", title_justify="left")
+    for col in ("backend", "device", "available", "version / why not"):
+        b.add_column(col)
+    for row in env.backend_rows(backends.REGISTRY.all()):
+        b.add_row(row["backend"], row["device"], "yes" if row["available"] else "no",
+                  row["version"] if row["available"] else row["reason"])
+    out.print(b)
+
+
