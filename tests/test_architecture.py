@@ -20,7 +20,8 @@ ALLOWED = {
     "errors": set(),
     "criteria": {"stats", "errors"},
     "caveats": {"stats", "model"},
-    "protocol": {"caveats", "criteria", "errors", "model", "stats"},
+    "protocol": {"caveats", "criteria", "errors", "model", "replay", "stats"},
+    "replay": set(),
 }
 MAX_MODULE_LINES = 400
 MAX_FUNCTION_LINES = 60

@@ -27,6 +27,7 @@ from gpuvs import caveats
 from gpuvs.criteria import StoppingCriterion
 from gpuvs.errors import WrongResult
 from gpuvs.model import Case, Measurement, Status
+from gpuvs.replay import SelfTimed
 
 WARMUP_WINDOW = 3
 # "Stopped falling": the best of the last window is within this factor of the window before.
@@ -113,12 +114,17 @@ class Prepared:
 
     With `single_call` every sample is one call: the case measures latency, not throughput.
     `flush`, when set, runs before every timed call to evict the caches (cold measurements).
+    `self_timed` is the post's own timing method, which `as_written` cases replay instead
+    of the protocol. `parts` are pieces of the call timed apart after it, by the same
+    protocol (two models run together: each one alone), stored as `<name>_s` counters.
     """
 
     call: Callable[[], object]
     check: Callable[[object], None]
     single_call: bool = False
     flush: Callable[[], None] | None = None
+    self_timed: SelfTimed | None = None
+    parts: tuple[tuple[str, Callable[[], object]], ...] = ()
 
 
 def measure(prepared: Prepared, case: Case, clock: Clock, criterion: StoppingCriterion,
@@ -140,6 +146,23 @@ def measure(prepared: Prepared, case: Case, clock: Clock, criterion: StoppingCri
         loops=loops, first_call_s=first_call_s, warmups=warmups, timer=clock.name,
         caveats=caveats.detect(samples, first_call_s, met),
     )
+
+
+def replay(prepared: Prepared, case: Case, clock: Clock) -> Measurement:
+    """An `as_written` case: the post's own method first, on fresh state as the post ran
+    it; then the device drained and one more call checked, outside anything timed."""
+    if prepared.self_timed is None:
+        raise ValueError(f"{case.workload} has no as_written replay for {case.key}")
+    samples = tuple(prepared.self_timed.run())
+    clock.synchronize()
+    out = prepared.call()
+    clock.synchronize(out)
+    try:
+        prepared.check(out)
+    except WrongResult as e:
+        return Measurement(case, Status.WRONG_RESULT, reason=str(e), samples=samples,
+                           timer=prepared.self_timed.method)
+    return Measurement(case, Status.OK, samples=samples, timer=prepared.self_timed.method)
 
 
 def _time_first_call(prepared: Prepared, clock: Clock) -> tuple[float, object]:

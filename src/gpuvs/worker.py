@@ -15,6 +15,7 @@ import json
 import os
 import sys
 import traceback
+from contextlib import nullcontext
 from dataclasses import replace
 from typing import Any, TextIO
 
@@ -22,8 +23,9 @@ from gpuvs import backends, criteria, workloads
 from gpuvs.backends.base import Backend, host_memory_free
 from gpuvs.errors import BackendUnavailable
 from gpuvs.model import Case, Caveat, Measurement, Status
-from gpuvs.protocol import Budget, measure
+from gpuvs.protocol import Budget, Clock, Prepared, measure, replay
 from gpuvs.units import nbytes
+from gpuvs.workloads.base import Workload
 
 EXIT_FATAL = 3
 # Leave this share of free memory unused: allocators round up, and the OS needs some.
@@ -36,17 +38,29 @@ def run_case(backend: Backend, request: dict[str, Any]) -> tuple[Measurement, bo
     skip = _why_not(backend, case)
     if skip is not None:
         return Measurement(case, *skip), False
+    threads = case.param("threads", "all")  # a number limits the CPU threads
+    with backend.limit_threads(int(threads)) if threads.isdigit() else nullcontext():
+        return _measured(backend, case, request)
+
+
+def _measured(backend: Backend, case: Case, request: dict[str, Any]
+              ) -> tuple[Measurement, bool]:
     workload = workloads.get(case.workload)
-    profiled: dict[str, float] = {}
+    extra: dict[str, float] = {}
     try:
         prepared = workload.prepare(backend, case)
         if case.param("cache") == "cold":
             prepared = replace(prepared, flush=backend.cache_flusher(case.device),
                                single_call=True)
-        m = measure(prepared, case, backend.clock(case.device),
-                    criteria.parse(request["criterion"])(), Budget(**request["budget"]))
-        if m.status is Status.OK:  # one more call, outside any timed region
-            profiled = backend.profile(prepared.call, case.device)
+        clock = backend.clock(case.device)
+        if case.variant == "as_written":
+            m = replay(prepared, case, clock)
+        else:
+            m = measure(prepared, case, clock, criteria.parse(request["criterion"])(),
+                        Budget(**request["budget"]))
+        if m.status is Status.OK:  # more calls, after the record was taken
+            extra = _parts_s(prepared, case, clock, request)
+            extra |= backend.profile(prepared.call, case.device)
     except BackendUnavailable as e:  # e.g. no way to flush this device's caches
         return Measurement(case, Status.SKIPPED, reason=str(e)), False
     except Exception as e:  # every failure becomes a recorded status, with its reason
@@ -57,16 +71,41 @@ def run_case(backend: Backend, request: dict[str, Any]) -> tuple[Measurement, bo
         prepared = None
         gc.collect()
         backend.empty_cache(case.device)
-    counters = workload.counters(case) | profiled
-    if profiled.get("kernels"):  # counted beats assumed
-        counters["launches"] = profiled["kernels"]
+    return _annotated(backend, workload, m, extra), False
+
+
+def _parts_s(prepared: Prepared, case: Case, clock: Clock, request: dict[str, Any]
+             ) -> dict[str, float]:
+    """Each part of the call timed alone by the same protocol: `<name>_s`, its median."""
+    out: dict[str, float] = {}
+    budget = Budget(**request["budget"])
+    for name, part in prepared.parts:
+        m = measure(Prepared(call=part, check=_unchecked), case, clock,
+                    criteria.parse(request["criterion"])(),
+                    replace(budget, seconds=budget.seconds / 2))
+        if m.summary is not None:
+            out[f"{name}_s"] = m.summary.median
+    return out
+
+
+def _unchecked(out: object) -> None:
+    """Parts are pieces of a call whose whole output was checked."""
+
+
+def _annotated(backend: Backend, workload: Workload, m: Measurement,
+               extra: dict[str, float]) -> Measurement:
+    """Counters (the workload's, counted kernels, parts, threads) and fairness caveats."""
+    case = m.case
+    counters = workload.counters(case) | extra
+    if extra.get("kernels"):  # counted beats assumed
+        counters["launches"] = extra["kernels"]
     if case.device == "cpu" and (threads := backend.threads()) is not None:
         counters["threads"] = float(threads)
     caveats = m.caveats
     if workload.matrix_units and case.dtype == "float32" and backend.uses_tf32(case.device):
         caveats += (Caveat.TF32_ON,)
     return replace(m, counters=counters, caveats=caveats,
-                   workload_version=workload.version), False
+                   workload_version=workload.version)
 
 
 def _why_not(backend: Backend, case: Case) -> tuple[Status, str] | None:

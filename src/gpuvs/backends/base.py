@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, ClassVar
 
 import numpy as np
@@ -197,6 +198,15 @@ class Backend(ABC):
     def threads(self) -> int | None:
         """CPU threads this backend computes with, for fair-comparison tables."""
         return None
+
+    @contextmanager
+    def limit_threads(self, n: int) -> Iterator[None]:
+        """Compute with at most `n` CPU threads inside: the BLAS and OpenMP pools, through
+        threadpoolctl (seed 000 compares a CPU at all cores with one core)."""
+        from threadpoolctl import threadpool_limits
+
+        with threadpool_limits(n):
+            yield
 
     def facts(self, device: str) -> dict[str, Any]:
         """What the environment table and the store record about this backend."""

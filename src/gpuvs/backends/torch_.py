@@ -7,7 +7,8 @@ synchronisation per batch, and every host-clock reading is preceded by
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -149,6 +150,19 @@ class TorchBackend(Backend):
         import torch
 
         return int(torch.get_num_threads())
+
+    @contextmanager
+    def limit_threads(self, n: int) -> Iterator[None]:
+        """torch's intra-op pool is its own; threadpoolctl does not reach it."""
+        import torch
+
+        before = torch.get_num_threads()
+        torch.set_num_threads(n)
+        try:
+            with super().limit_threads(n):
+                yield
+        finally:
+            torch.set_num_threads(before)
 
     def facts(self, device: str) -> dict[str, Any]:
         import torch

@@ -65,7 +65,9 @@ def open_store(db: str | None) -> Any:
 
 
 VariantOpt = Annotated[list[str] | None, typer.Option(
-    metavar="VARIANT", help="as_written, correct or tuned; default: each workload's own.")]
+    metavar="VARIANT",
+    help="correct (the default), as_written (the post's own timing method, replayed) or "
+         "tuned (the fix a performance engineer would apply), where the workload has it.")]
 BackendOpt = Annotated[list[str] | None, typer.Option(
     "--backend", "-b", metavar="BACKEND", help="numpy, torch, cupy, jax; default: all.")]
 DeviceOpt = Annotated[list[str] | None, typer.Option(

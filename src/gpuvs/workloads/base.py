@@ -108,6 +108,11 @@ class Workload(ABC):
         """The non-size axes of this workload, one tuple of (name, value) pairs each."""
         return ((),)
 
+    def applies(self, case: Case) -> bool:
+        """Whether this cell of the sweep exists at all: a post's `as_written` replay only
+        for what the post ran, a `tuned` variant only where a backend has the fix."""
+        return True
+
     def data_modes(self, params: Params) -> tuple[str, ...]:
         """Where the data lives on GPU devices: resident, and end_to_end with copies."""
         return ("resident", "end_to_end")

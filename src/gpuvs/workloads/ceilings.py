@@ -21,20 +21,6 @@ from gpuvs.workloads import register
 from gpuvs.workloads.base import ITEMSIZE, Workload, place, random_inputs
 
 
-def _threads_limited(threads: str, call: Any) -> Any:
-    """Run `call` with BLAS/OpenMP threads at 1 when asked (threadpoolctl), else as is."""
-    if threads != "1":
-        return call
-
-    def limited() -> Any:
-        from threadpoolctl import threadpool_limits
-
-        with threadpool_limits(1):
-            return call()
-
-    return limited
-
-
 class Probe(Workload):
     """A ceiling probe: run by `gpuvs ceilings`, not by the default suite, data resident."""
 
@@ -71,9 +57,7 @@ class PeakMatmul(Probe):
         a = random_inputs((case.size, case.size), case.dtype, seed=1)
         b = random_inputs((case.size, case.size), case.dtype, seed=2)
         ref = a.astype(np.float64) @ b.astype(np.float64)
-        prepared = place(backend, case, (a, b), _tf32_matmul(backend, case), ref)
-        call = _threads_limited(case.param("threads"), prepared.call)
-        return Prepared(call=call, check=prepared.check)
+        return place(backend, case, (a, b), _tf32_matmul(backend, case), ref)
 
 
 def _tf32_matmul(backend: Backend, case: Case) -> Any:

@@ -1,0 +1,107 @@
+"""Seed runs → one table per post: the claim, the as-written replay here, the correct
+measurement here, the ratio of the two, and why they differ. Pure, like layout.py."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from gpuvs import seeds, units
+from gpuvs.caveats import ADVICE
+from gpuvs.model import Caveat, Measurement, Status
+from gpuvs.report.layout import Table
+from gpuvs.seeds.base import Figure, Found, Pick, Ratio, Row, Seed, value_of
+
+COLUMNS = ("", "post claims", "as written here", "correct here", "written ÷ correct", "why")
+
+
+def seed_tables(measurements: Iterable[Measurement]) -> list[Table]:
+    """The tables of every seed with at least one case in `measurements`, in seed order."""
+    ms = list(measurements)
+    present = {m.case.workload for m in ms}
+    tables: list[Table] = []
+    for seed in seeds.REGISTRY.all():
+        mine = [m for m in ms if m.case.workload in seed.workloads()]
+        if mine and present & seed.workloads():
+            tables.append(claims_table(seed, mine))
+            tables.extend(seed.extra_tables(mine))
+    return tables
+
+
+def claims_table(seed: Seed, ms: Sequence[Measurement]) -> Table:
+    rows = tuple(_row(row, ms) for row in seed.rows())
+    return Table(
+        title=f"seed {seed.name} · {seed.title} · the post ran on {seed.hardware}",
+        columns=COLUMNS, rows=rows, notes=(f"the post's mistake: {seed.mistake}",
+                                           *_notes(seed, ms)))
+
+
+def _row(row: Row, ms: Sequence[Measurement]) -> tuple[str, ...]:
+    written, correct = value_of(row.written, ms), value_of(row.correct, ms)
+    ratio = f"{written / correct:.2f}" if written and correct else "—"
+    return (row.label, row.claim, _cell(row.written, written, ms),
+            _cell(row.correct, correct, ms), ratio, row.why(Found(written, correct, ms)))
+
+
+def _cell(figure: Figure | None, value: float | None, ms: Sequence[Measurement]) -> str:
+    if figure is None:
+        return "—"
+    if value is not None:
+        return f"{value:.3g}×" if isinstance(figure, Ratio) else units.seconds(value)
+    return _missing(figure, ms)
+
+
+def _missing(figure: Figure, ms: Sequence[Measurement]) -> str:
+    """Why a figure has no value: the status of the first of its cases that did not run."""
+    for pick in (figure.slow, figure.fast) if isinstance(figure, Ratio) else (figure,):
+        m = pick.find(ms)
+        if m is None:
+            return "not run"
+        if m.status is not Status.OK:
+            return _status(m)
+    return "—"
+
+
+def _status(m: Measurement) -> str:
+    """`skipped: no CUDA device` and the like: the status, and the reason up to its '('."""
+    status = "skipped" if m.status is Status.UNAVAILABLE else m.status.value
+    return f"{status}: {m.reason.split(' (')[0].split('; ')[0]}"[:60]
+
+
+def _notes(seed: Seed, ms: Sequence[Measurement]) -> list[str]:
+    """The fairness warnings of this table: mixed dtypes in one comparison, TF32, sizes."""
+    notes = []
+    for row in seed.rows():
+        for figure in (row.written, row.correct):
+            if isinstance(figure, Ratio) and figure.slow.dtype != figure.fast.dtype:
+                notes.append(f"dtype mismatch in '{row.label}': {figure.slow.backend} "
+                             f"{figure.slow.dtype} against {figure.fast.backend} "
+                             f"{figure.fast.dtype} — {ADVICE[Caveat.DTYPE_MISMATCH]}")
+    tf32 = sorted({f"{m.case.backend} {m.case.device}" for m in ms
+                   if Caveat.TF32_ON in m.caveats})
+    gpu_f32 = any(m.case.device != "cpu" and m.case.dtype == "float32" and
+                  m.status is Status.OK for m in ms)
+    if tf32:
+        notes.append(f"TF32 was on for float32 products on {', '.join(tf32)}")
+    elif gpu_f32:
+        notes.append("TF32 was off: float32 products ran at full float32 precision")
+    notes.extend(_size_notes(seed, ms))
+    return notes
+
+
+def _size_notes(seed: Seed, ms: Sequence[Measurement]) -> list[str]:
+    """Say so where a row's figure was measured at a size other than the post's."""
+    out = []
+    for row in seed.rows():
+        for pick in _picks(row.correct) + _picks(row.written):
+            m = pick.find(ms)
+            if m is not None and pick.size is not None and m.case.size != pick.size:
+                out.append(f"'{row.label}' measured at size {units.size(m.case.size)}, not "
+                           f"the post's {units.size(pick.size)} (a --quick run)")
+                break
+    return out
+
+
+def _picks(figure: Figure | None) -> list[Pick]:
+    if isinstance(figure, Ratio):
+        return [figure.slow, figure.fast]
+    return [figure] if isinstance(figure, Pick) else []

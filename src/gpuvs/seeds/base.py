@@ -1,0 +1,126 @@
+"""What a seed is: one post, what it claimed, the cases that replay and correct it.
+
+A seed names its cases (`cases(quick)`), and its table rows: each row quotes the post's
+number, picks the `as_written` replay and the `correct` measurement that answer it, and
+explains the difference in one sentence written from the numbers measured here — so the
+sentence stays true on hardware where the difference goes the other way.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import ClassVar
+
+from gpuvs.model import Case, Measurement, Params, Status
+from gpuvs.report.layout import Table
+
+
+@dataclass(frozen=True)
+class Pick:
+    """One case of a seed's run, by its cell. Without `size`: the post's size if it was
+    measured, else the largest size measured (a `--quick` run measures smaller ones)."""
+
+    workload: str
+    variant: str
+    backend: str
+    device: str
+    dtype: str
+    params: Params = ()
+    size: int | None = None
+    stat: str = "time"  # or "first_call": the first call's seconds, timed alone
+
+    def find(self, ms: Sequence[Measurement]) -> Measurement | None:
+        want = dict(self.params)
+        found = [m for m in ms if (m.case.workload, m.case.variant, m.case.backend,
+                                   m.case.device, m.case.dtype)
+                 == (self.workload, self.variant, self.backend, self.device, self.dtype)
+                 and dict(m.case.params) == want]
+        exact = [m for m in found if m.case.size == self.size]
+        return (exact or sorted(found, key=lambda m: m.case.size))[-1] if found else None
+
+
+@dataclass(frozen=True)
+class Ratio:
+    """A speedup as the post computed it: the slow case's time ÷ the fast case's."""
+
+    slow: Pick
+    fast: Pick
+
+
+Figure = Pick | Ratio
+
+
+@dataclass(frozen=True)
+class Found:
+    """What a row's sentence is written from: its two values, and any other figure."""
+
+    written: float | None
+    correct: float | None
+    ms: Sequence[Measurement]
+
+    def of(self, figure: Figure) -> float | None:
+        return value_of(figure, self.ms)
+
+
+@dataclass(frozen=True)
+class Row:
+    label: str
+    claim: str                 # the post's number, quoted; "—" where it gave none
+    written: Figure | None     # the as_written replay, None where the post had no such line
+    correct: Figure | None
+    why: Callable[[Found], str]
+
+
+def seconds_of(m: Measurement | None, stat: str = "time") -> float | None:
+    """What the case's method reports: the mean for a replay (as %timeit prints it, or the
+    one `time.time()` difference), the median for the gpuvs protocol."""
+    if m is None or m.status is not Status.OK or m.summary is None:
+        return None
+    if stat == "first_call":
+        return m.first_call_s
+    return m.summary.mean if m.case.variant == "as_written" else m.summary.median
+
+
+def value_of(figure: Figure | None, ms: Sequence[Measurement]) -> float | None:
+    if isinstance(figure, Pick):
+        return seconds_of(figure.find(ms), figure.stat)
+    if isinstance(figure, Ratio):
+        slow, fast = value_of(figure.slow, ms), value_of(figure.fast, ms)
+        return slow / fast if slow and fast else None
+    return None
+
+
+@dataclass(frozen=True)
+class SeedOptions:
+    """What `gpuvs seeds` passes to every seed: a short run, and seed 003's data."""
+
+    quick: bool = False
+    cifar: str | None = None   # path to cifar-100-python.tar.gz; None: synthetic data
+    epochs: int = 0            # >0: seed 003 also trains for real, epoch by epoch
+
+
+class Seed(ABC):
+    """One post. A plug-in: one file under `gpuvs/seeds/`, registered with `@register`."""
+
+    name: ClassVar[str]        # "000"
+    title: ClassVar[str]       # what the post set out to show
+    hardware: ClassVar[str]    # as the post states it
+    mistake: ClassVar[str]     # SEEDS.md's "what is wrong", in one line
+
+    @abstractmethod
+    def cases(self, options: SeedOptions) -> tuple[Case, ...]:
+        """Every case of this seed; `options.quick` trims sizes for a short run. Cases on
+        devices the user did not ask for are dropped by the caller."""
+
+    @abstractmethod
+    def rows(self) -> tuple[Row, ...]:
+        """The claim / as-written / correct rows of its table."""
+
+    def extra_tables(self, ms: Sequence[Measurement]) -> list[Table]:
+        """Tables only this post needs (a speedup-by-size table, an overlap table…)."""
+        return []
+
+    def workloads(self) -> frozenset[str]:
+        return frozenset(c.workload for c in self.cases(SeedOptions(quick=True)))
