@@ -112,6 +112,7 @@ class SimBackend(Backend):
     device_kinds = ("cuda",)
     dtypes = ("float32",)
     module = "numpy"
+    needs_nvidia_device = False  # a simulated GPU: runs on any machine
 
     def __init__(self) -> None:
         self.device = SimDevice()
@@ -288,3 +289,21 @@ class Linear(_TestWorkload):
             device = backend.device
             return Prepared(call=lambda: device.launch(2e-5 + case.size * 1e-11), check=_ok)
         return Prepared(call=lambda: spin(5e-6 + case.size * 1e-9), check=_ok)
+
+
+@workloads.register
+class TwoParts(_TestWorkload):
+    """A call made of two known pieces, 1 ms and 2 ms, each also timed alone."""
+
+    name = "test_two_parts"
+    description = "a call whose parts are timed apart"
+
+    def prepare(self, backend: Backend, case: Case) -> Prepared:
+        def one() -> None:
+            spin(1e-3)
+
+        def two() -> None:
+            spin(2e-3)
+
+        return Prepared(call=lambda: (one(), two()), check=_ok,
+                        parts=(("one", one), ("two", two)))

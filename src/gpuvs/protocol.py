@@ -150,12 +150,11 @@ def measure(prepared: Prepared, case: Case, clock: Clock, criterion: StoppingCri
 
 def replay(prepared: Prepared, case: Case, clock: Clock) -> Measurement:
     """An `as_written` case: the post's own method first, on fresh state as the post ran
-    it; then the device drained and one more call checked, outside anything timed."""
+    it; then the device drained and the output checked, outside anything timed."""
     if prepared.self_timed is None:
         raise ValueError(f"{case.workload} has no as_written replay for {case.key}")
-    samples = tuple(prepared.self_timed.run())
-    clock.synchronize()
-    out = prepared.call()
+    timed, out = prepared.self_timed.run()
+    samples = tuple(timed)
     clock.synchronize(out)
     try:
         prepared.check(out)

@@ -26,10 +26,11 @@ TIMEIT_MIN_RUN_S = 0.2
 @dataclass(frozen=True)
 class SelfTimed:
     """A post's timing method: `run()` gives the per-call seconds it would have printed
-    (one per %timeit run, or the one `time.time()` difference); `method` names it."""
+    (one per %timeit run, or the one `time.time()` difference) and the last call's output,
+    which is checked afterwards; `method` names it."""
 
     method: str
-    run: Callable[[], Sequence[float]]
+    run: Callable[[], tuple[Sequence[float], object]]
 
 
 def timeit_loops(call: Callable[[], object], number: int | None = None,
@@ -37,9 +38,9 @@ def timeit_loops(call: Callable[[], object], number: int | None = None,
     """`%timeit` as IPython runs it: `number` loops per run (chosen like IPython when
     None), `repeat` runs, each run's host time ÷ loops. Its printed mean is their mean."""
 
-    def run() -> list[float]:
+    def run() -> tuple[list[float], object]:
         loops = number or _autorange(call)
-        return [_loop_s(call, loops) / loops for _ in range(repeat)]
+        return [_loop_s(call, loops) / loops for _ in range(repeat)], call()
 
     label = f"%timeit -n{number}" if number else "%timeit"
     return SelfTimed(f"{label} -r{repeat}, no sync", run)
@@ -48,10 +49,10 @@ def timeit_loops(call: Callable[[], object], number: int | None = None,
 def wall_once(call: Callable[[], object]) -> SelfTimed:
     """`s = time.time(); call(); e = time.time(); print(e - s)`: one call, the first."""
 
-    def run() -> list[float]:
+    def run() -> tuple[list[float], object]:
         s = time.time()
-        call()
-        return [time.time() - s]
+        out = call()
+        return [time.time() - s], out
 
     return SelfTimed("time.time() once, no sync, first call included", run)
 

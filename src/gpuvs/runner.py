@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from gpuvs import backends
+from gpuvs.backends.base import NO_GPU
 from gpuvs.config import RunConfig
 from gpuvs.model import Case, Measurement, Status
 from gpuvs.protocol import Budget
@@ -159,6 +160,8 @@ def execute(run_id: str, cases: Iterable[Case], config: RunConfig, sink: Sink,
 def _precheck(case: Case, oom_series: dict[Case, int]) -> Measurement | None:
     """Cases decided without a worker: unsupported dtype, or a series already out of memory."""
     backend = backends.get(case.backend)
+    if backend.gpu_missing(case.device):  # no worker started for nothing
+        return Measurement(case, Status.UNAVAILABLE, reason=NO_GPU)
     if case.dtype not in backend.dtypes:
         return Measurement(case, Status.SKIPPED,
                            reason=f"{case.backend} has no {case.dtype}; it supports "

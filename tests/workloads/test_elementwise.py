@@ -37,3 +37,51 @@ def test_cost_model() -> None:
     assert w.flops(10**6, (("op", "scale"),)) == 1e6
     assert w.memory_needed(10**9, (("op", "scale"),), "float32") == 4 * 10**9
     assert w.data_modes((("op", "ones"),)) == ("resident",)
+
+
+def test_as_written_replays_one_unsynchronised_call_and_checks_it() -> None:
+    from gpuvs.worker import run_case
+
+    case = Case("elementwise", "as_written", "numpy", "cpu", "float64", 10**5,
+                (("op", "scale"),))
+    m, _ = run_case(backends.get("numpy"), {"case": case.to_dict(), "criterion": "fixed",
+                                            "budget": {"seconds": 0.05}})
+    assert m.status is Status.OK, m.reason
+    assert len(m.samples) == 1 and m.timer.startswith("time.time() once")
+
+
+@pytest.mark.parametrize(("variant", "backend", "device", "op", "data", "exists"), [
+    ("tuned", "cupy", "cuda:0", "chain", "resident", True),
+    ("tuned", "torch", "cuda:0", "chain", "resident", True),
+    ("tuned", "torch", "cpu", "chain", "resident", False),      # fused on GPUs only
+    ("tuned", "numpy", "cpu", "chain", "resident", False),
+    ("tuned", "cupy", "cuda:0", "scale", "resident", False),    # one op: nothing to fuse
+    ("as_written", "cupy", "cuda:0", "scale", "end_to_end", False),  # the post had no copies
+    ("as_written", "numpy", "cpu", "ones", "resident", True),
+])
+def test_which_variants_exist(variant, backend, device, op, data, exists) -> None:
+    params = (("data", data), ("op", op)) if data != "resident" else (("op", op),)
+    case = Case("elementwise", variant, backend, device, "float64", 1000, params)
+    assert workloads.get("elementwise").applies(case) is exists
+
+
+def test_the_fused_chain_moves_one_pass_of_memory() -> None:
+    w = workloads.get("elementwise")
+    tuned = Case("elementwise", "tuned", "cupy", "cuda:0", "float64", 10**6, (("op", "chain"),))
+    plain = Case("elementwise", "correct", "cupy", "cuda:0", "float64", 10**6,
+                 (("op", "chain"),))
+    assert w.counters(tuned)["bytes_moved"] * 3 == w.counters(plain)["bytes_moved"]
+    assert w.counters(tuned)["launches"] == 1
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("backend", ["cupy", "torch", "jax"])
+def test_the_fused_chain_is_right_on_the_gpu(backend: str) -> None:
+    pytest.importorskip(backend)
+    case = Case("elementwise", "tuned", backend, "cuda:0", "float64", 10**6, (("op", "chain"),))
+    b = backends.get(backend)
+    if b.unavailable_reason("cuda:0"):
+        pytest.skip(b.unavailable_reason("cuda:0"))
+    m = measure(workloads.get("elementwise").prepare(b, case), case, b.clock("cuda:0"),
+                FixedCount(n=3))
+    assert m.status is Status.OK, m.reason

@@ -18,6 +18,7 @@ from gpuvs.errors import BackendUnavailable
 from gpuvs.protocol import Clock, DeviceTimer
 
 GiB = 1024**3
+NO_GPU = "no CUDA device (this machine shows no NVIDIA device)"
 
 
 def host_memory_free() -> int:
@@ -51,6 +52,15 @@ def device_count_reason(device: str, count: int, seen_by: str) -> str | None:
     if cuda_index(device) >= count:
         return f"no device {device}; {seen_by} sees {count} (cuda:0..cuda:{count - 1})"
     return None
+
+
+def machine_has_gpu() -> bool:
+    """Whether the machine shows an NVIDIA device node at all (Linux: /dev/nvidiaN; WSL:
+    /dev/dxg). Without one no framework can see a GPU, installed or not."""
+    import glob
+    import os
+
+    return bool(glob.glob("/dev/nvidia[0-9]*")) or os.path.exists("/dev/dxg")
 
 
 def cuda_index(device: str) -> int:
@@ -114,6 +124,8 @@ class Backend(ABC):
     device_kinds: ClassVar[tuple[str, ...]]  # "cpu" and/or "cuda"
     dtypes: ClassVar[tuple[str, ...]]
     module: ClassVar[str]  # the import name, for versions and 'not installed'
+    # Its "cuda" devices are NVIDIA GPUs (the test suite's simulated device is not).
+    needs_nvidia_device: ClassVar[bool] = True
 
     def version(self) -> str | None:
         """The framework's version, or None when it is not installed."""
@@ -132,6 +144,8 @@ class Backend(ABC):
         """None when this backend can run on `device`; else one readable line why not."""
         import importlib.util
 
+        if self.gpu_missing(device):
+            return NO_GPU
         if importlib.util.find_spec(self.module) is None:
             return f"{self.name} is not installed (pip install 'gpuvs[{self.name}]')"
         kind = device.partition(":")[0]
@@ -141,6 +155,11 @@ class Backend(ABC):
 
     def _device_reason(self, device: str) -> str | None:
         return None
+
+    def gpu_missing(self, device: str) -> bool:
+        """True for a CUDA device on a machine with no NVIDIA device: said before any
+        framework is imported, whichever is installed."""
+        return device.startswith("cuda") and self.needs_nvidia_device and not machine_has_gpu()
 
     @abstractmethod
     def clock(self, device: str) -> Clock:

@@ -21,9 +21,11 @@ from gpuvs.errors import UsageError
 @app.command()
 def show(run_id: Annotated[str, typer.Argument(help="A run id, or 'latest'.")],
          db: DbOption = None) -> None:
-    """Print a stored run's tables again."""
+    """Print a stored run's tables again (for a `gpuvs seeds` run, the posts' tables
+    first)."""
     from gpuvs.report import console as con
     from gpuvs.report.layout import result_tables
+    from gpuvs.report.seeds import seed_tables
 
     with usage_errors():
         store = open_store(db)
@@ -33,8 +35,10 @@ def show(run_id: Annotated[str, typer.Argument(help="A run id, or 'latest'.")],
         out = console()
         out.print(f"run {record.run_id} · {record.status} · started {record.started_at} · "
                   f"environment {record.environment.fingerprint}")
-        con.print_tables(result_tables(store.measurements(run_id),
-                                       stored_ceilings(store, record)), out)
+        measurements = store.measurements(run_id)
+        if record.config.get("kind") == "seeds":
+            con.print_tables(seed_tables(measurements), out)
+        con.print_tables(result_tables(measurements, stored_ceilings(store, record)), out)
 
 
 @app.command()

@@ -24,7 +24,7 @@ def to_rich(table: Table) -> RichTable:
     for i in keep:
         col = table.columns[i]
         t.add_column(col, justify="right" if col in RIGHT else "left",
-                     no_wrap=col not in WRAPPING, overflow="fold")
+                     no_wrap=col not in WRAPPING | table.wrapping, overflow="fold")
     for row in table.rows:
         t.add_row(*(Text(row[i], overflow="fold") for i in keep))
     return t

@@ -32,6 +32,7 @@ class Table:
     columns: tuple[str, ...]
     rows: tuple[tuple[str, ...], ...]
     notes: tuple[str, ...] = ()
+    wrapping: frozenset[str] = frozenset()  # columns of words, free to wrap when narrow
 
 
 def _title(key: GroupKey) -> str:

@@ -32,7 +32,8 @@ def claims_table(seed: Seed, ms: Sequence[Measurement]) -> Table:
     return Table(
         title=f"seed {seed.name} · {seed.title} · the post ran on {seed.hardware}",
         columns=COLUMNS, rows=rows, notes=(f"the post's mistake: {seed.mistake}",
-                                           *_notes(seed, ms)))
+                                           *_notes(seed, ms)),
+        wrapping=frozenset(COLUMNS))
 
 
 def _row(row: Row, ms: Sequence[Measurement]) -> tuple[str, ...]:
@@ -89,16 +90,13 @@ def _notes(seed: Seed, ms: Sequence[Measurement]) -> list[str]:
 
 
 def _size_notes(seed: Seed, ms: Sequence[Measurement]) -> list[str]:
-    """Say so where a row's figure was measured at a size other than the post's."""
-    out = []
-    for row in seed.rows():
-        for pick in _picks(row.correct) + _picks(row.written):
-            m = pick.find(ms)
-            if m is not None and pick.size is not None and m.case.size != pick.size:
-                out.append(f"'{row.label}' measured at size {units.size(m.case.size)}, not "
-                           f"the post's {units.size(pick.size)} (a --quick run)")
-                break
-    return out
+    """Say so where figures were measured at a size other than the post's."""
+    moved = sorted({(m.case.size, pick.size) for row in seed.rows()
+                    for pick in _picks(row.correct) + _picks(row.written)
+                    if (m := pick.find(ms)) is not None and pick.size is not None
+                    and m.case.size != pick.size})
+    return [f"measured at size {units.size(got)}, not the post's {units.size(want)} "
+            "(a --quick run)" for got, want in moved]
 
 
 def _picks(figure: Figure | None) -> list[Pick]:

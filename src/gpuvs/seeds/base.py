@@ -31,14 +31,17 @@ class Pick:
     size: int | None = None
     stat: str = "time"  # or "first_call": the first call's seconds, timed alone
 
-    def find(self, ms: Sequence[Measurement]) -> Measurement | None:
+    def find(self, ms: Sequence[Measurement], exact: bool = False) -> Measurement | None:
+        """The case picked; with `exact`, only at `size` itself."""
         want = dict(self.params)
         found = [m for m in ms if (m.case.workload, m.case.variant, m.case.backend,
                                    m.case.device, m.case.dtype)
                  == (self.workload, self.variant, self.backend, self.device, self.dtype)
                  and dict(m.case.params) == want]
-        exact = [m for m in found if m.case.size == self.size]
-        return (exact or sorted(found, key=lambda m: m.case.size))[-1] if found else None
+        at_size = [m for m in found if m.case.size == self.size]
+        if exact:
+            return at_size[0] if at_size else None
+        return (at_size or sorted(found, key=lambda m: m.case.size))[-1] if found else None
 
 
 @dataclass(frozen=True)

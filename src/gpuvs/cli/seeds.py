@@ -1,0 +1,129 @@
+"""`gpuvs seeds`: the five posts, as their authors timed them and as gpuvs times them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from gpuvs.cli.app import (
+    EXIT_FAILED_RUN,
+    BudgetOpt,
+    DbOption,
+    DeviceOpt,
+    JsonOpt,
+    TimeoutOpt,
+    app,
+    console,
+    new_run_id,
+    now,
+    open_store,
+    progress,
+    split,
+    usage_errors,
+)
+from gpuvs.errors import UsageError
+
+KIND = "seeds"
+QUICK_BUDGET_S, FULL_BUDGET_S = 0.1, 0.25
+
+
+@app.command()
+def seeds(
+    seed: Annotated[list[str] | None, typer.Option(
+        "--seed", metavar="NNN",
+        help="Which posts, by number: 000 … 004 (see ../shared/SEEDS.md); repeat the "
+             "option or give a list (0,2). Default: all five.")] = None,
+    quick: Annotated[bool, typer.Option(
+        help="A short run: smaller sizes and fewer steps; the posts' own shapes are kept "
+             "where they are cheap. Tables say which rows ran below the post's size.")
+    ] = False,
+    device: DeviceOpt = None,
+    data: Annotated[Path | None, typer.Option(
+        "--data", metavar="PATH",
+        help="Seed 003: a local cifar-100-python.tar.gz (the python pickle version). "
+             "Default: synthetic data of the same shape, labelled as such.")] = None,
+    epochs: Annotated[int, typer.Option(
+        metavar="N", help="Seed 003: also train N epochs for real and report accuracy "
+                          "per epoch (time to accuracy). Default 0: time steps only.")] = 0,
+    budget: BudgetOpt = None, timeout: TimeoutOpt = None, db: DbOption = None,
+    json_path: JsonOpt = None,
+) -> None:
+    """Replay the five posts as written and measured right, side by side.
+
+    For each post, one table: the post's claim (its numbers, its hardware), the
+    as-written replay on this machine (its own timing method, mistakes included), the
+    correct measurement here, their ratio, and why they differ. `--device cpu` keeps
+    every case on the CPU (what the posts did with CUDA_VISIBLE_DEVICES="").
+    """
+    from gpuvs import config as cfg
+    from gpuvs.seeds.base import SeedOptions
+
+    with usage_errors():
+        chosen = _chosen(split(seed))
+        if epochs < 0:
+            raise UsageError(f"--epochs must be 0 or more; got {epochs}")
+        if data is not None and not data.is_file():
+            raise UsageError(f"--data {str(data)!r} is not a file; give the path of "
+                             "cifar-100-python.tar.gz")
+        options = SeedOptions(quick=quick, cifar=str(data) if data else None, epochs=epochs)
+        config = cfg.build({
+            "devices": split(device), "timeout_s": timeout,
+            "budget_s": budget or (QUICK_BUDGET_S if quick else FULL_BUDGET_S)})
+        cases = _cases(chosen, options, config.devices)
+        store = open_store(db)
+    raise typer.Exit(_run(store, config, cases, chosen, options, json_path))
+
+
+def _chosen(names: tuple[str, ...]) -> tuple[str, ...]:
+    """Seed names as registered ('000'); '2' and '002' alike. Unknown ones: UsageError."""
+    from gpuvs import seeds
+
+    wanted = tuple(f"{int(n):03d}" if n.isdigit() else n for n in names) or seeds.names()
+    for name in wanted:
+        seeds.get(name)
+    return wanted
+
+
+def _cases(chosen: tuple[str, ...], options: Any, devices: tuple[str, ...]) -> list[Any]:
+    """Every seed's cases on the devices asked for (cuda means cuda:0)."""
+    from gpuvs import seeds
+
+    kinds = {d.partition(":")[0] for d in devices}
+    return [c for name in chosen for c in seeds.get(name).cases(options)
+            if c.device.partition(":")[0] in kinds]
+
+
+def _run(store: Any, config: Any, cases: list[Any], chosen: tuple[str, ...], options: Any,
+         json_path: Path | None) -> int:
+    from dataclasses import asdict
+
+    from gpuvs import env, runner
+    from gpuvs.model import Run, Status
+    from gpuvs.report import console as con
+    from gpuvs.report.layout import status_line
+    from gpuvs.report.seeds import seed_tables
+
+    record = Run(new_run_id(), now(), {"kind": KIND, "seeds": list(chosen), **asdict(options),
+                                       "budget_s": config.budget_s,
+                                       "timeout_s": config.timeout_s,
+                                       "devices": list(config.devices)}, env.collect())
+    store.create_run(record)
+    out = console()
+    out.print(f"run {record.run_id}: seeds {', '.join(chosen)}, {len(cases)} cases"
+              + (" (--quick)" if options.quick else ""))
+    with progress(len(cases)) as advance:
+        counts = runner.execute(record.run_id, cases, config, store, on_result=advance).counts
+    store.finish_run(record.run_id, "finished", now())
+    measurements = store.measurements(record.run_id)
+    con.print_tables(seed_tables(measurements), out)
+    out.print(f"run {record.run_id} finished: {status_line(counts)}. `gpuvs show "
+              f"{record.run_id}` prints every case's table.")
+    if json_path:
+        from gpuvs.store.export import write_json
+
+        write_json(json_path, store.get_run(record.run_id), measurements)
+        out.print(f"wrote {json_path}")
+    failed = counts[Status.WRONG_RESULT.value] + counts[Status.CRASHED.value]
+    return EXIT_FAILED_RUN if failed else 0

@@ -1,0 +1,60 @@
+"""Seed 000 through the real runner on this machine, and its table's fairness notes."""
+
+from __future__ import annotations
+
+import pytest
+from typer.testing import CliRunner
+
+from gpuvs import seeds
+from gpuvs.backends.base import machine_has_gpu
+from gpuvs.cli import app
+from gpuvs.seeds.base import SeedOptions
+
+NO_GPU = not machine_has_gpu()
+
+
+def test_seed_000_replays_the_post_and_measures_it_right() -> None:
+    cases = seeds.get("000").cases(SeedOptions())
+    written = {(c.backend, c.device, c.dtype) for c in cases if c.variant == "as_written"}
+    # The post: float64 NumPy (np.random.random) against float32 torch on CPU and GPU.
+    assert written == {("numpy", "cpu", "float64"), ("torch", "cpu", "float32"),
+                       ("torch", "cuda:0", "float32")}
+    correct = {(c.backend, c.device, c.dtype, c.param("threads"), c.param("data"))
+               for c in cases if c.variant == "correct"}
+    assert ("numpy", "cpu", "float32", "", "") in correct       # NumPy at torch's dtype
+    assert ("torch", "cpu", "float32", "1", "") in correct      # one thread
+    assert ("torch", "cuda:0", "float32", "", "end_to_end") in correct
+    assert {c.size for c in cases} == {25600}
+
+
+@pytest.mark.usefixtures("worker_env")
+def test_gpuvs_seeds_prints_the_claim_the_replay_and_the_correct_figure(tmp_path) -> None:
+    result = CliRunner().invoke(app, ["seeds", "--seed", "0", "--quick", "--budget", "0.05",
+                                      "--db", str(tmp_path / "r.sqlite")],
+                                env={"COLUMNS": "250"})
+    assert result.exit_code == 0, result.output
+    out = result.output
+    assert "seed 000" in out and "post claims" in out and "as written here" in out
+    cpu_row = next(line for line in out.splitlines() if line.startswith("torch CPU: x @ y"))
+    assert "932 µs" in cpu_row and cpu_row.count("µs") + cpu_row.count("ms") >= 3
+    assert "dtype mismatch in 'GPU vs NumPy': numpy float64 against torch float32" in out
+    if NO_GPU:
+        gpu_row = next(line for line in out.splitlines() if line.startswith("torch CUDA: x @"))
+        assert gpu_row.count("skipped: no CUDA device") == 2
+    shown = CliRunner().invoke(app, ["show", "latest", "--db", str(tmp_path / "r.sqlite")],
+                               env={"COLUMNS": "250"})
+    assert "seed 000" in shown.output and "matmul · as_written" in shown.output
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--seed", "9"], "unknown seed '009'; known: 000"),
+    (["--seed", "abc"], "unknown seed 'abc'"),
+    (["--epochs", "-1"], "--epochs must be 0 or more; got -1"),
+    (["--data", "/nowhere/cifar.tar.gz"], "--data '/nowhere/cifar.tar.gz' is not a file"),
+    (["--device", "tpu"], "unknown device 'tpu'"),
+])
+def test_bad_seed_options_are_one_line_and_exit_2(args, message, tmp_path) -> None:
+    result = CliRunner().invoke(app, ["seeds", *args, "--db", str(tmp_path / "r.sqlite")],
+                                env={"COLUMNS": "200"})
+    assert result.exit_code == 2, result.output
+    assert message in result.output and len(result.output.strip().splitlines()) == 1

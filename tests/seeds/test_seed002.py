@@ -1,0 +1,40 @@
+"""Seed 002: the post's three ops replayed and swept, and its speedup-by-size table."""
+
+from __future__ import annotations
+
+from gpuvs import seeds
+from gpuvs.model import Case, Measurement, Status
+from gpuvs.seeds.base import SeedOptions
+from gpuvs.seeds.seed002 import speedup_by_size
+
+
+def test_the_full_run_replays_the_posts_billion_float64_elements() -> None:
+    cases = seeds.get("002").cases(SeedOptions())
+    written = [c for c in cases if c.variant == "as_written"]
+    assert {(c.backend, c.param("op")) for c in written} == {
+        (b, op) for b in ("numpy", "cupy") for op in ("ones", "scale", "chain")}
+    assert {c.size for c in written} == {1000**3} and {c.dtype for c in cases} == {"float64"}
+    assert {c.backend for c in cases if c.variant == "tuned"} == {"cupy", "torch", "jax"}
+
+
+def test_a_quick_run_stays_small() -> None:
+    cases = seeds.get("002").cases(SeedOptions(quick=True))
+    assert max(c.size for c in cases) == 10**7
+
+
+def _m(backend: str, variant: str, op: str, size: int, seconds: float) -> Measurement:
+    device = "cpu" if backend == "numpy" else "cuda:0"
+    case = Case("elementwise", variant, backend, device, "float64", size, (("op", op),))
+    return Measurement(case, Status.OK, samples=(seconds,) * 5)
+
+
+def test_speedup_by_size_divides_numpy_by_each_gpu_series_at_the_same_size() -> None:
+    ms = [_m("numpy", "correct", "scale", 10**3, 1e-6), _m("cupy", "correct", "scale", 10**3, 1e-5),
+          _m("numpy", "correct", "scale", 10**8, 0.05), _m("cupy", "correct", "scale", 10**8, 5e-4),
+          _m("numpy", "correct", "chain", 10**8, 0.15), _m("cupy", "tuned", "chain", 10**8, 5e-4)]
+    table = speedup_by_size(ms)
+    rows = {row[0]: dict(zip(table.columns, row, strict=True)) for row in table.rows}
+    assert rows["1000"]["x *= 5 CuPy"] == "0.1×"        # NumPy wins small arrays
+    assert rows["1e8"]["x *= 5 CuPy"] == "100×"
+    assert rows["1e8"]["3 ops fused CuPy"] == "300×"
+    assert rows["1000"]["3 ops fused CuPy"] == "—"      # not measured there

@@ -1,0 +1,49 @@
+"""The worker's own duties around the protocol: thread limits, parts, as_written."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpuvs import backends
+from gpuvs.model import Case, Status
+from gpuvs.worker import run_case
+
+REQUEST = {"criterion": "fixed:n=5", "budget": {"seconds": 0.05}}
+
+
+def _run(backend: str, case: Case):
+    m, fatal = run_case(backends.get(backend), {"case": case.to_dict(), **REQUEST})
+    assert not fatal
+    return m
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+def test_a_threads_param_limits_the_cpu_threads_for_that_case_only(backend: str) -> None:
+    pytest.importorskip(backend)
+    b = backends.get(backend)
+    before = b.threads()
+    case = Case("matmul", "correct", backend, "cpu", "float32", 128,
+                (("shape", "square"), ("threads", "1")))
+    m = _run(backend, case)
+    assert m.status is Status.OK, m.reason
+    if before is not None:  # the backend reports its threads
+        assert m.counters["threads"] == 1
+    assert b.threads() == before
+
+
+def test_parts_are_timed_alone_and_stored_as_counters() -> None:
+    import tests.fakes  # noqa: F401
+
+    m = _run("numpy", Case("test_two_parts", "correct", "numpy", "cpu", "float32", 1))
+    assert m.status is Status.OK, m.reason
+    assert m.counters["one_s"] == pytest.approx(1e-3, rel=0.3)
+    assert m.counters["two_s"] == pytest.approx(2e-3, rel=0.3)
+
+
+def test_a_cuda_case_on_a_machine_without_a_gpu_says_so_before_importing_anything() -> None:
+    from gpuvs.backends.base import NO_GPU, machine_has_gpu
+
+    if machine_has_gpu():
+        pytest.skip("this machine has a GPU")
+    for name in ("torch", "cupy", "jax"):
+        assert backends.get(name).unavailable_reason("cuda:0") == NO_GPU
