@@ -7,7 +7,6 @@ import queue
 import threading
 import time
 
-import pytest
 from tests.fakes import spin
 
 from gpuvs.errors import WrongResult
@@ -56,7 +55,8 @@ def _ok(out: object) -> None:
 def test_timeit_on_synchronous_work_recovers_its_duration() -> None:
     samples, out = timeit_loops(lambda: spin(2e-3) or "done", repeat=3).run()
     assert len(samples) == 3 and out == "done"
-    assert all(s == pytest.approx(2e-3, rel=0.2) for s in samples)
+    # A busy-wait cannot finish early; a busy machine can only make it late.
+    assert 2e-3 <= min(samples) < 4e-3
 
 
 def test_timeit_autoranges_like_ipython_by_powers_of_ten_to_a_fifth_of_a_second() -> None:

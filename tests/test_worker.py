@@ -36,8 +36,9 @@ def test_parts_are_timed_alone_and_stored_as_counters() -> None:
 
     m = _run("numpy", Case("test_two_parts", "correct", "numpy", "cpu", "float32", 1))
     assert m.status is Status.OK, m.reason
-    assert m.counters["one_s"] == pytest.approx(1e-3, rel=0.3)
-    assert m.counters["two_s"] == pytest.approx(2e-3, rel=0.3)
+    one, two = m.counters["one_s"], m.counters["two_s"]
+    assert 1e-3 <= one < two and two >= 2e-3  # busy-waits: never early, late when busy
+    assert m.summary is not None and m.summary.median >= 3e-3
 
 
 def test_a_cuda_case_on_a_machine_without_a_gpu_says_so_before_importing_anything() -> None:

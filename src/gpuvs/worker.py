@@ -14,6 +14,7 @@ import gc
 import json
 import os
 import sys
+import time
 import traceback
 from contextlib import nullcontext
 from dataclasses import replace
@@ -39,8 +40,11 @@ def run_case(backend: Backend, request: dict[str, Any]) -> tuple[Measurement, bo
     if skip is not None:
         return Measurement(case, *skip), False
     threads = case.param("threads", "all")  # a number limits the CPU threads
+    t0 = time.perf_counter()
     with backend.limit_threads(int(threads)) if threads.isdigit() else nullcontext():
-        return _measured(backend, case, request)
+        m, fatal = _measured(backend, case, request)
+    # What the case cost in all (inputs, reference, check, profile): for planning runs.
+    return replace(m, counters={**m.counters, "case_s": time.perf_counter() - t0}), fatal
 
 
 def _measured(backend: Backend, case: Case, request: dict[str, Any]

@@ -3,7 +3,8 @@
 `torch.manual_seed(1004); x = torch.rand(1, 25600); y = torch.rand(25600, 100)` and
 `%timeit z = x @ y` on CUDA, on the CPU, then `np.matmul` on `np.random.random` data —
 which is float64 while torch's is float32. The post printed "7 runs, 1 loop each" for
-CUDA: its first call initialised cuBLAS and took IPython's autorange past 0.2 s.
+CUDA: %timeit's first trial call initialised cuBLAS, which took it past 0.2 s, so each
+of its runs timed one unsynchronised launch.
 """
 
 from __future__ import annotations
