@@ -71,8 +71,8 @@ def export(
 
 @app.command(name="list")
 def list_() -> None:
-    """Workloads (variants, axes, default sizes), backends and stopping criteria."""
-    from gpuvs import backends, criteria, workloads
+    """Workloads (variants, axes, default sizes), backends, stopping criteria and seeds."""
+    from gpuvs import backends, criteria, seeds, workloads
     from gpuvs.units import size
 
     out = console()
@@ -90,6 +90,9 @@ def list_() -> None:
         out.print(f"  {b.name:<12} devices: {', '.join(b.device_kinds)}; dtypes: "
                   f"{', '.join(b.dtypes)}; {installed}")
     out.print(f"[bold]criteria[/bold]\n  {', '.join(criteria.names())}")
+    out.print("[bold]seeds[/bold] (gpuvs seeds --seed NNN)")
+    for seed in seeds.REGISTRY.all():
+        out.print(f"  {seed.name:<12} {seed.title}")
     out.print("Which devices each backend can use here: `gpuvs env`.")
 
 
