@@ -307,3 +307,20 @@ class TwoParts(_TestWorkload):
 
         return Prepared(call=lambda: (one(), two()), check=_ok,
                         parts=(("one", one), ("two", two)))
+
+
+@workloads.register
+class Pid(_TestWorkload):
+    """Records the worker process it ran in, to show which cases shared a process."""
+
+    name = "test_pid"
+    description = "which process ran the case"
+    variants = ("as_written", "correct")
+
+    def prepare(self, backend: Backend, case: Case) -> Prepared:
+        from gpuvs.replay import wall_once
+
+        return Prepared(call=lambda: None, check=_ok, self_timed=wall_once(lambda: None))
+
+    def counters(self, case: Case) -> dict[str, float]:
+        return {"pid": float(os.getpid())}

@@ -86,3 +86,20 @@ def test_the_simulated_device_runs_through_a_real_worker() -> None:
     m = sink.saved[0]
     assert m.status is Status.OK and m.timer == "sim_events"
     assert m.summary is not None and m.summary.median == pytest.approx(250e-6, rel=0.01)
+
+
+@pytest.mark.usefixtures("worker_env")
+def test_each_as_written_replay_runs_in_a_fresh_worker_as_the_posts_code_did() -> None:
+    from dataclasses import replace
+
+    plain = case("test_pid")
+    cases = [plain, replace(plain, variant="as_written"), replace(plain, size=2000),
+             replace(plain, variant="as_written", size=2000), replace(plain, size=3000)]
+    sink = Collected()
+    execute("r", cases, CONFIG, sink)
+    pid = {(m.case.variant, m.case.size): m.counters["pid"] for m in sink.saved}
+    replays = [pid[("as_written", 1000)], pid[("as_written", 2000)]]
+    assert pid[("correct", 1000)] not in replays and len(set(replays)) == 2
+    # A correct case after a replay may share the replay's fresh worker: it is not a replay.
+    assert pid[("correct", 2000)] == pid[("as_written", 1000)]
+    assert pid[("correct", 3000)] == pid[("as_written", 2000)]

@@ -175,6 +175,9 @@ def _precheck(case: Case, oom_series: dict[Case, int]) -> Measurement | None:
 def _dispatch(case: Case, workers: dict[str, Worker], request_base: dict[str, Any],
               config: RunConfig) -> Measurement:
     worker = workers.get(case.backend)
+    if worker is not None and case.variant == "as_written" and not worker.fresh:
+        worker.close()  # a post's replay runs in a fresh process, as the post's code did
+        worker = None
     if worker is None or worker.proc.poll() is not None:
         worker = workers[case.backend] = Worker(case.backend)
     answer = worker.ask({"case": case.to_dict(), **request_base}, config.timeout_s)
