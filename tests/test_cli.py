@@ -25,7 +25,8 @@ def invoke(*args: str):
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    (["run", "-w", "matmull"], "unknown workload 'matmull'; known: copy, dispatch, elementwise"),
+    (["run", "-w", "matmull"],
+     "unknown workload 'matmull'; known: cnn, copy, dispatch, elementwise"),
     (["run", "-b", "cpy"], "unknown backend 'cpy'; known: cupy, jax, numpy, sim, torch"),
     (["run", "--dtype", "float8"], "unknown dtype 'float8'; known: float16, bfloat16"),
     (["run", "-s", "1.5"], "size '1.5' is not a positive integer"),

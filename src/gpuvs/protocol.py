@@ -35,7 +35,13 @@ WARMUP_STABLE_FACTOR = 0.98
 MIN_SAMPLES = 3
 CALIBRATION_ROUNDS = 3
 CALIBRATION_MARGIN = 1.05
+# A call this many times a sample's target is one sample: no trial loop can shorten the
+# sync's share of it below noise (a 10⁹-element pass, a seconds-long Jacobian).
+LONG_CALL_FACTOR = 10
 FIRST_BATCH = 5
+
+# A backend's profiler: what one call of a callable launches ({"kernels": …}).
+Profiler = Callable[[Callable[[], object]], dict[str, float]]
 
 
 class DeviceTimer(Protocol):
@@ -117,6 +123,8 @@ class Prepared:
     `self_timed` is the post's own timing method, which `as_written` cases replay instead
     of the protocol. `parts` are pieces of the call timed apart after it, by the same
     protocol (two models run together: each one alone), stored as `<name>_s` counters.
+    `count`, when set, says what one call launches given the backend's profiler — for a
+    call too long to profile whole (a 40 000-pass Jacobian: minutes of profiler events).
     """
 
     call: Callable[[], object]
@@ -125,6 +133,7 @@ class Prepared:
     flush: Callable[[], None] | None = None
     self_timed: SelfTimed | None = None
     parts: tuple[tuple[str, Callable[[], object]], ...] = ()
+    count: Callable[[Profiler], dict[str, float]] | None = None
 
 
 def measure(prepared: Prepared, case: Case, clock: Clock, criterion: StoppingCriterion,
@@ -139,7 +148,7 @@ def measure(prepared: Prepared, case: Case, clock: Clock, criterion: StoppingCri
     del output
     warmups, per_call_s = _warm_up(prepared, clock, budget)
     loops = 1 if prepared.single_call else _calibrate_loops(prepared, clock, per_call_s, budget)
-    samples, wall, met = _sample_until(criterion, prepared, clock, loops, budget)
+    samples, wall, met = _sample_until(criterion, prepared, clock, loops, per_call_s, budget)
     return Measurement(
         case, Status.OK, samples=tuple(samples),
         wall_samples=tuple(wall) if clock.is_async else (),
@@ -200,7 +209,10 @@ def _calibrate_loops(prepared: Prepared, clock: Clock, per_call_s: float,
 
     One call's wall time includes a synchronisation that a loop pays once, so on an
     asynchronous device the guess is short; trial samples correct it (timeit's autorange).
+    A call far longer than the target needs no trial: it is one sample.
     """
+    if per_call_s >= LONG_CALL_FACTOR * budget.target_sample_s:
+        return 1
     loops = max(1, min(budget.max_loops,
                        math.ceil(budget.target_sample_s / max(per_call_s, 1e-12))))
     for _ in range(CALIBRATION_ROUNDS):
@@ -213,13 +225,16 @@ def _calibrate_loops(prepared: Prepared, clock: Clock, per_call_s: float,
 
 
 def _sample_until(criterion: StoppingCriterion, prepared: Prepared, clock: Clock, loops: int,
-                  budget: Budget) -> tuple[list[float], list[float], bool]:
-    """Samples in batches; device intervals are read (one synchronisation) per batch."""
+                  per_call_s: float, budget: Budget) -> tuple[list[float], list[float], bool]:
+    """Samples in batches; device intervals are read (one synchronisation) per batch.
+    The first batch is what the budget holds at the warm-up's pace, at least MIN_SAMPLES:
+    five seconds-long calls where the budget holds one would overrun it fivefold."""
     timer = clock.timer()
     end = clock.now() + budget.seconds
     samples: list[float] = []
     wall: list[float] = []
-    batch = FIRST_BATCH
+    fits = int(budget.seconds / max(per_call_s * loops, 1e-12))
+    batch = max(MIN_SAMPLES, min(FIRST_BATCH, fits))
     while True:
         batch_wall = [_one_sample_s(prepared, clock, timer, loops) for _ in range(batch)]
         device = timer.elapsed() if timer is not None else batch_wall

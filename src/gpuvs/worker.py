@@ -16,6 +16,7 @@ import os
 import sys
 import time
 import traceback
+from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import replace
 from typing import Any, TextIO
@@ -64,7 +65,7 @@ def _measured(backend: Backend, case: Case, request: dict[str, Any]
                         Budget(**request["budget"]))
         if m.status is Status.OK:  # more calls, after the record was taken
             extra = _parts_s(prepared, case, clock, request)
-            extra |= backend.profile(prepared.call, case.device)
+            extra |= _counted(backend, prepared, case.device)
     except BackendUnavailable as e:  # e.g. no way to flush this device's caches
         return Measurement(case, Status.SKIPPED, reason=str(e)), False
     except Exception as e:  # every failure becomes a recorded status, with its reason
@@ -90,6 +91,15 @@ def _parts_s(prepared: Prepared, case: Case, clock: Clock, request: dict[str, An
         if m.summary is not None:
             out[f"{name}_s"] = m.summary.median
     return out
+
+
+def _counted(backend: Backend, prepared: Prepared, device: str) -> dict[str, float]:
+    """What one call launches: the workload's own count where it has one, else the
+    profiler over the call itself."""
+    def profile(call: Callable[[], object]) -> dict[str, float]:
+        return backend.profile(call, device)
+
+    return prepared.count(profile) if prepared.count else profile(prepared.call)
 
 
 def _unchecked(out: object) -> None:

@@ -85,3 +85,26 @@ def test_the_fused_chain_is_right_on_the_gpu(backend: str) -> None:
     m = measure(workloads.get("elementwise").prepare(b, case), case, b.clock("cuda:0"),
                 FixedCount(n=3))
     assert m.status is Status.OK, m.reason
+
+
+@pytest.mark.parametrize("op,value", [("scale", 5.0), ("chain", 50.0)])
+def test_the_posts_ones_input_is_built_in_place_and_checked(op: str, value: float) -> None:
+    case = Case("elementwise", "correct", "numpy", "cpu", "float64", 1000,
+                (("input", "ones"), ("op", op)))
+    prepared = workloads.get("elementwise").prepare(backends.get("numpy"), case)
+    out = prepared.call()
+    assert np.all(np.asarray(out) == value)
+    prepared.check(out)
+    with pytest.raises(WrongResult):  # an op that wrote nothing leaves the ones
+        prepared.check(np.ones(1000))
+
+
+def test_the_ones_input_applies_to_resident_ops_only() -> None:
+    w = workloads.get("elementwise")
+    ones_in = (("input", "ones"),)
+    assert w.applies(Case("elementwise", "correct", "numpy", "cpu", "float64", 10,
+                          (*ones_in, ("op", "scale"))))
+    assert not w.applies(Case("elementwise", "correct", "numpy", "cpu", "float64", 10,
+                              (*ones_in, ("op", "ones"))))
+    assert not w.applies(Case("elementwise", "correct", "cupy", "cuda:0", "float64", 10,
+                              (("data", "end_to_end"), *ones_in, ("op", "scale"))))

@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import hashlib
 import inspect
+import math
+import os
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
-from typing import Any, ClassVar
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 
@@ -22,6 +25,8 @@ from gpuvs.backends.base import Backend
 from gpuvs.errors import WrongResult
 from gpuvs.model import Case, Params
 from gpuvs.protocol import Prepared
+
+T = TypeVar("T")
 
 ITEMSIZE = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8}
 
@@ -33,10 +38,19 @@ TOLERANCE = {"float64": 1e-10, "float32": 2e-3, "float16": 2e-2, "bfloat16": 4e-
 def random_inputs(shape: tuple[int, ...], dtype: str, seed: int, low: float = 0.0
                   ) -> np.ndarray:
     """Uniform [low, low + 1) data in the case's host dtype, drawn without a float64 detour
-    where the dtype allows (10^9 elements: 4 GB, not 8 GB and a cast)."""
-    rng = np.random.default_rng(seed)
+    where the dtype allows (10^9 elements: 4 GB, not 8 GB and a cast). Past one chunk, each
+    chunk has its own generator spawned from `seed`, filled on all cores (NumPy's
+    multithreaded-generation recipe): 10^9 float64 draws take seconds on one."""
     draw = np.float64 if dtype == "float64" else np.float32
-    a = rng.random(shape, dtype=draw)
+    n = math.prod(shape)
+    if n <= CHECK_CHUNK:
+        a = np.random.default_rng(seed).random(shape, dtype=draw)
+    else:
+        a = np.empty(shape, dtype=draw)
+        flat = a.reshape(-1)
+        rngs = [np.random.default_rng(s)
+                for s in np.random.SeedSequence(seed).spawn(-(-n // CHECK_CHUNK))]
+        in_chunks(lambda i, j: rngs[i // CHECK_CHUNK].random(out=flat[i:j], dtype=draw), n)
     if low:
         a += low
     return a.astype(host_dtype(dtype), copy=False)
@@ -61,20 +75,33 @@ def as_device_sees(a: np.ndarray, dtype: str) -> np.ndarray:
 CHECK_CHUNK = 1 << 22
 
 
+def in_chunks(fn: Callable[[int, int], T], n: int) -> list[T]:
+    """`fn(start, stop)` over CHECK_CHUNK-sized pieces of range(n), results in order; on a
+    thread pool past one piece, since NumPy releases the GIL in its loops."""
+    bounds = [(i, min(i + CHECK_CHUNK, n)) for i in range(0, n, CHECK_CHUNK)]
+    if len(bounds) <= 1:
+        return [fn(i, j) for i, j in bounds]
+    with ThreadPoolExecutor(max_workers=min(len(bounds), os.cpu_count() or 1)) as pool:
+        return list(pool.map(lambda b: fn(*b), bounds))
+
+
 def relative_error(out: np.ndarray, ref: np.ndarray) -> float:
     """‖out − ref‖ / ‖ref‖ in float64; WrongResult on a shape mismatch or non-finite output."""
     out = np.asarray(out)
     if out.shape != ref.shape:
         raise WrongResult(f"output shape {out.shape} differs from the reference {ref.shape}")
     flat_out, flat_ref = out.reshape(-1), ref.reshape(-1)
-    err2 = ref2 = 0.0
-    for i in range(0, flat_ref.size, CHECK_CHUNK):
-        o = flat_out[i:i + CHECK_CHUNK].astype(np.float64)
-        r = flat_ref[i:i + CHECK_CHUNK]
-        if not np.all(np.isfinite(o)):
-            raise WrongResult("output holds NaN or infinity where the reference is finite")
-        err2 += float(np.dot(o - r, o - r))
-        ref2 += float(np.dot(r, r))
+
+    def sums(i: int, j: int) -> tuple[bool, float, float]:
+        o = flat_out[i:j].astype(np.float64)
+        r = flat_ref[i:j]
+        d = o - r
+        return bool(np.all(np.isfinite(o))), float(np.dot(d, d)), float(np.dot(r, r))
+
+    parts = in_chunks(sums, flat_ref.size)
+    if not all(finite for finite, _, _ in parts):
+        raise WrongResult("output holds NaN or infinity where the reference is finite")
+    err2, ref2 = sum(p[1] for p in parts), sum(p[2] for p in parts)
     return float(np.sqrt(err2) / (np.sqrt(ref2) if ref2 > 0 else 1.0))
 
 
