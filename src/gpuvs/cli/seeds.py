@@ -97,9 +97,10 @@ def _cases(chosen: tuple[str, ...], options: Any, devices: tuple[str, ...]) -> l
 
 def _run(store: Any, config: Any, cases: list[Any], chosen: tuple[str, ...], options: Any,
          json_path: Path | None) -> int:
+    import time
     from dataclasses import asdict
 
-    from gpuvs import env, runner
+    from gpuvs import env, runner, units
     from gpuvs.model import Run, Status
     from gpuvs.report import console as con
     from gpuvs.report.layout import status_line
@@ -113,12 +114,14 @@ def _run(store: Any, config: Any, cases: list[Any], chosen: tuple[str, ...], opt
     out = console()
     out.print(f"run {record.run_id}: seeds {', '.join(chosen)}, {len(cases)} cases"
               + (" (--quick)" if options.quick else ""))
+    started = time.monotonic()
     with progress(len(cases)) as advance:
         counts = runner.execute(record.run_id, cases, config, store, on_result=advance).counts
+    took = units.seconds(time.monotonic() - started)
     store.finish_run(record.run_id, "finished", now())
     measurements = store.measurements(record.run_id)
     con.print_tables(seed_tables(measurements), out)
-    out.print(f"run {record.run_id} finished: {status_line(counts)}. `gpuvs show "
+    out.print(f"run {record.run_id} finished in {took}: {status_line(counts)}. `gpuvs show "
               f"{record.run_id}` prints every case's table.")
     if json_path:
         from gpuvs.store.export import write_json

@@ -34,7 +34,10 @@ MISSED = 0.5
 
 def _pick(variant: str, backend: str, op: str, size: int | None = POST_SIZE,
           *extra: tuple[str, str], stat: str = "time") -> Pick:
+    """At the post's size, the post's input: `x = ones(...)` where the op runs."""
     device = "cpu" if backend == "numpy" else GPU
+    if size == POST_SIZE and op != "ones":
+        extra += (("input", "ones"),)
     return Pick("elementwise", variant, backend, device, DTYPE,
                 tuple(sorted((("op", op), *extra))), size, stat)
 

@@ -7,7 +7,9 @@ from gpuvs.workloads.base import Workload
 
 REGISTRY: Registry[Workload] = Registry(
     "workload",
-    ("gpuvs.workloads.matmul", "gpuvs.workloads.elementwise", "gpuvs.workloads.ceilings"),
+    ("gpuvs.workloads.matmul", "gpuvs.workloads.elementwise", "gpuvs.workloads.ceilings",
+     "gpuvs.workloads.gru", "gpuvs.workloads.cnn",
+     "gpuvs.workloads.jacobian"),
 )
 register = REGISTRY.register
 get = REGISTRY.get
