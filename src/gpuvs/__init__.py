@@ -8,14 +8,25 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
-__all__ = ["Case", "Measurement", "Status", "measure"]
+__all__ = ["Case", "Comparison", "Measurement", "Status", "Timer", "compare", "measure"]
 
 if TYPE_CHECKING:
-    from gpuvs.api import measure
+    from gpuvs.api import compare, measure
+    from gpuvs.comparison import Comparison
     from gpuvs.model import Case, Measurement, Status
+    from gpuvs.timer import Timer
 
-_LAZY = {"measure": "gpuvs.api", "Case": "gpuvs.model", "Measurement": "gpuvs.model",
-         "Status": "gpuvs.model"}
+_LAZY = {"measure": "gpuvs.api", "compare": "gpuvs.api", "Case": "gpuvs.model",
+         "Measurement": "gpuvs.model", "Status": "gpuvs.model", "Timer": "gpuvs.timer",
+         "Comparison": "gpuvs.comparison"}
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """`%load_ext gpuvs`: registers the `%gpuvs` / `%%gpuvs` magics (IPython is imported
+    only now, never by `import gpuvs`)."""
+    from gpuvs.ipython import load_ipython_extension as load
+
+    load(ipython)
 
 
 def __getattr__(name: str) -> Any:

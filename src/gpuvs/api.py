@@ -1,14 +1,19 @@
-"""`gpuvs.measure(fn)`: the protocol for any callable, on the CPU or a CUDA device."""
+"""The public functions: `gpuvs.measure(fn)`, the protocol for any callable on the CPU or
+a CUDA device; `gpuvs.compare(fn, *args)`, the same function on each device, compared."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from gpuvs import backends, criteria
 from gpuvs.errors import BackendUnavailable, UsageError
 from gpuvs.model import Case, Measurement
 from gpuvs.protocol import Budget, Clock, HostClock, Prepared
 from gpuvs.protocol import measure as _measure
+
+if TYPE_CHECKING:
+    from gpuvs.comparison import Comparison
 
 
 def _no_check(out: object) -> None:
@@ -43,3 +48,45 @@ def _clock(device: str) -> Clock:
     if reason is not None:
         raise BackendUnavailable(reason)
     return torch.clock(device)
+
+
+def compare(fn: Callable[..., object], *args: Any, devices: Sequence[str] = ("cpu", "cuda"),
+            batch: Callable[[int], Any] | None = None, sizes: Sequence[int] | str | None = None,
+            budget_s: float = 1.0, tolerance: float | None = None, name: str | None = None,
+            **kwargs: Any) -> Comparison:
+    """Run `fn(*args, **kwargs)` on each device, check the outputs agree, time each.
+
+    The arguments (torch tensors, `nn.Module`s, NumPy and CuPy arrays, nested in lists,
+    tuples and dicts) are copied to each device; the caller's are never modified. On a GPU
+    each case is timed twice: resident (data already there) and end-to-end (host data
+    copied in and the output brought back on every call). The first device's output is
+    the reference; the others must agree within their dtype's tolerance (`tolerance=`
+    overrides it).
+
+    `batch(size)` returns the arguments for one size (a tuple is spread, anything else is
+    the one argument) and `sizes` lists the sizes (`[100, 1000]` or `"1e2:1e5"`; default
+    10 to 10^4): the comparison then sweeps and reports the crossover. `sizes` without
+    `batch` resizes the first axis of every tensor and array argument (rows repeated).
+    `budget_s` is the sampling time per case. Returns a `gpuvs.comparison.Comparison`.
+    """
+    from gpuvs.yours import run
+
+    return run(fn, args, kwargs, devices=devices, batch=batch, sizes=sizes,
+               budget_s=budget_s, tolerance=tolerance, name=name)
+
+
+def clock_for(device: str, objs: Sequence[object]) -> tuple[str, Clock]:
+    """The backend name and clock for work on `device` over these tensors and arrays:
+    the host clock on the CPU; CUDA events through torch (tensors, modules) or CuPy."""
+    from gpuvs import moving
+
+    if device == "cpu":
+        return (moving.backend_for(objs, "cpu") if moving.leaves(objs) else "python"), HostClock()
+    if not device.startswith("cuda"):
+        raise UsageError(f"unknown device {device!r}; accepted: cpu, cuda, cuda:N")
+    name = "torch" if any(moving.is_tensor(x) or moving.is_module(x) for x in objs) else "cupy"
+    backend = backends.get(name)
+    reason = backend.unavailable_reason(device)
+    if reason is not None:
+        raise BackendUnavailable(reason)
+    return name, backend.clock(device)

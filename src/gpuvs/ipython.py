@@ -1,0 +1,257 @@
+"""`%load_ext gpuvs`: the `%gpuvs` line magic and `%%gpuvs` cell magic.
+
+`%gpuvs STATEMENT` (or a `%%gpuvs` cell) times the code where its data lives, by the gpuvs
+protocol: on a CUDA tensor or CuPy array, CUDA events with the device synchronised around
+every sample; on the CPU, the host clock. It prints a `%timeit`-style line with the
+device time, the first call (timed alone, before anything else) and, on an asynchronous
+device, a warning when what `%timeit` would print — host time without synchronising, the
+seed-000 mistake — differs from the device time by more than NAIVE_FACTOR.
+
+Options, as `%timeit`'s where they make sense: `-n N` loops per sample, `-r R` samples,
+`-o` return the result, `-q` print nothing; and `--budget S` (sampling seconds) and
+`--compare cpu,cuda` (run the cell's tensors, arrays and modules on each device with
+`gpuvs.compare`). As with `%%timeit`, the rest of a `%%gpuvs` line is set-up code, run
+once, untimed. The code runs in a copy of the namespace: its assignments do not leak.
+
+IPython is imported only when the extension is loaded, never by `import gpuvs`.
+"""
+
+from __future__ import annotations
+
+import ast
+import itertools
+import linecache
+import math
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from types import CodeType
+from typing import Any
+
+from gpuvs import criteria, moving, units
+from gpuvs.api import clock_for
+from gpuvs.errors import GpuvsError, UsageError
+from gpuvs.model import Case, Measurement
+from gpuvs.protocol import Budget, Prepared
+from gpuvs.protocol import measure as protocol_measure
+from gpuvs.timer import synchronize_all
+
+NAIVE_FACTOR = 2.0
+NAIVE_REPEAT = 3
+DEFAULT_BUDGET_S = 1.0
+WORKLOAD = "yours:%gpuvs"
+_CELLS = itertools.count(1)
+TIMERS = {"cuda_events": "device time, CUDA events", "host": "host clock"}
+
+
+@dataclass(frozen=True)
+class Timing:
+    """What `%gpuvs -o` returns: the measurement, where it ran, and the naive figure."""
+
+    measurement: Measurement
+    device: str
+    naive_s: float | None = None  # what %timeit would print: host time, no synchronise
+
+    @property
+    def naive_ratio(self) -> float | None:
+        s = self.measurement.summary
+        return s.median / self.naive_s if s is not None and self.naive_s else None
+
+    def lines(self) -> list[str]:
+        m, s = self.measurement, self.measurement.summary
+        if s is None:
+            return [f"{m.status.value}: {m.reason}"]
+        half = (s.ci_high - s.ci_low) / 2
+        loops = f"{m.loops} loop{'s' if m.loops != 1 else ''} each"
+        out = [f"{units.seconds(s.median)} ± {units.seconds(half)} per loop (median ± 95% CI "
+               f"of {s.n} samples, {loops}) on {self.device} ({TIMERS.get(m.timer, m.timer)})"]
+        wall = m.wall_summary
+        out.append(f"first call {units.seconds(m.first_call_s)}" + (
+            f" · synchronised wall {units.seconds(wall.median)} per loop" if wall else ""))
+        ratio = self.naive_ratio
+        if ratio is not None and not (1 / NAIVE_FACTOR <= ratio <= NAIVE_FACTOR):
+            more = f"{ratio:.1f}× less" if ratio > 1 else f"{1 / ratio:.1f}× more"
+            out.append(f"warning: %timeit would print {units.seconds(self.naive_s)} per loop "
+                       f"here, {more} than the device time: without synchronising it times "
+                       "how fast the work is queued, not the work")
+        return out
+
+    def __str__(self) -> str:
+        return "\n".join(self.lines())
+
+    __repr__ = __str__
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        p.text(str(self))
+
+
+@dataclass(frozen=True)
+class Options:
+    loops: int | None = None
+    repeat: int | None = None
+    budget_s: float = DEFAULT_BUDGET_S
+    compare: tuple[str, ...] = ()
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    ipython.register_magics(_magics_class())
+
+
+def _magics_class() -> type:
+    from IPython.core.magic import Magics, line_cell_magic, magics_class
+
+    @magics_class
+    class GpuvsMagics(Magics):
+        @line_cell_magic
+        def gpuvs(self, line: str, cell: str | None = None) -> object:
+            """Time a statement or cell where its data lives (see `gpuvs.ipython`)."""
+            return run_magic(self, line, cell)
+
+    return GpuvsMagics
+
+
+def run_magic(magics: Any, line: str, cell: str | None) -> object:
+    from IPython.core.error import UsageError as IPythonUsageError
+
+    opts, stmt = magics.parse_options(line, "n:r:oq", "compare=", "budget=", posix=False,
+                                      strict=False, preserve_non_opts=True)
+    shell = magics.shell
+    setup, code = (stmt, cell) if cell is not None else ("", stmt)
+    try:
+        options = parse_options(opts)
+        if not code.strip():
+            raise UsageError("nothing to time: %gpuvs STATEMENT, or a %%gpuvs cell")
+        ns = dict(shell.user_ns)
+        if setup.strip():
+            exec(compile(shell.transform_cell(setup), "<gpuvs setup>", "exec"), ns)
+        source = shell.transform_cell(code)
+        result: object = (compare_source(ns, source, options) if options.compare
+                          else time_source(ns, source, options))
+    except GpuvsError as e:
+        raise IPythonUsageError(str(e)) from None
+    if "q" not in opts:
+        print(result)
+    return result if "o" in opts else None
+
+
+def parse_options(opts: Mapping[str, Any]) -> Options:
+    def count(flag: str) -> int | None:
+        if flag not in opts:
+            return None
+        try:
+            value = int(opts[flag])
+        except ValueError:
+            value = 0
+        if value < 1:
+            raise UsageError(f"-{flag} needs a positive whole number; got {opts[flag]!r}")
+        return value
+
+    budget = DEFAULT_BUDGET_S
+    if "budget" in opts:
+        try:
+            budget = float(opts["budget"])
+        except ValueError:
+            budget = math.nan
+        if not (math.isfinite(budget) and budget > 0):
+            raise UsageError(f"--budget needs a positive number of seconds; got "
+                             f"{opts['budget']!r}")
+    devices: tuple[str, ...] = ()
+    if "compare" in opts:
+        from gpuvs.yours import check_devices
+
+        devices = check_devices(str(opts["compare"]))
+    return Options(count("n"), count("r"), budget, devices)
+
+
+def compiled(source: str) -> tuple[CodeType, CodeType | None]:
+    """The code, and its last line apart when that is an expression (its value is the
+    output: synchronised on and compared)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError as e:
+        raise UsageError(f"cannot time this code: {e.msg} (line {e.lineno})") from None
+    # Tracebacks through the timed code show its lines, as they do for a cell.
+    filename = f"<gpuvs-{next(_CELLS)}>"
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    last = None
+    final = tree.body[-1] if tree.body else None
+    if isinstance(final, ast.Expr):
+        tree.body.pop()
+        last = compile(ast.Expression(final.value), filename, "eval")
+    return compile(tree, filename, "exec"), last
+
+
+def names_used(code: CodeType) -> set[str]:
+    """Every global and attribute name the code (and code nested in it) refers to."""
+    found = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, CodeType):
+            found |= names_used(const)
+    return found
+
+
+def _runner(ns: dict[str, Any], source: str) -> tuple[Callable[[], object], list[object]]:
+    body, last = compiled(source)
+    used = names_used(body) | (names_used(last) if last else set())
+    data = [ns[n] for n in sorted(used) if n in ns and moving.leaves(ns[n])]
+
+    def call() -> object:
+        exec(body, ns)
+        return eval(last, ns) if last is not None else None
+
+    return call, data
+
+
+def time_source(ns: dict[str, Any], source: str, options: Options) -> Timing:
+    call, data = _runner(ns, source)
+    synchronize_all()
+    t0 = time.perf_counter()
+    out = call()  # the first call, alone: compilation, handles and caches show here
+    synchronize_all(out)
+    first_call_s = time.perf_counter() - t0
+    device = (moving.data_devices(data) or moving.data_devices(out) or ["cpu"])[0]
+    backend, clock = clock_for(device, [*data, out])
+    case = Case(WORKLOAD, "correct", backend, device, moving.floating_dtype(data),
+                moving.batch_size(data))
+    budget = Budget(seconds=options.budget_s)
+    if options.loops is not None:  # -n: exactly this many loops per sample
+        budget = replace(budget, target_sample_s=1e9, max_loops=options.loops)
+    criterion = f"fixed:n={options.repeat}" if options.repeat else "median-ci"
+    m = protocol_measure(Prepared(call=call, check=lambda _: None), case, clock,
+                         criteria.parse(criterion)(), budget)
+    m = replace(m, first_call_s=first_call_s)
+    if options.repeat:  # samples come in batches: keep exactly the -r asked for
+        m = replace(m, samples=m.samples[:options.repeat],
+                    wall_samples=m.wall_samples[:options.repeat])
+    naive = _naive_s(call, options.loops or m.loops) if clock.is_async else None
+    return Timing(m, device, naive)
+
+
+def _naive_s(call: Callable[[], object], loops: int) -> float:
+    """%timeit's figure: loops of calls between two host-clock readings, no synchronise."""
+    from gpuvs.replay import timeit_loops
+
+    runs, _ = timeit_loops(call, number=loops, repeat=NAIVE_REPEAT).run()
+    synchronize_all()  # drain what was queued, before anything else is timed
+    return sum(runs) / len(runs)
+
+
+def compare_source(ns: dict[str, Any], source: str, options: Options) -> Any:
+    """`--compare`: the code's tensors, arrays and modules moved to each device in turn."""
+    from gpuvs.yours import run
+
+    body, last = compiled(source)
+    used = names_used(body) | (names_used(last) if last else set())
+    movable = {n: ns[n] for n in sorted(used) if n in ns and moving.leaves(ns[n])}
+    if not movable:
+        raise UsageError("--compare moves the tensors, modules and arrays the code uses to "
+                         "each device, and this code uses none from the namespace")
+    base = {n: ns[n] for n in (*used, "__builtins__") if n in ns}
+
+    def cell(**moved: Any) -> object:
+        scope = {**base, **moved}
+        exec(body, scope)
+        return eval(last, scope) if last is not None else None
+
+    return run(cell, (), movable, devices=options.compare, budget_s=options.budget_s,
+               name="%gpuvs")

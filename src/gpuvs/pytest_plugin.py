@@ -1,0 +1,281 @@
+"""The `gpuvs_bench` pytest fixture (registered through the `pytest11` entry point).
+
+    def test_product(gpuvs_bench):
+        x = torch.rand(4096, 4096, device="cuda")
+        y = gpuvs_bench(torch.matmul, x, x)     # timed by the gpuvs protocol; returns fn's output
+
+The call is timed where its data lives (CUDA events on a CUDA tensor or CuPy array, the
+host clock on the CPU; `gpuvs_bench.device = "cuda:1"` overrides it), first call apart,
+until the 95 % CI of the median is within ±1 % or `--gpuvs-budget` ends. As in
+pytest-benchmark:
+
+- `--gpuvs-save[=NAME]` writes every measurement to the gpuvs store (`--gpuvs-db`, else
+  $GPUVS_DB, else the user data directory) as one run, so it shows in `gpuvs show`;
+- `--gpuvs-compare[=RUN]` compares with a saved run: a run id, a saved NAME, or the
+  latest finished pytest run when no value is given;
+- `--gpuvs-fail=median:5%` fails a test whose median is more than 5 % slower than in the
+  compared run (`median:0.001` allows 1 ms; min, max and mean work too); it compares
+  with the latest saved run unless `--gpuvs-compare` names one;
+- `--gpuvs-disable` calls each function once, untimed (for quick CI runs).
+
+This module imports only pytest at the top, so that every pytest run in an environment
+with gpuvs installed stays as fast as before.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+STATS = ("median", "mean", "min", "max")
+KIND = "pytest"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("gpuvs", "gpuvs: time code on CPUs and GPUs correctly")
+    group.addoption("--gpuvs-save", metavar="NAME", nargs="?", const="", default=None,
+                    help="Save the gpuvs_bench measurements to the gpuvs store as one run, "
+                         "named NAME if given.")
+    group.addoption("--gpuvs-compare", metavar="RUN", nargs="?", const="latest",
+                    default=None,
+                    help="Compare with a saved run: a run id, a saved name, or (no value) "
+                         "the latest saved pytest run.")
+    group.addoption("--gpuvs-fail", metavar="STAT:LIMIT", default=None,
+                    help="Fail a test whose STAT (median, mean, min, max) is slower than in "
+                         "the compared run by more than LIMIT: 5%% (relative) or 0.001 "
+                         "(seconds). E.g. median:5%%.")
+    group.addoption("--gpuvs-budget", metavar="SECONDS", type=float, default=1.0,
+                    help="Sampling seconds per timed call (default 1).")
+    group.addoption("--gpuvs-db", metavar="PATH", default=None,
+                    help="The gpuvs results database; default $GPUVS_DB, else the user data "
+                         "directory.")
+    group.addoption("--gpuvs-disable", action="store_true", default=False,
+                    help="Call each function once, untimed.")
+
+
+@dataclass(frozen=True)
+class FailRule:
+    stat: str
+    limit: float
+    relative: bool
+
+    def __str__(self) -> str:
+        return f"{self.limit:.4g}%" if self.relative else f"{self.limit:g} s"
+
+    @classmethod
+    def parse(cls, spec: str) -> FailRule:
+        stat, sep, limit = spec.partition(":")
+        if not sep or stat not in STATS:
+            raise pytest.UsageError(f"--gpuvs-fail {spec!r}: expected STAT:LIMIT with STAT one "
+                                    f"of {', '.join(STATS)}, e.g. median:5%")
+        relative = limit.endswith("%")
+        try:
+            value = float(limit.rstrip("%"))
+        except ValueError:
+            value = -1.0
+        if not value >= 0:
+            raise pytest.UsageError(f"--gpuvs-fail {spec!r}: LIMIT must be a percentage (5%) "
+                                    "or seconds (0.001)")
+        return cls(stat, value, relative)
+
+    def exceeded(self, now: float, before: float) -> bool:
+        if self.relative:
+            return now > before * (1 + self.limit / 100)
+        return now - before > self.limit
+
+
+class GpuvsSession:
+    """One pytest session's options, baseline run and saved run."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        opt = config.getoption
+        self.budget_s = float(opt("--gpuvs-budget"))
+        if not self.budget_s > 0:
+            raise pytest.UsageError(f"--gpuvs-budget must be a positive number of seconds; "
+                                    f"got {self.budget_s}")
+        self.disabled = bool(opt("--gpuvs-disable"))
+        spec = opt("--gpuvs-fail")
+        self.fail = FailRule.parse(spec) if spec else None
+        self.save_name: str | None = opt("--gpuvs-save")
+        compare = opt("--gpuvs-compare") or ("latest" if self.fail else None)
+        self.db: str | None = opt("--gpuvs-db")
+        self.store: Any = None
+        self.baseline_id: str | None = None
+        self.baseline: dict[str, Any] = {}
+        self.run_id: str | None = None
+        self.results: list[tuple[str, Any]] = []
+        if compare or self.save_name is not None:
+            self._open(compare)
+
+    def _open(self, compare: str | None) -> None:
+        from gpuvs.errors import GpuvsError
+        from gpuvs.store import open_store
+
+        try:
+            self.store = open_store(self.db)
+            if compare:
+                self.baseline_id = _find_run(self.store, compare)
+                if self.baseline_id is not None:
+                    self.baseline = {m.case.key: m
+                                     for m in self.store.measurements(self.baseline_id)}
+            if self.save_name is not None:
+                self.run_id = _new_run(self.store, self.save_name)
+        except GpuvsError as e:
+            raise pytest.UsageError(f"gpuvs: {e}") from None
+
+    def record(self, nodeid: str, m: Any) -> str | None:
+        """Save `m`; returns why the test fails against the baseline, or None."""
+        if self.run_id is not None:
+            self.store.save(self.run_id, m)
+        self.results.append((nodeid, m))
+        before = self.baseline.get(m.case.key)
+        if self.fail is None or before is None or m.summary is None or before.summary is None:
+            return None
+        now_s = getattr(m.summary, self.fail.stat)
+        before_s = getattr(before.summary, self.fail.stat)
+        if not self.fail.exceeded(now_s, before_s):
+            return None
+        from gpuvs import units
+
+        return (f"gpuvs: {self.fail.stat} regressed {100 * (now_s / before_s - 1):+.1f}% "
+                f"({units.seconds(before_s)} → {units.seconds(now_s)}) against run "
+                f"{self.baseline_id}; --gpuvs-fail={self.fail.stat}:{self.fail} allows "
+                f"{self.fail}")
+
+    def finish(self) -> None:
+        if self.store is None:
+            return
+        if self.run_id is not None:
+            from gpuvs.comparison import _now
+
+            self.store.finish_run(self.run_id, "finished", _now())
+        self.store.close()
+        self.store = None
+
+
+def _find_run(store: Any, wanted: str) -> str | None:
+    """A saved pytest run by id or name; 'latest': the newest finished one (or None)."""
+    from gpuvs.errors import UsageError
+
+    saved = [r for r in store.runs(500)
+             if r.config.get("kind") == KIND and r.status == "finished"]
+    if wanted == "latest":
+        return saved[0].run_id if saved else None
+    for r in saved:
+        if wanted in (r.run_id, r.config.get("name")):
+            return str(r.run_id)
+    names = ", ".join(dict.fromkeys(r.config.get("name") or r.run_id for r in saved[:5]))
+    raise UsageError(f"no saved pytest run {wanted!r}; "
+                     + (f"recent: {names}" if names else "none saved yet (--gpuvs-save)"))
+
+
+def _new_run(store: Any, name: str) -> str:
+    import secrets
+    import time
+
+    from gpuvs import env
+    from gpuvs.comparison import _now
+    from gpuvs.model import Run
+
+    run_id = time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
+    store.create_run(Run(run_id, _now(), {"kind": KIND, "name": name or None}, env.collect()))
+    return run_id
+
+
+_SESSION = pytest.StashKey[GpuvsSession]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.stash[_SESSION] = GpuvsSession(config)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    session = config.stash.get(_SESSION, None)
+    if session is not None:
+        session.finish()
+
+
+class Bench:
+    """What the `gpuvs_bench` fixture gives a test: call it like the function it times."""
+
+    def __init__(self, session: GpuvsSession, nodeid: str) -> None:
+        self._session, self._nodeid = session, nodeid
+        self.budget_s = session.budget_s
+        self.device: str | None = None   # None: where the arguments live
+        self.measurements: list[Any] = []
+
+    def __call__(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        if self._session.disabled:
+            return fn(*args, **kwargs)
+        m, output = measure_call(fn, args, kwargs, self._case_name(), self.device,
+                                 self.budget_s)
+        self.measurements.append(m)
+        failure = self._session.record(self._nodeid, m)
+        if failure is not None:
+            pytest.fail(failure, pytrace=False)
+        return output
+
+    @property
+    def measurement(self) -> Any:
+        """The last measurement (a `gpuvs.Measurement`)."""
+        return self.measurements[-1] if self.measurements else None
+
+    def _case_name(self) -> str:
+        n = len(self.measurements)
+        return f"pytest:{self._nodeid}" + (f"#{n + 1}" if n else "")
+
+
+def measure_call(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any], name: str,
+                 device: str | None, budget_s: float) -> tuple[Any, Any]:
+    """Time `fn(*args, **kwargs)` where its data lives; the measurement and fn's output."""
+    from dataclasses import replace
+
+    from gpuvs import criteria, moving
+    from gpuvs.api import clock_for
+    from gpuvs.model import Case
+    from gpuvs.protocol import Budget, Prepared
+    from gpuvs.protocol import measure as protocol_measure
+    from gpuvs.yours import source_hash
+
+    data = (args, kwargs)
+    where = device or (moving.data_devices(data) or ["cpu"])[0]
+    backend, clock = clock_for(where, moving.leaves(data))
+    outputs: list[Any] = []
+    case = Case(name, "correct", backend, where, moving.floating_dtype(data),
+                moving.batch_size(data))
+    m = protocol_measure(Prepared(call=lambda: fn(*args, **kwargs), check=outputs.append),
+                         case, clock, criteria.parse("median-ci")(), Budget(budget_s))
+    return replace(m, workload_version=source_hash(fn)), outputs[0]
+
+
+@pytest.fixture
+def gpuvs_bench(request: pytest.FixtureRequest) -> Bench:
+    """Time a function by the gpuvs protocol: `gpuvs_bench(fn, *args, **kwargs)`."""
+    return Bench(request.config.stash[_SESSION], request.node.nodeid)
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    session = config.stash.get(_SESSION, None)
+    if session is None or not session.results:
+        return
+    from gpuvs import units
+
+    tr = terminalreporter
+    tr.write_sep("-", "gpuvs")
+    against = f" vs {session.baseline_id}" if session.baseline_id else ""
+    for _, m in session.results:
+        s = m.summary
+        cells = [f"{units.seconds(s.median)} ±{100 * s.ci_halfwidth_rel:.1f}%" if s else
+                 m.status.value, f"first call {units.seconds(m.first_call_s)}",
+                 m.case.device]
+        before = session.baseline.get(m.case.key)
+        if s is not None and before is not None and before.summary is not None:
+            cells.append(f"{100 * (s.median / before.summary.median - 1):+.1f}%{against}")
+        tr.write_line(f"{m.case.workload.removeprefix('pytest:')}  " + "  ".join(cells))
+    if session.baseline_id is None and (config.getoption("--gpuvs-compare") or session.fail):
+        tr.write_line("no saved pytest run to compare with yet; save one with --gpuvs-save")
+    if session.run_id is not None:
+        tr.write_line(f"saved as run {session.run_id} in {session.store.path}; "
+                      f"`gpuvs show {session.run_id}` prints it")

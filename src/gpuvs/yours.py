@@ -1,0 +1,347 @@
+"""Your own code on the CPU and the GPU: what `gpuvs.compare(fn, *args)` runs (the public
+function is in `gpuvs.api`; this module is not named `compare` so that it never shadows it).
+
+For each size (one, unless `batch=` or `sizes=` sweeps) and each device in turn:
+
+1. copy the arguments to the device (`gpuvs.moving`; the caller's are never modified);
+2. time `fn` on them there — **resident**: the data already on the device;
+3. on a GPU, time it again **end-to-end**: host data copied in, the call, the output
+   brought back, every call — what a program starting from CPU data pays;
+4. the first device that runs (normally the CPU) gives the reference output, and every
+   other device's first output must agree with it within its dtype's tolerance, else the
+   case is `wrong_result` and says where the outputs differ.
+
+A device that cannot run here is recorded `unavailable` with the reason; a function that
+raises on the reference device is a `UsageError` (there is nothing to compare), and one
+that raises only on another device is recorded `crashed` on that device.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from gpuvs import backends, criteria, moving
+from gpuvs.agreement import agreement
+from gpuvs.comparison import Comparison
+from gpuvs.errors import BackendUnavailable, UsageError, WrongResult
+from gpuvs.model import Case, Measurement, Status
+from gpuvs.protocol import Budget, Prepared
+from gpuvs.protocol import measure as protocol_measure
+
+DEVICE_RE = re.compile(r"^(cpu|cuda(:\d+)?)$")
+DEFAULT_SIZES = (10, 100, 1_000, 10_000)
+WORKLOAD_PREFIX = "yours:"
+
+Inputs = tuple[tuple[Any, ...], dict[str, Any]]
+
+
+@dataclass
+class _Settings:
+    fn: Callable[..., object]
+    name: str
+    budget_s: float
+    tolerance: float | None
+    criterion: str
+    version: str
+    on_result: Callable[[Measurement], None] | None = None
+
+
+def run(fn: Callable[..., object], args: tuple[Any, ...], kwargs: Mapping[str, Any], *,
+        devices: Sequence[str] = ("cpu", "cuda"), batch: Callable[[int], Any] | None = None,
+        sizes: Sequence[int] | str | None = None, budget_s: float = 1.0,
+        tolerance: float | None = None, name: str | None = None, criterion: str = "median-ci",
+        on_result: Callable[[Measurement], None] | None = None) -> Comparison:
+    """`gpuvs.compare` with its arguments spelt out (the magic and the CLI call this, so
+    that a user's keyword arguments can never collide with compare's own)."""
+    devices = check_devices(devices)
+    if not callable(fn):
+        raise UsageError(f"compare needs a function to call; got {type(fn).__name__} {fn!r}")
+    if not budget_s > 0:
+        raise UsageError(f"budget_s must be a positive number of seconds; got {budget_s}")
+    criteria.parse(criterion)
+    settings = _Settings(fn, name or function_name(fn), budget_s, tolerance, criterion,
+                         source_hash(fn), on_result)
+    settings.fn, prefix = _unbound(fn)
+    plan = _plan(args, dict(kwargs), batch, sizes, prefix)
+    measurements: list[Measurement] = []
+    oom_at: dict[str, int] = {}  # a series that ran out of memory stops growing
+    for size in plan.sizes:
+        a, kw = plan.inputs(size)
+        reference = _Reference(tolerance)
+        for device in devices:  # every device at one size before the next size
+            if device in oom_at:
+                measurements += _report(settings, [Measurement(
+                    c, Status.SKIPPED, f"not run: out of memory at size {oom_at[device]}")
+                    for c in _cases(settings, a, kw, size, device,
+                                    moving.backend_for((a, kw), device))])
+                continue
+            found = _on_device(settings, a, kw, size, device, reference)
+            if any(m.status is Status.OOM for m in found):
+                oom_at[device] = size
+            measurements += found
+    return Comparison(settings.name, tuple(measurements), devices,
+                      replay=lambda case: _resident_call(settings.fn, plan.inputs(case.size),
+                                                         case.device))
+
+
+def check_devices(devices: Sequence[str] | str) -> tuple[str, ...]:
+    given = devices.split(",") if isinstance(devices, str) else list(devices)
+    for d in given:
+        if not isinstance(d, str) or not DEVICE_RE.match(d.strip()):
+            raise UsageError(f"unknown device {d!r}; accepted: cpu, cuda, cuda:N")
+    names = tuple(d.strip() for d in given)
+    if not names:
+        raise UsageError("no device to run on; accepted: cpu, cuda, cuda:N")
+    if len(set(names)) != len(names):
+        raise UsageError(f"device listed twice in {', '.join(names)}; name each once")
+    return names
+
+
+def _unbound(fn: Callable[..., object]) -> tuple[Callable[..., object], tuple[Any, ...]]:
+    """A module (or a module's bound method) becomes an argument, so that its parameters
+    move with the data: `compare(model, x)` runs `model(x)` with both on each device."""
+    if moving.is_module(fn):
+        return _call_module, (fn,)
+    owner = getattr(fn, "__self__", None)
+    if moving.is_module(owner):
+        method = fn.__name__
+
+        def call_method(module: Any, *a: Any, **kw: Any) -> object:
+            return getattr(module, method)(*a, **kw)
+
+        return call_method, (owner,)
+    return fn, ()
+
+
+def _call_module(module: Any, *args: Any, **kwargs: Any) -> object:
+    return module(*args, **kwargs)
+
+
+def function_name(fn: Callable[..., object]) -> str:
+    if moving.is_module(fn):
+        return type(fn).__name__
+    name = (getattr(fn, "__name__", None) if inspect.isbuiltin(fn) else None) or \
+        getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None)
+    # A function defined inside another is named as written: `step`, not `main.<locals>.step`.
+    return str(name or type(fn).__name__).rpartition("<locals>.")[2].replace("<lambda>",
+                                                                             "lambda")
+
+
+def source_hash(fn: Callable[..., object]) -> str:
+    """The function's source, hashed (asv's benchmark version): changed code never mixes."""
+    try:
+        text = inspect.getsource(fn)
+    except (OSError, TypeError):
+        text = function_name(fn)
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+@dataclass
+class _Plan:
+    sizes: tuple[int, ...]
+    inputs: Callable[[int], Inputs]
+
+
+def _plan(args: tuple[Any, ...], kwargs: dict[str, Any], batch: Callable[[int], Any] | None,
+          sizes: Sequence[int] | str | None, prefix: tuple[Any, ...] = ()) -> _Plan:
+    """The sizes to run, and the arguments at each (`prefix`, a module, comes first)."""
+    chosen = _sizes(sizes)
+    if batch is not None:
+        if args:
+            raise UsageError("pass the arguments or batch=, not both: batch(size) returns "
+                             "the arguments for each size")
+        if not callable(batch):
+            raise UsageError(f"batch= must be a function size -> arguments; got {batch!r}")
+        return _Plan(chosen or DEFAULT_SIZES, lambda n: ((*prefix, *_built(batch, n)), kwargs))
+    if chosen:
+        if not any(getattr(x, "ndim", 0) >= 1 for x in moving.leaves((args, kwargs))):
+            raise UsageError("sizes= without batch= resizes the first axis of the tensor "
+                             "and array arguments, and there are none; pass batch=lambda "
+                             "size: (...) to build the arguments for each size")
+        return _Plan(chosen, lambda n: ((*prefix, *moving.resized(args, n)),
+                                        moving.resized(kwargs, n)))
+    n = moving.batch_size((args, kwargs))
+    return _Plan((n,), lambda _: ((*prefix, *args), kwargs))
+
+
+def _sizes(sizes: Sequence[int] | str | None) -> tuple[int, ...]:
+    if sizes is None:
+        return ()
+    if isinstance(sizes, str):
+        from gpuvs.config import parse_sizes
+
+        return parse_sizes([sizes])
+    bad = [s for s in sizes if not (isinstance(s, int) and s >= 1)]
+    if bad or not sizes:
+        raise UsageError(f"sizes must be positive integers or a range such as '1e2:1e5'; "
+                         f"got {list(sizes)!r}")
+    return tuple(sorted(set(sizes)))
+
+
+def _built(batch: Callable[[int], Any], n: int) -> tuple[Any, ...]:
+    try:
+        built = batch(n)
+    except Exception as e:
+        raise UsageError(f"batch({n}) raised {type(e).__name__}: {e}") from e
+    return built if isinstance(built, tuple) else (built,)
+
+
+@dataclass
+class _Reference:
+    """The first output seen at one size, which every other device's must agree with."""
+
+    tolerance: float | None
+    device: str | None = None
+    output: object = None
+    errors: dict[str, float] = field(default_factory=dict)
+
+    def checker(self, case: Case) -> Callable[[object], None]:
+        def check(out: object) -> None:
+            if self.device is None or self.device == case.device:
+                if self.device is None:
+                    self.device, self.output = case.device, moving.snapshot(out)
+                return
+            found = agreement(out, self.output, case.device, self.device, self.tolerance)
+            self.errors[case.key] = found.error
+            if found.reason is not None:
+                raise WrongResult(found.reason)
+
+        return check
+
+
+def _cases(s: _Settings, a: tuple[Any, ...], kw: dict[str, Any], size: int,
+           device: str, backend: str) -> list[Case]:
+    dtype = moving.floating_dtype((a, kw))
+    modes: tuple[tuple[tuple[str, str], ...], ...] = ((),)
+    if device != "cpu":
+        modes += ((("data", "end_to_end"),),)
+    return [Case(WORKLOAD_PREFIX + s.name, "correct", backend, device, dtype, size, p)
+            for p in modes]
+
+
+def _on_device(s: _Settings, a: tuple[Any, ...], kw: dict[str, Any], size: int, device: str,
+               reference: _Reference) -> list[Measurement]:
+    name = moving.backend_for((a, kw), device)
+    cases = _cases(s, a, kw, size, device, name)
+    reason = unavailable_reason(name, device, (a, kw))
+    if reason is not None:
+        return _report(s, [Measurement(c, Status.UNAVAILABLE, reason) for c in cases])
+    backend = backends.get(name)
+    placed, keep = _placed(a, kw, device, name, backend)
+    if isinstance(placed, str):
+        return _report(s, [Measurement(c, Status.OOM, placed) for c in cases])
+    pa, pkw = placed
+    counters = {"threads": float(t)} if device == "cpu" and (t := backend.threads()) else {}
+    resident = _measure(s, lambda: s.fn(*pa, **pkw), cases[0], backend, reference, counters)
+    out = _report(s, [resident])
+    if len(cases) > 1:
+        host_a, host_kw = moving.call_to_device(a, kw, "cpu", numpy_to_cupy=False,
+                                                modules=lambda m: m)
+
+        def end_to_end() -> object:
+            ha, hkw = moving.call_to_device(host_a, host_kw, device,
+                                            numpy_to_cupy=name == "cupy", modules=keep)
+            return moving.to_host(s.fn(*ha, **hkw))
+
+        e2e = (_measure(s, end_to_end, cases[1], backend, reference, counters)
+               if resident.status is Status.OK else Measurement(
+                   cases[1], Status.SKIPPED, f"not measured: the resident case is "
+                                             f"{resident.status}"))
+        out += _report(s, [e2e])
+    return out
+
+
+def _report(s: _Settings, ms: list[Measurement]) -> list[Measurement]:
+    for m in ms:
+        if s.on_result is not None:
+            s.on_result(m)
+    return ms
+
+
+def unavailable_reason(backend: str, device: str, data: object) -> str | None:
+    """Why these arguments cannot run on `device` here, or None."""
+    if device != "cpu" and not moving.leaves(data):
+        return "nothing to move: the arguments hold no tensor, module or array"
+    reason = backends.get(backend).unavailable_reason(device)
+    if reason is not None and backend == "cupy":
+        return f"NumPy arguments run on {device} through CuPy; {reason}"
+    return reason
+
+
+def _placed(a: tuple[Any, ...], kw: dict[str, Any], device: str, name: str,
+            backend: Any) -> tuple[Inputs | str, Callable[[Any], Any]]:
+    """The arguments on `device` (or why not: out of memory), and the module placer."""
+    modules: dict[int, Any] = {}
+
+    def place(m: Any) -> Any:
+        if id(m) not in modules:
+            import copy
+
+            modules[id(m)] = copy.deepcopy(m).to(device)
+        return modules[id(m)]
+
+    try:
+        placed = moving.call_to_device(a, kw, device, numpy_to_cupy=name == "cupy",
+                                       modules=place)
+    except UsageError:
+        raise
+    except Exception as e:
+        if out_of_memory(backend, e):
+            backend.empty_cache(device)
+            return f"out of memory copying the arguments to {device}: {_line(e)}", place
+        raise UsageError(f"cannot move the arguments to {device}: {type(e).__name__}: "
+                         f"{_line(e)}") from e
+    return placed, place
+
+
+def _measure(s: _Settings, call: Callable[[], object], case: Case, backend: Any,
+             reference: _Reference, counters: dict[str, float]) -> Measurement:
+    prepared = Prepared(call=call, check=reference.checker(case))
+    first = reference.device is None
+    try:
+        clock = backend.clock(case.device)
+        m = protocol_measure(prepared, case, clock, criteria.parse(s.criterion)(),
+                             Budget(seconds=s.budget_s))
+    except Exception as e:
+        if out_of_memory(backend, e):
+            backend.empty_cache(case.device)
+            return Measurement(case, Status.OOM, f"out of memory: {_line(e)}")
+        what = f"{s.name} raised {type(e).__name__} on {case.device}: {_line(e)}"
+        if first:
+            raise UsageError(what) from e
+        return Measurement(case, Status.CRASHED, what)
+    extra = dict(counters)
+    if case.key in reference.errors:
+        extra["rel_error"] = reference.errors[case.key]
+    return replace(m, counters={**m.counters, **extra}, workload_version=s.version)
+
+
+def out_of_memory(backend: Any, e: BaseException) -> bool:
+    """The backend's out-of-memory errors, and the host allocator's (torch raises a plain
+    RuntimeError when the CPU cannot allocate)."""
+    text = str(e).lower()
+    return bool(backend.is_oom(e)) or isinstance(e, RuntimeError) and (
+        "can't allocate memory" in text or "out of memory" in text)
+
+
+def _resident_call(fn: Callable[..., object], inputs: Inputs, device: str
+                   ) -> Callable[[], object]:
+    """A fresh resident call of `fn` at one size on `device` (for profiling it again)."""
+    a, kw = inputs
+    name = moving.backend_for((a, kw), device)
+    reason = unavailable_reason(name, device, (a, kw))
+    if reason is not None:
+        raise BackendUnavailable(reason)
+    pa, pkw = moving.call_to_device(a, kw, device, numpy_to_cupy=name == "cupy")
+    return lambda: fn(*pa, **pkw)
+
+
+def _line(e: BaseException) -> str:
+    text = str(e).strip()
+    return text.splitlines()[0] if text else type(e).__name__
+

@@ -1,0 +1,95 @@
+"""The result object of `gpuvs.compare`, on synthetic measurements with a GPU series (so
+the speedups, crossover, summary and explanation are tested exactly on a CPU machine)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from gpuvs.comparison import Comparison, Speedup
+from gpuvs.model import Case, Measurement, Status
+
+SIZES = (10, 100, 1000, 10000)
+
+
+def _m(device: str, size: int, median: float, data: str = "resident",
+       status: Status = Status.OK, reason: str = "") -> Measurement:
+    params = (("data", "end_to_end"),) if data == "end_to_end" else ()
+    case = Case("yours:f", "correct", "torch", device, "float32", size, params)
+    if status is not Status.OK:
+        return Measurement(case, status, reason)
+    rng = np.random.default_rng(size)
+    samples = tuple(median * (1 + 0.002 * rng.standard_normal(30)))
+    return Measurement(case, Status.OK, samples=samples, wall_samples=samples,
+                       first_call_s=median * 100, timer="cuda_events",
+                       counters={"rel_error": 1e-7} if device != "cpu" else {})
+
+
+def sweep() -> Comparison:
+    ms = []
+    for n in SIZES:
+        ms += [_m("cpu", n, 1e-6 * n), _m("cuda", n, 1e-4 + 1e-8 * n),
+               _m("cuda", n, 2e-4 + 2e-6 * n, "end_to_end")]
+    return Comparison("f", ms, ("cpu", "cuda"))
+
+
+def test_speedups_carry_a_ci_and_a_verdict() -> None:
+    c = sweep()
+    s = c.speedup
+    assert isinstance(s, Speedup) and s.size == 10000 and s.data == "resident"
+    assert s.low < s.estimate < s.high and s.verdict == "gpu"
+    assert float(s) == pytest.approx(1e-2 / (1e-4 + 1e-4), rel=0.02)
+    assert c.speedup_end_to_end is not None and c.speedup_end_to_end.verdict == "cpu"
+    assert str(s).endswith(": GPU faster")
+
+
+def test_the_crossover_is_where_the_gpu_ci_stays_above_one() -> None:
+    c = sweep()
+    assert c.crossover == 1000
+    by_data = {x.data: x for x in c.crossovers}
+    assert by_data["end_to_end"].size is None
+
+
+def test_the_summary_reads_as_a_table_then_the_answers() -> None:
+    text = repr(sweep())
+    lines = text.splitlines()
+    assert lines[0] == "gpuvs.compare: f · float32 · sizes 10–1e4 (4)"
+    assert any(line.split()[:3] == ["1e4", "cuda", "resident"] for line in lines)
+    assert "outputs agree with cpu's (largest relative error 1.0e-07)" in text
+    assert "cuda resident: GPU faster from 1000; " in text
+    assert "cuda end_to_end: GPU never faster in this range" in text
+
+
+def test_failed_and_skipped_cases_are_named_with_their_reasons() -> None:
+    ms = [_m("cpu", 10, 1e-5),
+          _m("cuda:1", 10, 0, status=Status.UNAVAILABLE, reason="no device cuda:1"),
+          _m("cuda", 10, 0, status=Status.WRONG_RESULT, reason="output on cuda differs"),
+          _m("cuda", 10, 0, "end_to_end", Status.SKIPPED, "not measured")]
+    c = Comparison("f", ms, ("cpu", "cuda", "cuda:1"))
+    text = repr(c)
+    assert "cuda:1: skipped: no device cuda:1" in text
+    assert "cuda resident: wrong_result: output on cuda differs" in text
+    assert c.failed == (ms[2],) and c.speedup is None
+
+
+def test_json_has_everything_to_redraw_it() -> None:
+    doc = json.loads(sweep().to_json())
+    assert len(doc["measurements"]) == 12
+    assert {s["verdict"] for s in doc["speedups"]} >= {"gpu", "cpu"}
+    resident = next(x for x in doc["crossovers"] if x["data"] == "resident")
+    assert resident["size"] == 1000 and len(resident["points"]) == 4
+
+
+def test_explain_names_transfer_bound_end_to_end_cases() -> None:
+    text = str(sweep().explain())
+    assert "at size 1e4, cuda end_to_end" in text
+    assert "transfer-bound" in text
+
+
+def test_the_plot_of_a_sweep_has_one_line_per_series() -> None:
+    pytest.importorskip("matplotlib")
+    fig = sweep().plot()
+    labels = [line.get_label() for line in fig.axes[0].get_lines()]
+    assert labels[:3] == ["cpu", "cuda resident", "cuda end_to_end"]

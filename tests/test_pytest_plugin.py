@@ -1,0 +1,128 @@
+"""The `gpuvs_bench` fixture, in pytest runs started by these tests (pytester), with the
+plug-in found through its `pytest11` entry point and results landing in a real store."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+pytest_plugins = ["pytester"]
+
+BENCH = """
+import os, time
+
+def spin(seconds):
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
+    return "spun"
+
+def test_spin(gpuvs_bench):
+    assert gpuvs_bench(spin, float(os.environ.get("SPIN_S", "3e-4"))) == "spun"
+    assert gpuvs_bench.measurement.summary.median > 0
+"""
+
+def _installed() -> bool:
+    from importlib.metadata import entry_points
+
+    return any(e.value == "gpuvs.pytest_plugin" for e in entry_points(group="pytest11"))
+
+
+# Installed, pytest finds the plug-in through its entry point; from a source tree, name it.
+PLUGIN = () if _installed() else ("-p", "gpuvs.pytest_plugin")
+QUICK = ("--gpuvs-budget=0.1", "-p", "no:cacheprovider", *PLUGIN)
+
+
+@pytest.fixture
+def store(pytester: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    db = tmp_path / "bench.sqlite"
+    monkeypatch.setenv("GPUVS_DB", str(db))
+    pytester.makepyfile(test_bench=BENCH)
+    return db
+
+
+def rows(db: Path, sql: str) -> list[tuple]:
+    with sqlite3.connect(db) as conn:
+        return conn.execute(sql).fetchall()
+
+
+def test_saved_results_land_in_the_store_as_a_pytest_run(pytester: pytest.Pytester,
+                                                         store: Path) -> None:
+    result = pytester.runpytest_subprocess("--gpuvs-save=base", *QUICK)
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*gpuvs*", "test_bench.py::test_spin  * µs ±*first call*cpu",
+                                 "saved as run * in *bench.sqlite*"])
+    runs = rows(store, "SELECT status, config FROM runs")
+    assert len(runs) == 1 and runs[0][0] == "finished" and '"kind": "pytest"' in runs[0][1]
+    assert rows(store, "SELECT workload, device, status FROM measurements") == [
+        ("pytest:test_bench.py::test_spin", "cpu", "ok")]
+
+
+def test_a_regression_beyond_the_limit_fails_the_test(pytester: pytest.Pytester, store: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    pytester.runpytest("--gpuvs-save=base", *QUICK).assert_outcomes(passed=1)
+    monkeypatch.setenv("SPIN_S", "9e-4")  # three times slower
+    result = pytester.runpytest("--gpuvs-fail=median:5%", *QUICK)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*gpuvs: median regressed +* (* µs → * µs) against run *; "
+                                 "--gpuvs-fail=median:5% allows 5%*"])
+
+
+def test_compare_shows_the_change_and_passes_within_the_limit(pytester: pytest.Pytester,
+                                                             store: Path) -> None:
+    pytester.runpytest("--gpuvs-save=base", *QUICK).assert_outcomes(passed=1)
+    result = pytester.runpytest("--gpuvs-compare=base", "--gpuvs-fail=median:200%", *QUICK)
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["test_bench.py::test_spin  *cpu  [+-]*% vs *"])
+
+
+def test_without_a_saved_run_compare_says_so_and_does_not_fail(pytester: pytest.Pytester,
+                                                              store: Path) -> None:
+    result = pytester.runpytest("--gpuvs-fail=median:5%", *QUICK)
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["no saved pytest run to compare with yet*"])
+
+
+@pytest.mark.parametrize(("option", "message"), [
+    ("--gpuvs-fail=medain:5%", "*--gpuvs-fail 'medain:5%': expected STAT:LIMIT with STAT one "
+                               "of median, mean, min, max*"),
+    ("--gpuvs-fail=median:fast", "*LIMIT must be a percentage (5%) or seconds (0.001)*"),
+    ("--gpuvs-compare=nope", "*gpuvs: no saved pytest run 'nope'; none saved yet*"),
+    ("--gpuvs-budget=0", "*--gpuvs-budget must be a positive number of seconds*"),
+])
+def test_bad_options_are_usage_errors(pytester: pytest.Pytester, store: Path, option: str,
+                                      message: str) -> None:
+    result = pytester.runpytest(*QUICK, option)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([message])
+
+
+def test_disable_calls_once_untimed(pytester: pytest.Pytester, store: Path) -> None:
+    pytester.makepyfile(test_once="""
+        calls = []
+        def test_once(gpuvs_bench):
+            assert gpuvs_bench(calls.append, 1) is None
+            assert calls == [1] and gpuvs_bench.measurement is None
+    """)
+    pytester.runpytest("--gpuvs-disable", "test_once.py", *QUICK).assert_outcomes(passed=1)
+    assert not store.exists()
+
+
+@pytest.mark.gpu
+def test_on_cuda_the_fixture_times_where_the_tensors_live(pytester: pytest.Pytester,
+                                                         store: Path) -> None:
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    pytester.makepyfile(test_cuda="""
+        import torch
+        def test_product(gpuvs_bench):
+            x = torch.rand(4096, 4096, device="cuda")
+            gpuvs_bench(torch.matmul, x, x)
+            m = gpuvs_bench.measurement
+            assert m.case.device == "cuda:0" and m.timer == "cuda_events"
+            assert m.summary.median > 5e-4  # the work, not the launch
+    """)
+    pytester.runpytest("test_cuda.py", "--gpuvs-save", *QUICK).assert_outcomes(passed=1)

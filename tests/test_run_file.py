@@ -1,0 +1,112 @@
+"""`gpuvs run-file SCRIPT.py::FUNC`: your own function from the shell, end to end."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from gpuvs.cli import app
+
+pytest.importorskip("torch")
+runner = CliRunner()
+
+SCRIPT = """
+import torch
+
+torch.manual_seed(0)
+net = torch.nn.Sequential(torch.nn.Linear(1, 8), torch.nn.Tanh(), torch.nn.Linear(8, 4))
+
+
+def inputs(size):
+    return net, torch.rand(size, 1)
+
+
+def fixed():
+    return (torch.rand(16, 16),)
+
+
+def forward(model, t):
+    return model(t)
+
+
+def square(x):
+    return x @ x
+
+
+def broken(model, t):
+    raise RuntimeError("mat1 and mat2 shapes cannot be multiplied")
+"""
+
+
+@pytest.fixture
+def script(tmp_path: Path) -> Path:
+    path = tmp_path / "mlp.py"
+    path.write_text(SCRIPT)
+    return path
+
+
+def invoke(*args: str):
+    return runner.invoke(app, ["run-file", *args], env={"COLUMNS": "200"})
+
+
+def test_a_sweep_prints_tables_why_and_saves_the_run(script: Path, db: str,
+                                                     tmp_path: Path) -> None:
+    out = tmp_path / "out.json"
+    result = invoke(f"{script}::forward", "--sizes", "10,100", "--budget", "0.05",
+                    "--db", db, "--json", str(out))
+    assert result.exit_code == 0, result.output
+    assert "yours:forward · correct · float32" in result.output
+    assert "saved as run " in result.output
+    with sqlite3.connect(db) as conn:
+        config = json.loads(conn.execute("SELECT config FROM runs").fetchone()[0])
+        sizes = [r[0] for r in conn.execute(
+            "SELECT size FROM measurements WHERE device = 'cpu' ORDER BY size")]
+    assert config["kind"] == "yours" and config["target"].endswith("mlp.py::forward")
+    assert sizes == [10, 100]
+    assert json.loads(out.read_text())["sizes"] == [10, 100]
+
+
+def test_without_sizes_the_builder_is_called_once(script: Path, db: str) -> None:
+    result = invoke(f"{script}::square", "--inputs", "fixed", "-d", "cpu", "--budget", "0.05",
+                    "--db", db)
+    assert result.exit_code == 0, result.output
+    assert " 16 │ torch   │ cpu" in result.output
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["{script}"], "expected SCRIPT.py::FUNC, e.g. mlp.py::jacobian; got"),
+    (["{dir}/nope.py::f"], "no file '"),
+    (["{script}::forwardd"], "has no function 'forwardd'; functions defined there: broken, "
+                             "fixed, forward, inputs, square"),
+    (["{script}::forward", "--inputs", "make"], "has no function 'make' to build forward's "
+                                               "arguments; define make(size)"),
+    (["{script}::forward"], "inputs() takes a size: pass --sizes, e.g. --sizes 1e2:1e4"),
+    (["{script}::square", "--inputs", "fixed", "-s", "10"], "fixed(size) must take one "
+                                                           "argument, the size"),
+    (["{script}::forward", "-s", "10", "-d", "gpu"], "unknown device 'gpu'; accepted: cpu, "
+                                                     "cuda, cuda:N"),
+    (["{script}::forward", "-s", "10", "--budget", "0"], "--budget must be a positive number"),
+    (["{script}::broken", "-s", "10"], "broken raised RuntimeError on cpu: mat1 and mat2 "
+                                       "shapes cannot be multiplied"),
+    (["{dir}/bad.py::f"], "importing {dir}/bad.py raised NameError: name 'undefined' is not "
+                          "defined"),
+])
+def test_bad_input_is_one_line_and_exit_2(script: Path, db: str, args: list[str],
+                                          message: str) -> None:
+    (script.parent / "bad.py").write_text("undefined\n")
+    fill = {"script": str(script), "dir": str(script.parent)}
+    result = invoke(*(a.format(**fill) for a in args), "--db", db)
+    assert result.exit_code == 2, result.output
+    assert result.output.strip().startswith("error: ")
+    assert message.format(**fill) in " ".join(result.output.split())
+
+
+def test_help_documents_the_convention() -> None:
+    result = invoke("--help")
+    assert result.exit_code == 0
+    text = " ".join(result.output.split())
+    assert "SCRIPT.py::FUNC" in text and "BUILDER(size)" in text
