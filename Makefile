@@ -6,6 +6,7 @@ BIN    := $(VENV)/bin
 # accepts a range (pyproject.toml), so a CUDA machine keeps the torch it has.
 TORCH  ?= torch==2.13.0
 ARGS   ?=
+CHROMIUM := /usr/bin/chromium
 
 .PHONY: run test setup-run setup-test clean
 
@@ -22,8 +23,15 @@ $(VENV)/.setup-test: $(VENV)/.setup-run
 	$(BIN)/python -m pip install -q -e ".[test]"
 	touch $@
 
+# The report's browser test drives Debian's chromium (no browser download: the package).
+# CI runs as root on Debian; elsewhere, without root, the browser test skips and says why.
+$(CHROMIUM):
+	@if command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ]; then \
+		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; \
+	else echo "note: no $(CHROMIUM), and apt-get as root is not available to install it"; fi
+
 setup-run: $(VENV)/.setup-run
-setup-test: $(VENV)/.setup-test
+setup-test: $(VENV)/.setup-test $(CHROMIUM)
 
 ## make run: set up, then run the default suite (matmul and elementwise on every backend)
 run: setup-run

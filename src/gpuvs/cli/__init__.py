@@ -1,7 +1,15 @@
 """The `gpuvs` command line. Importing it registers every command on `app`; no command
 module imports a framework at top level, so `gpuvs --help` stays instant."""
 
-from gpuvs.cli import ceilings, run, seeds, stored  # noqa: F401  (registers the commands)
+from gpuvs.cli import (  # noqa: F401  (registers the commands)
+    ceilings,
+    dist,
+    report,
+    run,
+    seeds,
+    stored,
+    yours,
+)
 from gpuvs.cli.app import app
 
 

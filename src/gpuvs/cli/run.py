@@ -35,6 +35,10 @@ from gpuvs.cli.app import (
 from gpuvs.cli.ceilings import stored_ceilings
 from gpuvs.errors import UsageError
 
+ReportOpt = Annotated[Path | None, typer.Option(
+    "--report", metavar="PATH",
+    help="Also write the run's HTML report here (as `gpuvs report` does).")]
+
 
 @app.command()
 def run(
@@ -43,6 +47,7 @@ def run(
     dtype: DtypeOpt = None, sizes: SizesOpt = None, budget: BudgetOpt = None,
     timeout: TimeoutOpt = None, criterion: CriterionOpt = None, db: DbOption = None,
     json_path: JsonOpt = None, resume: ResumeOpt = None, cold: ColdOpt = False,
+    report_path: ReportOpt = None,
 ) -> None:
     """Run workloads on every backend and device, and print a table per workload."""
     from gpuvs import config as cfg
@@ -59,7 +64,7 @@ def run(
         else:
             config = build_config(split(workload), variant, backend, device, dtype, sizes,
                                    budget, timeout, criterion, cold)
-    raise typer.Exit(_execute(store, config, run_record, json_path))
+    raise typer.Exit(_execute(store, config, run_record, json_path, report_path))
 
 
 @app.command()
@@ -68,7 +73,7 @@ def sweep(
     variant: VariantOpt = None, backend: BackendOpt = None, device: DeviceOpt = None,
     dtype: DtypeOpt = None, sizes: SizesOpt = None, budget: BudgetOpt = None,
     timeout: TimeoutOpt = None, criterion: CriterionOpt = None, db: DbOption = None,
-    json_path: JsonOpt = None, cold: ColdOpt = False,
+    json_path: JsonOpt = None, cold: ColdOpt = False, report_path: ReportOpt = None,
     refine: Annotated[bool, typer.Option(
         help="Add sizes around each crossover until it is bracketed within --factor.")] = False,
     factor: Annotated[float, typer.Option(
@@ -81,7 +86,8 @@ def sweep(
         store = open_store(db)
         config = build_config((workload,), variant, backend, device, dtype, sizes, budget,
                                timeout, criterion, cold)
-    raise typer.Exit(_execute(store, config, None, json_path, factor if refine else None))
+    raise typer.Exit(_execute(store, config, None, json_path, report_path,
+                              factor if refine else None))
 
 
 def _config_fields(stored: Any) -> dict[str, Any]:
@@ -89,7 +95,7 @@ def _config_fields(stored: Any) -> dict[str, Any]:
 
 
 def _execute(store: Any, config: Any, run_record: Any, json_path: Path | None,
-             refine_factor: float | None = None) -> int:
+             report_path: Path | None, refine_factor: float | None = None) -> int:
     from collections import Counter
 
     from gpuvs import env, plan, runner
@@ -118,14 +124,25 @@ def _execute(store: Any, config: Any, run_record: Any, json_path: Path | None,
         rounds += 1
     store.finish_run(run_id, "finished", now())
     measurements = store.measurements(run_id)
-    con.print_tables(result_tables(measurements, stored_ceilings(store, run_record)), out)
+    ceilings = stored_ceilings(store, run_record)
+    con.print_tables(result_tables(measurements, ceilings), out)
     out.print(f"run {run_id} finished: {status_line(counts)}. Saved to {store.path}; "
               f"`gpuvs show {run_id}` prints it again.")
     if json_path:
         from gpuvs.store.export import write_json
 
-        write_json(json_path, store.get_run(run_id), measurements)
+        write_json(json_path, store.get_run(run_id), measurements, ceilings)
         out.print(f"wrote {json_path}")
+    if report_path:
+        from gpuvs.cli.report import write_report
+
+        with usage_errors():
+            try:
+                write_report(report_path, store.get_run(run_id), measurements, ceilings)
+            except UsageError as e:  # the measurements are safe: say how to get the page
+                raise UsageError(f"{e}; the run is saved: `gpuvs report {run_id} -o PATH` "
+                                 "writes its report") from None
+        out.print(f"wrote {report_path}")
     failed = counts[Status.WRONG_RESULT.value] + counts[Status.CRASHED.value]
     return EXIT_FAILED_RUN if failed else 0
 

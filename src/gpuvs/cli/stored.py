@@ -36,6 +36,11 @@ def show(run_id: Annotated[str, typer.Argument(help="A run id, or 'latest'.")],
         out.print(f"run {record.run_id} · {record.status} · started {record.started_at} · "
                   f"environment {record.environment.fingerprint}")
         measurements = store.measurements(run_id)
+        if record.config.get("kind") == "dist":  # `gpuvs dist`: bandwidth and scaling tables
+            from gpuvs.report.dist import dist_tables
+
+            con.print_tables(dist_tables(measurements), out)
+            return
         if record.config.get("kind") == "seeds":
             con.print_tables(seed_tables(measurements), out)
         con.print_tables(result_tables(measurements, stored_ceilings(store, record)), out)
@@ -64,8 +69,11 @@ def export(
             run_id = store.latest_run_id() or run_id
         record = store.get_run(run_id)
         path = output or Path(f"{record.run_id}.{format}")
-        (write_json if format == "json" else write_csv)(path, record,
-                                                        store.measurements(record.run_id))
+        measurements = store.measurements(record.run_id)
+        if format == "json":  # with the ceilings, so the report can be redrawn elsewhere
+            write_json(path, record, measurements, stored_ceilings(store, record))
+        else:
+            write_csv(path, record, measurements)
     console().print(f"wrote {path}")
 
 

@@ -1,21 +1,29 @@
-"""A run as one JSON document, written atomically (temp file, fsync, `os.replace`)."""
+"""A run as one JSON document, written atomically (temp file, fsync, `os.replace`), and
+read back: the document holds everything needed to redraw the run's report elsewhere —
+config, environment, raw samples and the machine's measured ceilings."""
 
 from __future__ import annotations
 
 import json
 import os
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, fields
 from pathlib import Path
 from typing import Any
 
-from gpuvs.model import Measurement, Run
+from gpuvs.analysis.ceilings import Ceiling
+from gpuvs.errors import UsageError
+from gpuvs.model import Environment, Measurement, Run
 
 FORMAT_VERSION = 1
+SHARED_MODE = 0o644
 
 
-def run_document(run: Run, measurements: Iterable[Measurement]) -> dict[str, Any]:
-    """Everything needed to redraw a run elsewhere: config, environment, raw samples."""
+def run_document(run: Run, measurements: Iterable[Measurement],
+                 ceilings: Iterable[Ceiling] = ()) -> dict[str, Any]:
+    """Everything needed to redraw a run elsewhere: config, environment, raw samples, and
+    the ceilings its report places the cases against."""
     return {
         "format_version": FORMAT_VERSION,
         "run": {"run_id": run.run_id, "started_at": run.started_at,
@@ -24,16 +32,75 @@ def run_document(run: Run, measurements: Iterable[Measurement]) -> dict[str, Any
         "environment": {"fingerprint": run.environment.fingerprint,
                         "facts": dict(run.environment.facts)},
         "measurements": [m.to_dict() for m in measurements],
+        "ceilings": [asdict(c) for c in ceilings],
     }
 
 
-def write_atomic(path: Path, text: str) -> None:
-    """Readers see the old file or the new one, never half of one."""
+def run_from_document(doc: Any) -> tuple[Run, list[Measurement]]:
+    """The run and its measurements back from `run_document`'s output (parsed JSON).
+
+    A document that is not one raises UsageError naming what is missing or wrong.
+    """
+    try:
+        _check_version(doc)
+        r, e = doc["run"], doc["environment"]
+        run = Run(str(r["run_id"]), str(r["started_at"]), dict(r["config"]),
+                  Environment(str(e["fingerprint"]), dict(e["facts"])), str(r["status"]),
+                  None if r.get("finished_at") is None else str(r["finished_at"]))
+        return run, [Measurement.from_dict(m) for m in doc["measurements"]]
+    except KeyError as err:
+        raise UsageError(f"not a gpuvs run export: it has no {err.args[0]!r}") from None
+    except (TypeError, ValueError, AttributeError) as err:
+        raise UsageError(f"not a gpuvs run export: {err}") from None
+
+
+def ceilings_from_document(doc: Mapping[str, Any]) -> list[Ceiling]:
+    """The ceilings stored with the run; none in documents written before they were."""
+    names = {f.name for f in fields(Ceiling)}
+    try:
+        return [Ceiling(**{k: v for k, v in c.items() if k in names})
+                for c in doc.get("ceilings", ())]
+    except (TypeError, AttributeError) as err:
+        raise UsageError(f"not a gpuvs run export: bad 'ceilings': {err}") from None
+
+
+def _check_version(doc: Any) -> None:
+    if not isinstance(doc, Mapping):
+        raise UsageError("not a gpuvs run export: expected a JSON object")
+    version = doc.get("format_version")
+    if version != FORMAT_VERSION:
+        raise UsageError(f"unsupported format_version {version!r}; this gpuvs reads "
+                         f"{FORMAT_VERSION}")
+
+
+def load_json(path: Path) -> tuple[Run, list[Measurement], list[Ceiling]]:
+    """A run exported with `gpuvs export -f json` (or `--json`), from a file."""
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as err:
+        raise UsageError(f"cannot read {path}: {err.strerror or err}") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise UsageError(f"{path} is not JSON: {err}") from None
+    try:
+        run, measurements = run_from_document(doc)
+        return run, measurements, ceilings_from_document(doc)
+    except UsageError as err:
+        raise UsageError(f"{path}: {err}") from None
+
+
+def write_atomic(path: Path, content: str | bytes) -> None:
+    """Readers see the old file or the new one, never half of one.
+
+    The temporary file is private (0600); the result gets the mode of the file it replaces,
+    else the usual 0644, since a report or an export is written to be shared.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
+    mode = path.stat().st_mode & 0o777 if path.exists() else SHARED_MODE
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
+        os.fchmod(fd, mode)
+        with os.fdopen(fd, "wb") as f:
+            f.write(content.encode() if isinstance(content, str) else content)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
@@ -42,8 +109,10 @@ def write_atomic(path: Path, text: str) -> None:
         raise
 
 
-def write_json(path: Path, run: Run, measurements: Iterable[Measurement]) -> None:
-    write_atomic(path, json.dumps(run_document(run, measurements), indent=1, default=str))
+def write_json(path: Path, run: Run, measurements: Iterable[Measurement],
+               ceilings: Iterable[Ceiling] = ()) -> None:
+    write_atomic(path, json.dumps(run_document(run, measurements, ceilings), indent=1,
+                                  default=str))
 
 
 CSV_COLUMNS = ("run_id", "workload", "variant", "backend", "device", "dtype", "size", "params",

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# `gpuvs dist` on a machine with two (or more) GPUs. Steps (default: all, in this order):
+#   tests     pytest -m gpu tests/dist (NCCL collectives and DDP scaling on two GPUs)
+#   env       GPUs, their topology, and the NCCL variables the ranks will inherit
+#   coll1     gpuvs dist collectives --backend nccl --nproc 1 (1 KiB … 1 GiB, ×4)
+#   coll2     gpuvs dist collectives --backend nccl --nproc 2
+#   scaling   gpuvs dist scaling --backend nccl --nproc 2 --steps 50 (weak, batch 32/GPU)
+#   strong    gpuvs dist scaling --backend nccl --nproc 2 --steps 50 --strong (global 32)
+#   faults    rank 1 killed in one case and hung in another: crashed, timeout, rest ok
+#   plots     the scaling and bandwidth SVGs of the runs above
+# Each step writes its table text, `gpuvs export RUN --format json` and a summary to
+# $OUT (or ./out). From the repository root:
+#   PYTHONPATH=src bash benchmarks/dist_gpu.sh [STEP...]
+set -uo pipefail
+OUT=${OUT:-out}
+mkdir -p "$OUT"
+# NVLink multicast (NVLS) stays off, as on the lent machines; the ranks inherit it.
+export NCCL_NVLS_ENABLE=${NCCL_NVLS_ENABLE:-0}
+export PYTHONPATH=${PYTHONPATH:-src} PYTHONUNBUFFERED=1 COLUMNS=${COLUMNS:-200}
+DB="$OUT/dist.sqlite"
+gpuvs() { python3 -m gpuvs "$@"; }
+run_id() { head -1 "$1" | awk '{print $2}' | tr -d ':'; }
+
+# A gpuvs dist command whose output goes to $OUT/NAME.txt, its run to $OUT/NAME.json.
+measure() {
+  local name=$1; shift
+  gpuvs dist "$@" --db "$DB" >"$OUT/$name.txt" 2>"$OUT/$name.err"
+  echo "exit code $?"
+  local id; id=$(run_id "$OUT/$name.txt")
+  gpuvs export "$id" --format json --output "$OUT/$name.json" --db "$DB" >/dev/null
+  echo "$id" >"$OUT/$name.run_id"
+  grep -E "^ranks:|finished:" "$OUT/$name.txt"
+}
+
+# The tables of a step's output: everything between the first and the last line.
+tables() { sed '1d;$d' "$OUT/$1.txt" | grep -v "^ranks:"; }
+
+step_tests() {
+  python3 -m pytest -m gpu -v -p no:cacheprovider tests/dist >"$OUT/pytest-dist-gpu.log" 2>&1
+  grep -E "PASSED|FAILED|SKIPPED|ERROR" "$OUT/pytest-dist-gpu.log" | sed 's/ *\[.*%\]//'
+  tail -1 "$OUT/pytest-dist-gpu.log"
+}
+step_env() {
+  nvidia-smi --query-gpu=index,name,memory.total,driver_version --format=csv
+  nvidia-smi topo -m 2>/dev/null | head -12
+  env | grep -E "^(TORCH_)?NCCL_" | sort
+  python3 -c "import torch; print('torch', torch.__version__, 'nccl', torch.cuda.nccl.version(), 'gpus', torch.cuda.device_count())"
+}
+step_coll1() { measure coll1 collectives --backend nccl --nproc 1; tables coll1; }
+step_coll2() { measure coll2 collectives --backend nccl --nproc 2; tables coll2; }
+step_scaling() { measure scaling scaling --backend nccl --nproc 2 --steps 50; tables scaling; }
+step_strong() { measure strong scaling --backend nccl --nproc 2 --steps 50 --strong; tables strong; }
+step_faults() {
+  GPUVS_DIST_FAULT="exit:1:/1048576,collective=all_gather;hang:1:/16777216,collective=all_reduce" \
+    measure faults collectives --backend nccl --nproc 2 --sizes 1MiB,16MiB,64MiB \
+    -c all_reduce,all_gather --timeout 30
+  grep -E "crashed|timeout" "$OUT/faults.txt"
+  echo "ranks left behind: $(pgrep -fc gpuvs.dist.worker || true)"
+}
+step_plots() {
+  python3 - "$DB" "$OUT" <<'EOF'
+import sys
+from pathlib import Path
+from gpuvs.report.dist_plots import bandwidth_svg, scaling_svg
+from gpuvs.store import open_store
+store, out = open_store(sys.argv[1]), Path(sys.argv[2])
+for name, draw in (("coll1", bandwidth_svg), ("coll2", bandwidth_svg),
+                   ("scaling", scaling_svg), ("strong", scaling_svg)):
+    run_file = out / f"{name}.run_id"
+    if run_file.exists():
+        svg = draw(store.measurements(run_file.read_text().strip()))
+        (out / f"{name}.svg").write_text(svg)
+        print(f"{name}.svg: {len(svg)} characters")
+EOF
+}
+
+for step in "${@:-tests env coll1 coll2 scaling strong faults plots}"; do
+  for s in $step; do echo "== $s"; "step_$s"; done
+done

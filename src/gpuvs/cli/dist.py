@@ -1,0 +1,154 @@
+"""`gpuvs dist scaling` and `gpuvs dist collectives`: several ranks, one per device.
+
+gpuvs starts the ranks itself through torchrun, keeps the clock on every case and saves
+each case as it finishes; or, with --launched, it runs inside the user's own `torchrun`,
+where rank 0 saves and prints and the other ranks only measure.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from dataclasses import replace
+from typing import Annotated, Any
+
+import typer
+
+from gpuvs.cli.app import (
+    EXIT_FAILED_RUN,
+    DbOption,
+    JsonOpt,
+    app,
+    console,
+    new_run_id,
+    now,
+    open_store,
+    progress,
+    split,
+    usage_errors,
+)
+
+dist_app = typer.Typer(
+    help="Several processes, one per device: data-parallel scaling of seed 003's CNN and "
+         "collective bandwidth, through torch.distributed (NCCL on GPUs, Gloo on CPUs).",
+    no_args_is_help=True, add_completion=False, rich_markup_mode=None)
+app.add_typer(dist_app, name="dist")
+
+BackendOpt = Annotated[str | None, typer.Option(
+    "--backend", metavar="nccl|gloo",
+    help="Communication backend: nccl (one rank per GPU) or gloo (CPU processes). "
+         "Default: nccl where CUDA is, else gloo.")]
+NprocOpt = Annotated[int | None, typer.Option(
+    "--nproc", metavar="N",
+    help="Ranks: the largest N (scaling runs 1…N). Default: every GPU with nccl, 2 with "
+         "gloo; with --launched, torchrun's WORLD_SIZE.")]
+TimeoutOpt = Annotated[float, typer.Option(
+    metavar="SECONDS",
+    help="Seconds a case may take before every rank is killed and it is recorded as "
+         "timeout.")]
+LaunchedOpt = Annotated[bool, typer.Option(
+    "--launched",
+    help="Run inside the user's `torchrun --nproc-per-node N -m gpuvs dist …` (RANK, "
+         "WORLD_SIZE, LOCAL_RANK from the environment) instead of starting the ranks.")]
+
+
+@dist_app.command()
+def collectives(
+    backend: BackendOpt = None, nproc: NprocOpt = None,
+    sizes: Annotated[list[str] | None, typer.Option(
+        "--sizes", "-s", metavar="SIZES",
+        help="Bytes: a list (4096,64KiB) or a range START:STOP[:FACTOR] (1KiB:1GiB steps ×4). "
+             "Default: 1KiB:1GiB:4 on GPUs, 1KiB:64MiB:4 on CPUs.")] = None,
+    collective: Annotated[list[str] | None, typer.Option(
+        "--collective", "-c", metavar="NAME",
+        help="all_reduce, all_gather, reduce_scatter, broadcast; default: all.")] = None,
+    samples: Annotated[int, typer.Option(
+        metavar="N", help="Timed samples per case, each after a barrier.")] = 10,
+    timeout: TimeoutOpt = 300.0, db: DbOption = None, json_path: JsonOpt = None,
+    launched: LaunchedOpt = False,
+) -> None:
+    """Time all-reduce, all-gather, reduce-scatter and broadcast over a size sweep, check
+    every result, and report algorithm and bus bandwidth (nccl-tests' conventions)."""
+    from gpuvs.dist import plan
+
+    with usage_errors():
+        plan.positive("--samples", samples)
+        plan.positive("--timeout", timeout)
+        setup = plan.resolve(backend, nproc, launched)
+        cases = plan.collective_cases(setup, split(sizes), split(collective))
+        spec = plan.Spec("collectives", setup, cases, samples=samples, timeout_s=timeout,
+                         launched=launched, extra={"sizes": sorted({c.size for c in cases}),
+                                                   "collectives": split(collective)})
+    raise typer.Exit(_execute(spec, db, json_path))
+
+
+@dist_app.command()
+def scaling(
+    backend: BackendOpt = None, nproc: NprocOpt = None,
+    steps: Annotated[int, typer.Option(
+        metavar="N", help="Timed steps per rank count, with the all-reduce and without.")
+    ] = 20,
+    batch: Annotated[int, typer.Option(
+        metavar="B", help="Images per rank per step (weak scaling), or per step in all "
+                          "(--strong); the default is seed 003's batch.")] = 32,
+    strong: Annotated[bool, typer.Option(
+        "--strong", help="Strong scaling: the global batch stays --batch and is split over "
+                         "the ranks. Default: weak scaling, --batch per rank.")] = False,
+    timeout: TimeoutOpt = 300.0, db: DbOption = None, json_path: JsonOpt = None,
+    launched: LaunchedOpt = False,
+) -> None:
+    """Train seed 003's CNN data-parallel (DistributedDataParallel) on 1…N ranks: samples/s,
+    step time, scaling efficiency, and each step split into compute and communication."""
+    from gpuvs.dist import plan
+
+    with usage_errors():
+        plan.positive("--steps", steps)
+        plan.positive("--timeout", timeout)
+        setup = plan.resolve(backend, nproc, launched)
+        cases = plan.scaling_cases(setup, batch, strong)
+        spec = plan.Spec("scaling", setup, cases, steps=steps, timeout_s=timeout,
+                         launched=launched, extra={"batch": batch, "strong": strong})
+    raise typer.Exit(_execute(spec, db, json_path))
+
+
+def _execute(spec: Any, db: str | None, json_path: Any) -> int:
+    """Measure (or, on a rank other than 0 under --launched, only take part), then print."""
+    from gpuvs import env
+    from gpuvs.dist import launch, worker
+    from gpuvs.model import Run, Status
+    from gpuvs.report import console as con
+    from gpuvs.report.dist import dist_tables, ranks_note
+    from gpuvs.report.layout import status_line
+
+    if spec.launched and os.environ.get("RANK") != "0":
+        worker.serve(spec)
+        return 0
+    with usage_errors():
+        store = open_store(db)
+    record = Run(new_run_id(), now(), spec.config(), env.collect())
+    store.create_run(record)
+    spec = replace(spec, run_id=record.run_id, db=str(store.path))
+    out = console()
+    s = spec.setup
+    out.print(f"run {record.run_id}: {len(spec.cases)} cases on up to {s.nproc} ranks × "
+              f"{s.device} ({s.backend})")
+    with progress(len(spec.cases)) as advance:
+        info = (worker.serve(spec, advance) if spec.launched
+                else launch.execute(spec, store, advance))
+    store.finish_run(record.run_id, "finished", now())
+    measurements = store.measurements(record.run_id)
+    if info:
+        from rich.text import Text
+
+        out.print(Text(ranks_note(info)))
+    con.print_tables(dist_tables(measurements), out)
+    counts = Counter(m.status.value for m in measurements)
+    out.print(f"run {record.run_id} finished: {status_line(counts)}. Saved to {store.path}; "
+              f"`gpuvs show {record.run_id}` prints it again.")
+    if json_path:
+        from gpuvs.store.export import write_json
+
+        write_json(json_path, store.get_run(record.run_id), measurements)
+        out.print(f"wrote {json_path}")
+    failed = counts[Status.WRONG_RESULT.value] + counts[Status.CRASHED.value]
+    return EXIT_FAILED_RUN if failed else 0

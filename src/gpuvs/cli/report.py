@@ -1,0 +1,97 @@
+"""`gpuvs report` and `gpuvs plot`: a run as one self-contained HTML page, or its plots
+as PNG files — from the results database, or from a JSON export made on another machine."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from gpuvs.cli.app import DbOption, app, console, open_store, usage_errors
+from gpuvs.cli.ceilings import stored_ceilings
+from gpuvs.errors import UsageError
+
+RunIdArg = Annotated[str | None, typer.Argument(
+    help="A run id, or 'latest'. Leave it out with --from.", show_default=False)]
+FromOpt = Annotated[Path | None, typer.Option(
+    "--from", metavar="RUN.json",
+    help="Rebuild from a run exported with `gpuvs export RUN_ID -f json` (or --json), e.g. "
+         "on a machine other than the one that ran it.")]
+
+
+@app.command()
+def report(
+    run_id: RunIdArg = None, from_json: FromOpt = None,
+    output: Annotated[Path | None, typer.Option(
+        "--output", "-o", metavar="PATH", help="Where to write; default RUN_ID.html.")] = None,
+    db: DbOption = None,
+) -> None:
+    """Write a run's report: one HTML file with the verdict, plots, tables, method and
+    environment; it makes no network request, so it opens anywhere and prints."""
+    with usage_errors():
+        record, measurements, ceilings = load_run(run_id, from_json, db)
+        path = output or Path(f"{record.run_id}.html")
+        write_report(path, record, measurements, ceilings)
+    console().print(f"wrote {path}")
+
+
+@app.command()
+def plot(
+    run_id: RunIdArg = None, from_json: FromOpt = None,
+    png: Annotated[Path | None, typer.Option(
+        "--png", metavar="DIR",
+        help="Folder for the PNG files (one per plot of the report); default RUN_ID-plots.")
+    ] = None,
+    db: DbOption = None,
+) -> None:
+    """Write the report's plots as PNG files, for slides."""
+    from gpuvs.report.plots import all_plots, to_png
+
+    with usage_errors():
+        record, measurements, ceilings = load_run(run_id, from_json, db)
+        folder = png or Path(f"{record.run_id}-plots")
+        plots = all_plots(measurements, ceilings)
+        for p in plots:
+            _write(folder / f"{p.name}.png", to_png(p), "plot")
+    out = console()
+    if not plots:
+        out.print(f"no plot: no case of run {record.run_id} finished")
+    for p in plots:
+        out.print(f"wrote {folder / p.name}.png")
+
+
+def load_run(run_id: str | None, from_json: Path | None, db: str | None
+             ) -> tuple[Any, list[Any], list[Any]]:
+    """(run, measurements, ceilings) from the database or from a JSON export."""
+    if (run_id is None) == (from_json is None):
+        raise UsageError("give a RUN_ID or --from RUN.json (one of the two)")
+    if from_json is not None:
+        from gpuvs.store.export import load_json
+
+        return load_json(from_json)
+    store = open_store(db)
+    if run_id == "latest":
+        run_id = store.latest_run_id() or run_id
+    record = store.get_run(run_id)
+    return record, store.measurements(record.run_id), stored_ceilings(store, record)
+
+
+def write_report(path: Path, record: Any, measurements: list[Any], ceilings: list[Any]) -> None:
+    """Render and write atomically; a path that cannot be written is bad usage."""
+    from gpuvs.report.html import render_html
+
+    _write(path, render_html(record, measurements, ceilings), "report")
+
+
+def _write(path: Path, content: str | bytes, what: str) -> None:
+    from gpuvs.store.export import write_atomic
+
+    try:
+        write_atomic(path, content)
+    except OSError as e:
+        # mkdir under a file says only "File exists": name the file in the way instead.
+        blocker = next((p for p in path.parents if p.exists()), None)
+        why = (f"{blocker} is a file, not a directory" if blocker and not blocker.is_dir()
+               else e.strerror or str(e))
+        raise UsageError(f"cannot write the {what} to {path}: {why}") from None

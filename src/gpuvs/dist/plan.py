@@ -1,0 +1,196 @@
+"""What a `gpuvs dist` run measures: the communication backend, the ranks, the cases.
+
+Everything here is validated in the parent before a rank starts, so bad input is one
+`UsageError` line instead of N tracebacks from N processes. A `Spec` is the whole order
+for the ranks and travels to them as JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from gpuvs.dist import COLLECTIVE_WORKLOAD, KIND, SCALING_WORKLOAD
+from gpuvs.dist.bandwidth import COLLECTIVES
+from gpuvs.errors import UsageError
+from gpuvs.model import Case
+
+BACKENDS = ("nccl", "gloo")
+# Without GPUs the ranks are CPU processes; two is the fewest that communicate at all.
+DEFAULT_CPU_NPROC = 2
+# nccl-tests' usual sweep (1 KiB … 1 GiB, ×4); on the CPU it stops at 64 MiB, which Gloo
+# moves in well under a second, so a CPU run stays short.
+DEFAULT_SIZES = {"cuda": "1KiB:1GiB:4", "cpu": "1KiB:64MiB:4"}
+DEFAULT_FACTOR = 4
+FLOAT32_BYTES = 4
+UNITS = {"": 1, "b": 1, "k": 1024, "kib": 1024, "m": 1024**2, "mib": 1024**2,
+         "g": 1024**3, "gib": 1024**3}
+_SIZE = re.compile(r"^\s*(\d+)\s*([a-zA-Z]*)\s*$")
+RANK_VARIABLES = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE")
+
+
+@dataclass(frozen=True)
+class Setup:
+    """The communication backend, the device kind its ranks use, and how many ranks."""
+
+    backend: str
+    device: str
+    nproc: int
+
+
+@dataclass(frozen=True)
+class Spec:
+    """Everything a rank needs: the command, the cases, how to time them, where to save."""
+
+    command: str  # "collectives" | "scaling"
+    setup: Setup
+    cases: tuple[Case, ...]
+    samples: int = 10
+    steps: int = 20
+    timeout_s: float = 300.0
+    run_id: str = ""
+    db: str = ""
+    status_path: str = ""  # rank 0 reports progress here when a parent launched the ranks
+    launched: bool = False  # started by the user's torchrun: no parent keeps the clock
+    extra: dict[str, Any] = field(default_factory=dict)  # settings kept in the run config
+
+    def to_json(self) -> str:
+        d = asdict(self) | {"cases": [c.to_dict() for c in self.cases]}
+        return json.dumps(d)
+
+    @classmethod
+    def from_json(cls, text: str) -> Spec:
+        d = json.loads(text)
+        return cls(**d | {"setup": Setup(**d["setup"]),
+                          "cases": tuple(Case.from_dict(c) for c in d["cases"])})
+
+    def config(self) -> dict[str, Any]:
+        """The run's stored configuration: the kind, the command and its settings."""
+        keep = {"samples": self.samples} if self.command == "collectives" else {
+            "steps": self.steps}
+        return {"kind": KIND, "command": self.command, **asdict(self.setup), **keep,
+                "timeout_s": self.timeout_s, "launched": self.launched, **self.extra}
+
+
+def resolve(backend: str | None, nproc: int | None, launched: bool) -> Setup:
+    """The backend (nccl with CUDA, else gloo), its device kind and the rank count."""
+    if nproc is not None and nproc < 1:
+        raise UsageError(f"--nproc must be a whole number from 1; got {nproc}")
+    if backend is not None and backend not in BACKENDS:
+        raise UsageError(f"unknown backend {backend!r}; accepted: {', '.join(BACKENDS)}")
+    world = _launched_world(nproc) if launched else None
+    try:
+        import torch
+        import torch.distributed as dist
+    except ImportError:
+        raise UsageError("gpuvs dist needs torch (pip install 'gpuvs[torch]')") from None
+    if not dist.is_available():
+        raise UsageError(f"torch {torch.__version__} was built without torch.distributed")
+    gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    chosen = backend or ("nccl" if gpus else "gloo")
+    if chosen == "gloo":
+        return Setup("gloo", "cpu", world or nproc or DEFAULT_CPU_NPROC)
+    if not gpus:
+        raise UsageError("--backend nccl needs a CUDA device and this machine has none; "
+                         "use --backend gloo")
+    if not dist.is_nccl_available():
+        raise UsageError(f"torch {torch.__version__} was built without NCCL; use --backend "
+                         "gloo")
+    n = world or nproc or gpus
+    if not launched and n > gpus:
+        raise UsageError(f"--nproc {n} with nccl needs {n} CUDA devices; this machine has "
+                         f"{gpus}")
+    return Setup("nccl", "cuda", n)
+
+
+def _launched_world(nproc: int | None) -> int:
+    """WORLD_SIZE as the user's torchrun set it; --nproc, if given, must agree."""
+    missing = [v for v in RANK_VARIABLES if v not in os.environ]
+    if missing:
+        raise UsageError(f"--launched expects torchrun's {', '.join(missing)} in the "
+                         "environment; start gpuvs with `torchrun --nproc-per-node N -m gpuvs "
+                         "dist … --launched`, or drop --launched")
+    world = int(os.environ["WORLD_SIZE"])
+    if nproc is not None and nproc != world:
+        raise UsageError(f"--nproc {nproc} disagrees with torchrun's WORLD_SIZE {world}")
+    return world
+
+
+def parse_bytes(text: str) -> int:
+    """'64KiB' → 65536. K, M, G are binary (as in nccl-tests), KiB/MiB/GiB the same."""
+    m = _SIZE.match(text)
+    unit = m.group(2).lower() if m else ""
+    if m is None or unit not in UNITS:
+        raise UsageError(f"size {text!r} is not a byte count; write e.g. 4096, 64KiB, 16MiB, "
+                         "1GiB")
+    n = int(m.group(1)) * UNITS[unit]
+    if n < FLOAT32_BYTES or n % FLOAT32_BYTES:
+        raise UsageError(f"size {text!r} is not a whole number of float32 elements (a "
+                         f"positive multiple of {FLOAT32_BYTES} bytes)")
+    return n
+
+
+def parse_sizes(specs: Sequence[str]) -> tuple[int, ...]:
+    """'1KiB:1MiB' (×4 steps), '1KiB:1MiB:2' (doubling) or '4096,64KiB' → sorted bytes."""
+    out: set[int] = set()
+    for spec in specs:
+        bits = spec.split(":")
+        if len(bits) == 1:
+            out.add(parse_bytes(spec))
+            continue
+        if len(bits) > 3:
+            raise UsageError(f"size range {spec!r} must be START:STOP or START:STOP:FACTOR")
+        start, stop = parse_bytes(bits[0]), parse_bytes(bits[1])
+        factor = bits[2].strip() if len(bits) == 3 else str(DEFAULT_FACTOR)
+        if not factor.isdigit() or int(factor) < 2:
+            raise UsageError(f"size range factor {factor!r} must be a whole number from 2")
+        if stop < start:
+            raise UsageError(f"size range {spec!r} ends before it starts")
+        size = start
+        while size <= stop:
+            out.add(size)
+            size *= int(factor)
+    return tuple(sorted(out))
+
+
+def collective_cases(setup: Setup, sizes: Sequence[str], names: Sequence[str]
+                     ) -> tuple[Case, ...]:
+    """Every collective at every size, collectives interleaved per size (drift hits all)."""
+    for name in names:
+        if name not in COLLECTIVES:
+            raise UsageError(f"unknown collective {name!r}; accepted: {', '.join(COLLECTIVES)}")
+    chosen = names or COLLECTIVES
+    byte_sizes = parse_sizes(sizes or (DEFAULT_SIZES[setup.device],))
+    return tuple(Case(COLLECTIVE_WORKLOAD, "correct", setup.backend, setup.device, "float32",
+                      size, (("collective", name), ("nproc", str(setup.nproc))))
+                 for size in byte_sizes for name in COLLECTIVES if name in chosen)
+
+
+def scaling_cases(setup: Setup, batch: int, strong: bool) -> tuple[Case, ...]:
+    """One case per rank count 1…N; `size` is N. The batch is per rank (weak scaling) or
+    global and split over the ranks (strong scaling)."""
+    if batch < 1:
+        raise UsageError(f"--batch must be a whole number from 1; got {batch}")
+    counts = range(1, setup.nproc + 1)
+    if strong and (bad := [n for n in counts if batch % n]):
+        raise UsageError(f"--strong splits the global --batch {batch} over the ranks; "
+                         f"{batch} is not divisible by {bad[0]}")
+    mode = "strong" if strong else "weak"
+    return tuple(Case(SCALING_WORKLOAD, "correct", setup.backend, setup.device, "float32", n,
+                      (("scaling", mode), ("batch", str(batch)))) for n in counts)
+
+
+def per_rank_batch(case: Case) -> int:
+    """Images each rank trains on per step."""
+    batch = int(case.param("batch"))
+    return batch // case.size if case.param("scaling") == "strong" else batch
+
+
+def positive(name: str, value: float) -> None:
+    """A count or a number of seconds that must be above zero."""
+    if not value > 0:
+        raise UsageError(f"{name} must be above 0; got {value:g}")

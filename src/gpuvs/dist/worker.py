@@ -1,0 +1,180 @@
+"""A rank: `python -m gpuvs.dist.worker SPEC.json` under torchrun, or `serve(spec)` inside
+the user's own `torchrun` (`gpuvs dist … --launched`).
+
+Every rank runs every case in the spec's order; rank 0 gathers the other ranks' results,
+saves the case's measurement the moment the case ends and, when a parent launched the
+ranks, reports progress as JSON lines in `spec.status_path` — `ready`, then `start` and
+`done` per case — so the parent knows which case a crash or a hang belongs to. A rank
+that fails prints one `gpuvs-dist-error` line to stderr, which the parent makes the
+case's reason.
+
+Test hook: GPUVS_DIST_FAULT=exit:RANK:TEXT (or hang:RANK:TEXT; several joined by ';')
+makes rank RANK exit with code 1 (or sleep) at the start of a case whose key contains
+TEXT: how the tests kill a rank mid-run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from gpuvs.dist import collectives, scaling
+from gpuvs.dist.plan import Spec
+from gpuvs.dist.rank import Ranks, cpu_threads
+from gpuvs.model import Case, Measurement
+
+ERROR_PREFIX = "gpuvs-dist-error"
+FAULT_VARIABLE = "GPUVS_DIST_FAULT"
+HANG_S = 3600.0
+# Ranks started by a parent wait this much longer than its clock before giving up on a
+# peer, so that the parent — which knows the case in flight — is the one that ends a hang.
+PARENT_GRACE_S = 60.0
+PASSED_PREFIXES = ("NCCL_", "TORCH_NCCL_")
+
+
+def serve(spec: Spec, on_done: Callable[[Measurement], None] = lambda m: None
+          ) -> dict[str, Any]:
+    """Run the spec's cases on this rank; on rank 0 save each one. Returns what the ranks
+    run with (versions, the NCCL variables every rank saw), on rank 0."""
+    import torch.distributed as dist
+
+    world = _connect(spec)
+    groups = _subgroups(world, spec) if spec.command == "scaling" else {}
+    info = _ready(world)
+    _emit(spec, world, "ready", **info)
+    store = _store(spec) if world.rank == 0 else None
+    try:
+        for case in spec.cases:
+            _emit(spec, world, "start", case=case.key)
+            _planted_fault(case.key, world.rank)
+            m = _case(spec, world, groups, case)
+            if m is not None and store is not None:
+                store.save(spec.run_id, m)
+                _emit(spec, world, "done", case=case.key, status=m.status.value)
+                on_done(m)
+    except Exception as e:  # said once, for the parent's reason; then the rank dies
+        first = (str(e).strip().splitlines() or [""])[0][:300]
+        print(f"{ERROR_PREFIX} rank {world.rank}: {type(e).__name__}: {first}",
+              file=sys.stderr, flush=True)
+        raise
+    finally:
+        if store is not None:
+            store.close()
+    dist.destroy_process_group()
+    return info
+
+
+def _connect(spec: Spec) -> Ranks:
+    """Join the process group torchrun's variables describe, on this rank's device."""
+    import inspect
+
+    import torch
+    import torch.distributed as dist
+
+    rank, size, local = (int(os.environ[v]) for v in ("RANK", "WORLD_SIZE", "LOCAL_RANK"))
+    local_world = int(os.environ.get("LOCAL_WORLD_SIZE", size))
+    timeout = timedelta(seconds=spec.timeout_s + (0 if spec.launched else PARENT_GRACE_S))
+    if spec.setup.backend == "gloo":
+        dist.init_process_group("gloo", timeout=timeout)
+        return Ranks(rank, size, local, "cpu", dist.group.WORLD, dist.group.WORLD,
+                     cpu_threads(local_world))
+    device = f"cuda:{local}"
+    torch.cuda.set_device(local)
+    # device_id (torch ≥ 2.3) creates the communicator now, on this rank's GPU.
+    eager: dict[str, Any] = ({"device_id": torch.device(device)} if "device_id" in
+                             inspect.signature(dist.init_process_group).parameters else {})
+    dist.init_process_group("nccl", timeout=timeout, **eager)
+    ctrl = dist.new_group(backend="gloo", timeout=timeout)
+    return Ranks(rank, size, local, device, dist.group.WORLD, ctrl, 0)
+
+
+def _subgroups(world: Ranks, spec: Spec) -> dict[int, Ranks]:
+    """Ranks 0…n−1 for every n: scaling runs N ranks while the others wait. Every rank
+    must create every group, in the same order."""
+    import torch.distributed as dist
+
+    timeout = timedelta(seconds=spec.timeout_s + (0 if spec.launched else PARENT_GRACE_S))
+    out = {world.size: world}
+    for n in range(1, world.size):
+        group = dist.new_group(list(range(n)), backend=spec.setup.backend, timeout=timeout)
+        ctrl = group if not world.cuda else dist.new_group(list(range(n)), backend="gloo",
+                                                           timeout=timeout)
+        out[n] = replace(world, size=n, group=group, ctrl=ctrl)
+    return out
+
+
+def _case(spec: Spec, world: Ranks, groups: dict[int, Ranks], case: Case
+          ) -> Measurement | None:
+    """This rank's part of a case; rank 0 gets the case's measurement, the others None."""
+    import torch.distributed as dist
+
+    if spec.command == "collectives":
+        mine: Any = collectives.run_case(world, case, spec.samples)
+        threads = world.threads
+    else:
+        r = groups[case.size]
+        active = min(case.size, int(os.environ.get("LOCAL_WORLD_SIZE", world.size)))
+        threads = 0 if r.cuda else cpu_threads(active)
+        mine = scaling.run_case(r, case, spec.steps) if world.rank < case.size else None
+    gathered: list[Any] | None = [None] * world.size if world.rank == 0 else None
+    dist.gather_object(mine, gathered, dst=0, group=world.ctrl)
+    if gathered is None:
+        return None
+    results = [g for g in gathered if g is not None]
+    record = collectives.record if spec.command == "collectives" else scaling.record
+    return record(case, results, threads)
+
+
+def _ready(world: Ranks) -> dict[str, Any]:
+    """Versions, and the NCCL variables each rank inherited (multicast settings included)."""
+    import torch
+    import torch.distributed as dist
+
+    mine = {k: v for k, v in sorted(os.environ.items()) if k.startswith(PASSED_PREFIXES)}
+    every: list[Any] = [None] * world.size
+    dist.all_gather_object(every, mine, group=world.ctrl)
+    nccl = ""
+    if world.cuda:
+        v = torch.cuda.nccl.version()
+        nccl = ".".join(map(str, v)) if isinstance(v, tuple) else str(v)
+    return {"torch": torch.__version__, "nccl": nccl, "rank_env": every}
+
+
+def _store(spec: Spec) -> Any:
+    from gpuvs.store import open_store
+
+    return open_store(spec.db)
+
+
+def _emit(spec: Spec, world: Ranks, event: str, **fields: Any) -> None:
+    """One progress line for the parent (rank 0 only, and only under a parent)."""
+    if world.rank != 0 or not spec.status_path:
+        return
+    with open(spec.status_path, "a", encoding="utf-8") as f:
+        f.write(json.dumps({"event": event, **fields}) + "\n")
+
+
+def _planted_fault(key: str, rank: int) -> None:
+    for plan in filter(None, os.environ.get(FAULT_VARIABLE, "").split(";")):
+        kind, _, rest = plan.partition(":")
+        who, _, text = rest.partition(":")
+        if who != str(rank) or text not in key:
+            continue
+        if kind == "exit":
+            os._exit(1)
+        time.sleep(HANG_S)
+
+
+def main(argv: list[str] | None = None) -> None:
+    serve(Spec.from_json(Path((argv or sys.argv[1:])[0]).read_text()))
+
+
+if __name__ == "__main__":
+    main()

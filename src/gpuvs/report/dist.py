@@ -1,0 +1,193 @@
+"""`gpuvs dist` measurements → tables of strings, pure like layout.py.
+
+Collectives: one table per collective (and backend, device, rank count), a row per size
+with the slowest rank's time, the algorithm bandwidth and nccl-tests' bus bandwidth.
+Scaling: one table per backend, device and batch mode, a row per rank count with
+throughput, step time, scaling efficiency against one rank (with its bootstrap CI), and
+the step split into compute and the communication it waits for.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+
+from gpuvs import stats, units
+from gpuvs.dist import COLLECTIVE_WORKLOAD, SCALING_WORKLOAD, WORKLOADS
+from gpuvs.dist.bandwidth import COLLECTIVES, algbw, bus_factor, busbw, scaling_efficiency
+from gpuvs.model import Measurement, Status
+from gpuvs.report.layout import Table
+
+COLLECTIVE_COLUMNS = ("size", "time ±CI", "wall", "algbw", "busbw", "loops", "note")
+SCALING_COLUMNS = ("N", "batch", "threads", "step ±CI", "samples/s", "efficiency", "compute",
+                   "comm", "note")
+_NUMERIC = {"algbw", "busbw", "loops", "N", "batch", "samples/s", "compute"}
+
+
+def is_dist(m: Measurement) -> bool:
+    return m.case.workload in WORKLOADS
+
+
+def dist_tables(measurements: Iterable[Measurement]) -> list[Table]:
+    """The collective tables (in COLLECTIVES order), then the scaling tables."""
+    ms = [m for m in measurements if is_dist(m)]
+    return collective_tables(ms) + scaling_tables(ms)
+
+
+CollectiveKey = tuple[str, str, str, int]  # collective, backend, device, ranks
+ScalingKey = tuple[str, str, str, str]  # backend, device, "weak" | "strong", batch
+
+
+def collective_groups(ms: Iterable[Measurement]) -> dict[CollectiveKey, list[Measurement]]:
+    """Collective cases by series, in COLLECTIVES order, each series by size."""
+    groups: dict[CollectiveKey, list[Measurement]] = defaultdict(list)
+    for m in ms:
+        if m.case.workload == COLLECTIVE_WORKLOAD:
+            c = m.case
+            groups[(c.param("collective"), c.backend, c.device, int(c.param("nproc")))].append(m)
+    order = sorted(groups, key=lambda k: (COLLECTIVES.index(k[0]), k[1], k[2], k[3]))
+    return {k: sorted(groups[k], key=lambda m: m.case.size) for k in order}
+
+
+def scaling_groups(ms: Iterable[Measurement]) -> dict[ScalingKey, list[Measurement]]:
+    """Scaling cases by series, each series by rank count."""
+    groups: dict[ScalingKey, list[Measurement]] = defaultdict(list)
+    for m in ms:
+        if m.case.workload == SCALING_WORKLOAD:
+            c = m.case
+            groups[(c.backend, c.device, c.param("scaling"), c.param("batch"))].append(m)
+    return {k: sorted(groups[k], key=lambda m: m.case.size) for k in sorted(groups)}
+
+
+def base_case(series: Sequence[Measurement]) -> Measurement | None:
+    """The series' finished N = 1 case: what efficiency is measured against."""
+    return next((m for m in series if m.case.size == 1 and m.status is Status.OK), None)
+
+
+def collective_tables(ms: Sequence[Measurement]) -> list[Table]:
+    return [_collective_table(key, series) for key, series in collective_groups(ms).items()]
+
+
+def _collective_table(key: CollectiveKey, ms: list[Measurement]) -> Table:
+    name, backend, device, n = key
+    rows = [_collective_row(m, name, n) for m in ms]
+    notes = [f"busbw = algbw × {_factor_text(name)} (nccl-tests; {n} ranks: "
+             f"×{bus_factor(name, n):.3g}); time: per sample the slowest rank's, median of "
+             "the samples, each after a barrier",
+             "size as nccl-tests counts it: " + _SIZE_MEANING[name]]
+    if n == 1:
+        notes.append("one rank: nothing crosses a link, so busbw is 0; NCCL returns an "
+                     "in-place all_reduce or broadcast at once, so algbw at one rank is "
+                     "the call's overhead, not a bandwidth")
+    return Table(f"dist · {name} · {backend} · {n} × {device}", COLLECTIVE_COLUMNS,
+                 _right(COLLECTIVE_COLUMNS, rows), tuple(notes))
+
+
+_SIZE_MEANING = {"all_reduce": "the buffer reduced", "broadcast": "the buffer sent",
+                 "all_gather": "the gathered output (n pieces)",
+                 "reduce_scatter": "the input reduced (n pieces)"}
+
+
+def _factor_text(name: str) -> str:
+    return {"all_reduce": "2(n−1)/n", "broadcast": "1"}.get(name, "(n−1)/n")
+
+
+def _collective_row(m: Measurement, name: str, n: int) -> tuple[str, ...]:
+    nbytes = m.counters.get("bytes", float(m.case.size))
+    size = units.nbytes(nbytes) + ("" if nbytes == m.case.size else
+                                   f" (of {units.nbytes(m.case.size)})")
+    s = m.summary
+    if s is None:
+        return (size, "—", "", "", "", "", f"{m.status.value}: {m.reason}")
+    wall = units.seconds(m.wall_summary.median) if m.wall_summary else ""
+    return (size, f"{units.seconds(s.median)} ±{100 * s.ci_halfwidth_rel:.1f}%", wall,
+            units.rate(algbw(nbytes, s.median), "B/s"),
+            units.rate(busbw(name, nbytes, s.median, n), "B/s"), str(m.loops),
+            ", ".join(str(cv).replace("_", " ") for cv in m.caveats))
+
+
+def scaling_tables(ms: Sequence[Measurement]) -> list[Table]:
+    return [_scaling_table(key, series) for key, series in scaling_groups(ms).items()]
+
+
+def _scaling_table(key: ScalingKey, ms: list[Measurement]) -> Table:
+    backend, device, mode, batch = key
+    one = base_case(ms)
+    rows = [_scaling_row(m, one) for m in ms]
+    what = (f"batch {batch} per rank (weak scaling)" if mode == "weak"
+            else f"global batch {batch} split over the ranks (strong scaling)")
+    notes = ("batch: images per rank × ranks; efficiency: samples/s at N over N × samples/s "
+             "at N = 1, with its 95 % bootstrap CI; step: per step the slowest rank's, "
+             "median",
+             "compute: the same step under DDP's no_sync() (no gradient all-reduce); "
+             "comm: step − compute, the all-reduce time the backward pass did not hide "
+             "(0 where it hid all of it)")
+    return Table(f"dist scaling · seed 003 CNN, DDP · {backend} · {device} · {what}",
+                 SCALING_COLUMNS, _right(SCALING_COLUMNS, rows), notes,
+                 wrapping=frozenset({"efficiency", "comm"}))
+
+
+def _scaling_row(m: Measurement, one: Measurement | None) -> tuple[str, ...]:
+    k = m.counters
+    threads = f"{k['threads']:.0f}" if k.get("threads") else ""
+    head = (str(m.case.size), f"{k.get('per_rank_batch', 0):.0f} × {m.case.size}", threads)
+    s = m.summary
+    if s is None:
+        return (*head, "—", "", "", "", "", f"{m.status.value}: {m.reason}")
+    step = k.get("compute_s", 0.0) + k.get("comm_s", 0.0)
+    comm = units.seconds(k.get("comm_s"))
+    if k.get("comm_s") == 0.0:
+        comm = "0 (hidden)"
+    elif step > 0 and "comm_s" in k:
+        comm += f" ({100 * k['comm_s'] / step:.0f}%)"
+    return (*head, f"{units.seconds(s.median)} ±{100 * s.ci_halfwidth_rel:.1f}%",
+            f"{k['samples_per_s']:.4g}" if "samples_per_s" in k else "",
+            _efficiency(m, one), units.seconds(k.get("compute_s")), comm,
+            ", ".join(str(cv).replace("_", " ") for cv in m.caveats))
+
+
+def efficiency(m: Measurement, one: Measurement) -> tuple[float, float, float]:
+    """(estimate, low, high) of the scaling efficiency of `m` against `one` (N = 1); the
+    interval is the bootstrap CI of t1 / tN (weak scaling) or t1 / (N · tN) (strong)."""
+    if m is one:
+        return 1.0, 1.0, 1.0  # the base itself, exactly: no interval against itself
+    n = m.case.size
+    est = scaling_efficiency(m.counters["samples_per_s"], one.counters["samples_per_s"], n)
+    _, lo, hi = stats.ratio_ci(one.samples, m.samples)
+    per_rank = 1.0 if m.case.param("scaling") == "weak" else 1.0 / n
+    return est, lo * per_rank, hi * per_rank
+
+
+def _efficiency(m: Measurement, one: Measurement | None) -> str:
+    if one is None or not m.samples:
+        return ""
+    if m is one:
+        return "100% (base)"  # no interval: the base against itself
+    est, lo, hi = efficiency(m, one)
+    return f"{100 * est:.0f}% [{100 * lo:.0f}, {100 * hi:.0f}]"
+
+
+def _right(columns: Sequence[str], rows: Sequence[tuple[str, ...]]
+           ) -> tuple[tuple[str, ...], ...]:
+    """Numbers right-aligned by padding: the console aligns only the columns it knows."""
+    widths = [max((len(r[i]) for r in rows if r[i]), default=0) for i in range(len(columns))]
+    widths = [max(w, len(col)) if w else 0 for w, col in zip(widths, columns, strict=True)]
+    return tuple(tuple(cell.rjust(widths[i]) if columns[i] in _NUMERIC else cell
+                       for i, cell in enumerate(row)) for row in rows)
+
+
+def ranks_note(info: dict[str, object]) -> str:
+    """What the ranks ran with: versions, and the NCCL variables each one inherited (a
+    host's NCCL_NVLS_ENABLE=0 must reach them all)."""
+    versions = f"torch {info.get('torch', '?')}" + (f", nccl {info['nccl']}"
+                                                    if info.get("nccl") else "")
+    envs = [dict(e) for e in info.get("rank_env", ()) or ()]  # type: ignore[attr-defined]
+
+    def listed(env: dict[str, str]) -> str:
+        return " ".join(f"{k}={v}" for k, v in env.items()) or "none set"
+
+    if envs and all(e == envs[0] for e in envs):
+        passed = f"NCCL variables on every rank: {listed(envs[0])}"
+    else:
+        passed = "; ".join(f"rank {i}: {listed(e)}" for i, e in enumerate(envs))
+    return f"ranks: {versions}; {passed}"

@@ -1,0 +1,103 @@
+"""`gpuvs dist` runs as SVG strings for the HTML report: scaling (throughput and
+efficiency against the rank count) and bus bandwidth against size, per collective.
+
+Matplotlib is imported only when a plot is drawn, and without pyplot: a `Figure` renders
+through the Agg/SVG canvases with no global state and no display. Each figure has its own
+`svg.hashsalt`, so two figures in one page never share element ids and the same
+measurements always give the same SVG. An empty string means there is nothing to plot.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from gpuvs import units
+from gpuvs.dist.bandwidth import busbw
+from gpuvs.model import Measurement, Status
+from gpuvs.report.dist import base_case, collective_groups, efficiency, scaling_groups
+
+WIDTH_IN, HEIGHT_IN = 9.0, 3.6
+
+
+def scaling_svg(ms: Iterable[Measurement]) -> str:
+    """Left: samples/s against N, with the ideal N × (N = 1) line. Right: scaling
+    efficiency in % against N, with its 95 % CI."""
+    groups = {k: [m for m in v if m.status is Status.OK] for k, v in scaling_groups(ms).items()}
+    groups = {k: v for k, v in groups.items() if v}
+    if not groups:
+        return ""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(WIDTH_IN, HEIGHT_IN))
+    rate, eff = fig.subplots(1, 2)
+    for (backend, device, mode, batch), series in groups.items():
+        label = f"{backend} {device}, {mode}, batch {batch}"
+        ns = [m.case.size for m in series]
+        line = rate.plot(ns, [m.counters["samples_per_s"] for m in series], "o-", label=label)
+        one = base_case(series)
+        if one is None:
+            continue
+        rate.plot(ns, [n * one.counters["samples_per_s"] for n in ns], "--",
+                  color=line[0].get_color(), alpha=0.5, label=f"ideal ({label})")
+        bounds = [efficiency(m, one) for m in series]
+        est = [100 * b[0] for b in bounds]
+        err = [[100 * (b[0] - b[1]) for b in bounds], [100 * (b[2] - b[0]) for b in bounds]]
+        eff.errorbar(ns, est, yerr=_nonnegative(err), fmt="o-", capsize=3, label=label)
+    eff.axhline(100, color="grey", linewidth=0.8)
+    _axes(rate, "samples/s", "data-parallel throughput")
+    _axes(eff, "efficiency (%)", "scaling efficiency against N = 1")
+    for ax in (rate, eff):
+        ax.set_xticks(sorted({m.case.size for s in groups.values() for m in s}))
+        ax.set_xlabel("ranks (N)")
+    return _svg(fig, "gpuvs-dist-scaling")
+
+
+def bandwidth_svg(ms: Iterable[Measurement]) -> str:
+    """Bus bandwidth (nccl-tests' definition) against size, one line per collective and
+    rank count, both axes logarithmic."""
+    groups = {k: [m for m in v if m.summary is not None]
+              for k, v in collective_groups(ms).items()}
+    groups = {k: v for k, v in groups.items() if v}
+    if not groups:
+        return ""
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import FuncFormatter
+
+    fig = Figure(figsize=(WIDTH_IN, HEIGHT_IN * 1.3))
+    ax = fig.subplots()
+    for (name, backend, device, n), series in groups.items():
+        sizes = [m.counters.get("bytes", float(m.case.size)) for m in series]
+        rates = [busbw(name, b, m.summary.median, n) / 1e9  # type: ignore[union-attr]
+                 for b, m in zip(sizes, series, strict=True)]
+        ax.plot(sizes, rates, "o-", label=f"{name} · {backend} · {n} × {device}")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: units.nbytes(x)))
+    ax.set_xlabel("size (nccl-tests' convention)")
+    _axes(ax, "bus bandwidth (GB/s)", "collective bus bandwidth against size")
+    return _svg(fig, "gpuvs-dist-bandwidth")
+
+
+def _nonnegative(err: list[list[float]]) -> list[list[float]]:
+    """Error bar lengths: a CI that excludes its own estimate draws no bar on that side."""
+    return [[max(0.0, e) for e in side] for side in err]
+
+
+def _axes(ax: Any, ylabel: str, title: str) -> None:
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=10)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=7)
+
+
+def _svg(fig: Any, salt: str) -> str:
+    import io
+
+    import matplotlib
+
+    buf = io.StringIO()
+    with matplotlib.rc_context({"svg.hashsalt": salt}):
+        fig.tight_layout()
+        fig.savefig(buf, format="svg", metadata={"Date": None})
+    return buf.getvalue()

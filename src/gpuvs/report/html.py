@@ -1,0 +1,206 @@
+"""A run → one self-contained HTML page: verdict, plots, tables, method, environment.
+
+Self-contained means no request leaves the page: CSS is inline, plots are inline SVG,
+and the favicon is an empty data: URL (else browsers ask the file system or server for
+one). The page is a pure function of the run, its measurements and the ceilings — no
+"generated at" time — so the same run renders to the same bytes, here or from its JSON
+export elsewhere. Jinja2 autoescapes every value; only the SVG from Matplotlib is marked
+safe.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from gpuvs import env, units
+from gpuvs.analysis.ceilings import Ceiling
+from gpuvs.caveats import ADVICE
+from gpuvs.model import Caveat, Measurement, Run, Status
+from gpuvs.report.layout import Table, result_tables
+from gpuvs.report.plots import ROOFLINE, Plot, all_plots, to_svg
+from gpuvs.report.verdict import verdict_table
+
+TEMPLATE = "report.html.j2"
+SEEDS_KIND = "seeds"
+# Columns of numbers: right-aligned so that digits line up.
+NUMERIC = frozenset({"size", "threads", "time ±CI", "wall", "throughput", "of peak",
+                     "GPU vs CPU", "from size", "by (95 % CI)"})
+PROTOCOL = (
+    ("first call", "timed alone and reported apart (compilation, handles, caches), never "
+                   "mixed into the samples"),
+    ("check", "the output compared with a float64 NumPy reference, outside the timed "
+              "region; a fast wrong answer is recorded as wrong_result"),
+    ("warm-up", "untimed calls until the calls stop getting faster"),
+    ("loops", "calls per sample calibrated so that one sample is long next to the timer's "
+              "resolution and the launch cost"),
+    ("samples", "taken until the stopping criterion is met or the budget ends; on a GPU "
+                "with device events, and synchronised wall time beside them"),
+)
+
+
+@dataclass(frozen=True)
+class TableView:
+    """A layout Table as the template draws it: empty columns dropped, numbers marked."""
+
+    title: str
+    columns: tuple[str, ...]
+    numeric: tuple[bool, ...]
+    rows: tuple[tuple[str, ...], ...]
+    notes: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Figure:
+    name: str
+    svg: Any  # markupsafe.Markup: the only unescaped text on the page
+    caption: str
+
+
+@dataclass(frozen=True)
+class Sweep:
+    title: str
+    figures: tuple[Figure, ...]
+    tables: tuple[TableView, ...]
+
+
+def render_html(run: Run, measurements: Iterable[Measurement],
+                ceilings: Sequence[Ceiling] = ()) -> str:
+    """The report page for `run`. Deterministic: same inputs, same bytes."""
+    from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
+
+    jinja = Environment(loader=PackageLoader("gpuvs.report", "templates"),
+                        autoescape=select_autoescape(("html.j2",), default=True),
+                        undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    return jinja.get_template(TEMPLATE).render(_page(run, list(measurements), ceilings))
+
+
+def _page(run: Run, ms: list[Measurement], ceilings: Sequence[Ceiling]) -> dict[str, Any]:
+    """Everything the template shows, in the order it shows it."""
+    plots: dict[str, list[Figure]] = {}
+    for p in all_plots(ms, ceilings):
+        plots.setdefault(p.section, []).append(_figure(p))
+    return {
+        "run": run,
+        "kind": run.config.get("kind") or "sweep",
+        "summary": _summary(run, ms),
+        "verdict": _view(verdict_table(ms)),
+        "seeds": [_view(t) for t in _seed_tables(run, ms)],
+        "sweeps": _sweeps(ms, ceilings, plots),
+        "rooflines": plots.get(ROOFLINE, []),
+        "has_ceilings": bool(ceilings),
+        "method": _method(run, ms),
+        "protocol": PROTOCOL,
+        "caveats": _caveats(ms),
+        "problems": _problems(ms),
+        "environment": [("fingerprint", run.environment.fingerprint),
+                        *env.describe(run.environment)],
+    }
+
+
+def _figure(p: Plot) -> Figure:
+    from markupsafe import Markup
+
+    return Figure(p.name, Markup(to_svg(p)), p.caption)
+
+
+def _view(table: Table) -> TableView:
+    keep = [i for i, _ in enumerate(table.columns) if any(row[i] for row in table.rows)]
+    columns = tuple(table.columns[i] for i in keep)
+    return TableView(table.title, columns, tuple(c in NUMERIC for c in columns),
+                     tuple(tuple(row[i] for i in keep) for row in table.rows), table.notes)
+
+
+def _summary(run: Run, ms: Sequence[Measurement]) -> list[tuple[str, str]]:
+    counts = Counter(m.status.value for m in ms)
+    order = [s.value for s in Status]
+    return [("status", run.status),
+            ("started", run.started_at), ("finished", run.finished_at or "—"),
+            ("cases", f"{len(ms)}: " + ", ".join(f"{counts[k]} {k}" for k in order
+                                                 if counts.get(k)))]
+
+
+def _seed_tables(run: Run, ms: Sequence[Measurement]) -> list[Table]:
+    if run.config.get("kind") != SEEDS_KIND:
+        return []
+    from gpuvs.report.seeds import seed_tables
+
+    return seed_tables(ms)
+
+
+def _sweeps(ms: Sequence[Measurement], ceilings: Sequence[Ceiling],
+            plots: Mapping[str, list[Figure]]) -> list[Sweep]:
+    """Per sweep its plots, then its table of cases and its crossovers."""
+    sweeps: dict[str, list[TableView]] = {}
+    for table in result_tables(ms, ceilings):
+        sweep = table.title.removeprefix("crossover · ")
+        sweeps.setdefault(sweep, []).append(_view(table))
+    return [Sweep(title, tuple(plots.get(title, ())), tuple(tables))
+            for title, tables in sweeps.items()]
+
+
+def _method(run: Run, ms: Sequence[Measurement]) -> list[tuple[str, str]]:
+    """How the numbers were taken: budgets, criterion, warm-up, caches, threads, dtypes."""
+    c = run.config
+    done = [m for m in ms if m.status is Status.OK and m.summary is not None]
+    threads = sorted({(m.case.backend, int(m.counters["threads"])) for m in done
+                      if "threads" in m.counters})
+    timers = sorted({f"{m.timer} ({m.case.device})" for m in done if m.timer})
+    return [
+        ("budget", f"{c['budget_s']} s of sampling per case" if "budget_s" in c else "—"),
+        ("timeout", f"{c['timeout_s']} s per case" if "timeout_s" in c else "—"),
+        ("criterion", str(c.get("criterion", "median-ci"))),
+        ("warm-up calls", _spread(m.warmups for m in done)),
+        ("loops per sample", _spread(m.loops for m in done)),
+        ("samples per case", _spread(m.summary.n for m in done if m.summary)),
+        ("first call", _spread_s(m.first_call_s for m in done if m.first_call_s is not None)),
+        ("cache state", "flushed before every timed call (--cold)" if c.get("cold")
+         else "warm (--cold flushes the caches)"),
+        ("CPU threads", ", ".join(f"{b} {n}" for b, n in threads) or "—"),
+        ("dtypes", ", ".join(sorted({m.case.dtype for m in done})) or "—"),
+        ("timers", ", ".join(timers) or "—"),
+    ]
+
+
+def _spread(values: Iterable[int]) -> str:
+    v = sorted(values)
+    if not v:
+        return "—"
+    return str(v[0]) if v[0] == v[-1] else f"{v[0]}–{v[-1]} (median {v[len(v) // 2]})"
+
+
+def _spread_s(values: Iterable[float]) -> str:
+    v = sorted(values)
+    if not v:
+        return "—"
+    return f"{units.seconds(v[0])}–{units.seconds(v[-1])} (median {units.seconds(v[len(v) // 2])})"
+
+
+def _caveats(ms: Sequence[Measurement]) -> list[tuple[str, int, str]]:
+    """Each caveat that occurred: how many cases, and what to do about it."""
+    counts = Counter(cv for m in ms for cv in m.caveats)
+    return [(str(cv).replace("_", " "), counts[cv], ADVICE[cv]) for cv in Caveat if counts[cv]]
+
+
+PROBLEM_COLUMNS = ("case", "status", "reason")
+
+
+def _problems(ms: Sequence[Measurement]) -> TableView | None:
+    """Cases that failed, and finished cases too unstable to trust: status and reason."""
+    rows: list[tuple[str, ...]] = []
+    unavailable: dict[tuple[str, str], str] = {}
+    for m in ms:
+        if m.status is Status.UNAVAILABLE:
+            unavailable.setdefault((m.case.backend, m.case.device), m.reason)
+        elif m.status is not Status.OK:
+            rows.append((m.case.key, m.status.value, m.reason))
+        elif Caveat.UNSTABLE in m.caveats and m.summary is not None:
+            rows.append((m.case.key, "ok, unstable", f"IQR {m.summary.iqr / m.summary.median:.0%} "
+                         f"of the median over {m.summary.n} samples"))
+    rows += [(f"{backend} on {device} (every case)", Status.UNAVAILABLE.value, reason)
+             for (backend, device), reason in sorted(unavailable.items())]
+    if not rows:
+        return None
+    return _view(Table("failed, unavailable and unstable cases", PROBLEM_COLUMNS, tuple(rows)))

@@ -1,0 +1,98 @@
+"""`gpuvs dist collectives` for real — two Gloo ranks under torchrun, every result checked,
+times from the slowest rank, the NCCL variables passed on — and each collective's
+protocol and check on one rank in this process."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from gpuvs.cli import app
+from gpuvs.dist import collectives
+from gpuvs.dist.bandwidth import COLLECTIVES
+from gpuvs.dist.rank import Ranks
+from gpuvs.model import Case, Status
+from gpuvs.store import open_store
+
+
+def test_two_gloo_ranks_measure_and_check_every_collective(dist, db, monkeypatch,
+                                                           tmp_path: Path) -> None:
+    monkeypatch.setenv("NCCL_NVLS_ENABLE", "0")  # the multicast switch a host may set
+    monkeypatch.setenv("NCCL_DEBUG", "WARN")
+    out_json = tmp_path / "run.json"
+    result = dist("collectives", "--backend", "gloo", "--nproc", "2", "--sizes", "1KiB,64KiB",
+                  "--samples", "3", "--json", str(out_json))
+    assert result.exit_code == 0, result.output
+    assert "NCCL variables on every rank: NCCL_DEBUG=WARN NCCL_NVLS_ENABLE=0" in result.output
+    run_id = result.output.split()[1].rstrip(":")
+    ms = open_store(db).measurements(run_id)
+    assert [(m.case.size, m.case.param("collective")) for m in ms] == [
+        (size, name) for size in (1024, 65536) for name in COLLECTIVES]
+    for m in ms:  # ok means every rank's output matched the known result
+        assert m.status is Status.OK, m.reason
+        assert len(m.samples) == 3 and m.loops >= 1 and m.first_call_s is not None
+        assert m.timer == "host clock, slowest of 2 ranks"
+        assert m.counters["bytes"] == m.case.size and m.counters["nproc"] == 2
+    for name in COLLECTIVES:
+        assert f"dist · {name} · gloo · 2 × cpu" in result.output
+    assert "busbw = algbw × 2(n−1)/n (nccl-tests; 2 ranks: ×1)" in result.output
+    doc = json.loads(out_json.read_text())
+    assert doc["run"]["config"]["kind"] == "dist" and len(doc["measurements"]) == 8
+    shown = CliRunner().invoke(app, ["show", run_id, "--db", db], env={"COLUMNS": "200"})
+    assert shown.exit_code == 0 and "dist · reduce_scatter · gloo · 2 × cpu" in shown.output
+
+
+@pytest.fixture
+def one_rank(tmp_path: Path) -> Iterator[Ranks]:
+    """A process group of this process alone: the per-rank code without a launch."""
+    pytest.importorskip("torch")
+    import torch.distributed as dist
+
+    dist.init_process_group("gloo", store=dist.FileStore(str(tmp_path / "pg"), 1), rank=0,
+                            world_size=1)
+    try:
+        yield Ranks(0, 1, 0, "cpu", dist.group.WORLD, dist.group.WORLD, 0)
+    finally:
+        dist.destroy_process_group()
+
+
+def _case(name: str, size: int = 4096) -> Case:
+    return Case("dist_collective", "correct", "gloo", "cpu", "float32", size,
+                (("collective", name), ("nproc", "1")))
+
+
+@pytest.mark.parametrize("name", COLLECTIVES)
+def test_each_collective_passes_its_check_and_is_sampled(one_rank: Ranks, name: str) -> None:
+    result = collectives.run_case(one_rank, _case(name), samples=2)
+    assert result.status is Status.OK, result.reason
+    assert len(result.samples) == 2 and result.warmups == collectives.WARMUP_CALLS
+    m = collectives.record(_case(name), [result], threads=2)
+    assert m.status is Status.OK and m.counters == {"bytes": 4096.0, "nproc": 1.0,
+                                                    "threads": 2.0}
+
+
+def test_a_wrong_reduction_is_caught(one_rank: Ranks) -> None:
+    op = collectives.OPS["all_reduce"](one_rank, 16)
+    op.call()
+    assert op.check() == ""
+    op.clear()  # zeros where the sum over the one rank (1) belongs
+    assert op.check() == ("rank 0: the all_reduce sum of 1…1 holds 0 where 1 was expected "
+                          "(16 of 16 elements wrong)")
+
+
+def test_a_size_that_cannot_fit_is_skipped_before_allocating(one_rank: Ranks,
+                                                             monkeypatch) -> None:
+    import psutil
+
+    class Tight:
+        available = 1024**2
+
+    monkeypatch.setattr(psutil, "virtual_memory", lambda: Tight())
+    result = collectives.run_case(one_rank, _case("all_reduce", 1024**3), samples=2)
+    assert result.status is Status.SKIPPED
+    assert result.reason.startswith("needs 1.25 GiB per rank × 1 on the host + 64 MiB "
+                                    "headroom; 1 MiB free")

@@ -1,0 +1,53 @@
+"""Bad input to `gpuvs dist` is one line naming the value, exit code 2, before any rank."""
+
+from __future__ import annotations
+
+import pytest
+from typer.testing import CliRunner
+
+from gpuvs.cli import app
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["collectives", "--nproc", "0"], "--nproc must be a whole number from 1; got 0"),
+    (["scaling", "--backend", "mpi"], "unknown backend 'mpi'; accepted: nccl, gloo"),
+    (["collectives", "--backend", "gloo", "--sizes", "6"],
+     "size '6' is not a whole number of float32 elements"),
+    (["collectives", "--backend", "gloo", "--sizes", "1MiB:1KiB"],
+     "size range '1MiB:1KiB' ends before it starts"),
+    (["collectives", "--backend", "gloo", "-c", "alltoall"],
+     "unknown collective 'alltoall'; accepted: all_reduce, all_gather, reduce_scatter"),
+    (["collectives", "--samples", "0"], "--samples must be above 0; got 0"),
+    (["scaling", "--steps", "0"], "--steps must be above 0; got 0"),
+    (["scaling", "--timeout", "-1"], "--timeout must be above 0; got -1"),
+    (["scaling", "--backend", "gloo", "--nproc", "2", "--strong", "--batch", "5"],
+     "--strong splits the global --batch 5 over the ranks; 5 is not divisible by 2"),
+    (["scaling", "--backend", "gloo", "--batch", "0"], "--batch must be a whole number from 1"),
+    (["collectives", "--launched"], "--launched expects torchrun's RANK, WORLD_SIZE"),
+])
+def test_bad_input_is_one_line_and_exit_2(args: list[str], message: str, db: str,
+                                          monkeypatch) -> None:
+    pytest.importorskip("torch")
+    for variable in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"):
+        monkeypatch.delenv(variable, raising=False)
+    result = CliRunner().invoke(app, ["dist", *args, "--db", db], env={"COLUMNS": "200"})
+    assert result.exit_code == 2, result.output
+    assert message in result.output
+    assert "Traceback" not in result.output
+    assert len(result.output.strip().splitlines()) == 1
+
+
+def test_nccl_without_a_gpu_says_to_use_gloo(db: str) -> None:
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a CUDA device")
+    result = CliRunner().invoke(app, ["dist", "scaling", "--backend", "nccl", "--db", db])
+    assert result.exit_code == 2
+    assert "--backend nccl needs a CUDA device and this machine has none; use --backend " \
+           "gloo" in result.output
+
+
+def test_dist_lists_its_two_commands() -> None:
+    result = CliRunner().invoke(app, ["dist", "--help"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0
+    assert "scaling" in result.output and "collectives" in result.output

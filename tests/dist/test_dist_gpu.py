@@ -1,0 +1,41 @@
+"""`gpuvs dist` with NCCL on the GPU machine (`pytest -m gpu tests/dist`): two ranks, one
+per GPU, CUDA-event timing, every collective checked, DDP on both GPUs."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpuvs.model import Status
+from gpuvs.store import open_store
+
+pytestmark = pytest.mark.gpu
+
+
+@pytest.fixture
+def two_gpus() -> None:
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available() or torch.cuda.device_count() < 2:
+        pytest.skip("needs two CUDA devices")
+
+
+@pytest.mark.usefixtures("two_gpus")
+def test_nccl_collectives_on_two_gpus_are_checked_and_event_timed(dist, db) -> None:
+    result = dist("collectives", "--backend", "nccl", "--nproc", "2", "--sizes",
+                  "4KiB,16MiB", "--samples", "5")
+    assert result.exit_code == 0, result.output
+    assert "nccl " in result.output  # the ranks' NCCL version
+    ms = open_store(db).measurements(result.output.split()[1].rstrip(":"))
+    assert len(ms) == 8
+    for m in ms:
+        assert m.status is Status.OK, m.reason
+        assert m.timer == "cuda events, slowest of 2 ranks" and len(m.wall_samples) == 5
+        assert m.case.device == "cuda" and m.summary is not None and m.summary.median > 0
+
+
+@pytest.mark.usefixtures("two_gpus")
+def test_ddp_scaling_on_one_and_two_gpus(dist, db) -> None:
+    result = dist("scaling", "--backend", "nccl", "--nproc", "2", "--steps", "5")
+    assert result.exit_code == 0, result.output
+    ms = open_store(db).measurements(result.output.split()[1].rstrip(":"))
+    assert [(m.case.size, m.status) for m in ms] == [(1, Status.OK), (2, Status.OK)]
+    assert all(m.counters["samples_per_s"] > 0 and m.wall_samples for m in ms)

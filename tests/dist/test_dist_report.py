@@ -1,0 +1,100 @@
+"""The dist tables and plots from measurements made up here: bandwidths, efficiency, notes."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpuvs.model import Case, Measurement, Status
+from gpuvs.report.dist import dist_tables, efficiency, is_dist, ranks_note
+from gpuvs.report.dist_plots import bandwidth_svg, scaling_svg
+
+MIB = 1024**2
+
+
+def _collective(name: str, size: int, seconds: float, n: int = 2,
+                status: Status = Status.OK, reason: str = "") -> Measurement:
+    case = Case("dist_collective", "correct", "nccl", "cuda", "float32", size,
+                (("collective", name), ("nproc", str(n))))
+    samples = (seconds,) * 5 if status is Status.OK else ()
+    return Measurement(case, status, reason, samples=samples, loops=4,
+                       counters={"bytes": float(size), "nproc": float(n)})
+
+
+def _scaling(n: int, step_s: float, compute_s: float, mode: str = "weak") -> Measurement:
+    case = Case("dist_scaling", "correct", "gloo", "cpu", "float32", n,
+                (("scaling", mode), ("batch", "32")))
+    per_rank = 32 if mode == "weak" else 32 // n
+    return Measurement(case, Status.OK, samples=(step_s,) * 6, counters={
+        "nproc": float(n), "per_rank_batch": float(per_rank), "global_batch": per_rank * n,
+        "threads": 2.0 / n, "samples_per_s": per_rank * n / step_s, "compute_s": compute_s,
+        "comm_s": step_s - compute_s})
+
+
+def test_a_collective_row_has_algorithm_and_bus_bandwidth() -> None:
+    ms = [_collective("all_reduce", MIB, 1e-3),
+          _collective("all_reduce", 1024**3, 0.0, status=Status.SKIPPED,
+                      reason="needs 1.25 GiB per rank")]
+    (table,) = dist_tables(ms)
+    assert table.title == "dist · all_reduce · nccl · 2 × cuda"
+    row = dict(zip(table.columns, table.rows[0], strict=True))
+    # 1 MiB in 1 ms: 1.05 GB/s; all-reduce on 2 ranks: × 2·1/2 = the same on the bus.
+    assert row["size"].strip() == "1 MiB" and row["time ±CI"] == "1 ms ±0.0%"
+    assert row["algbw"].strip() == row["busbw"].strip() == "1.05 GB/s"
+    assert row["loops"].strip() == "4"
+    assert table.rows[1][-1] == "skipped: needs 1.25 GiB per rank"
+
+
+def test_bus_bandwidth_of_an_all_gather_is_half_on_two_ranks_and_zero_on_one() -> None:
+    one, two = dist_tables([_collective("all_gather", MIB, 1e-3),
+                            _collective("all_gather", MIB, 1e-3, n=1)])  # 1 rank first
+    assert two.rows[0][4].strip() == "524 MB/s"
+    assert one.rows[0][4].strip() == "0 B/s"
+    assert any("one rank: nothing crosses a link" in note for note in one.notes)
+
+
+def test_collective_tables_follow_the_collectives_order() -> None:
+    tables = dist_tables([_collective(c, MIB, 1e-3) for c in
+                          ("broadcast", "reduce_scatter", "all_reduce", "all_gather")])
+    assert [t.title.split(" · ")[1] for t in tables] == [
+        "all_reduce", "all_gather", "reduce_scatter", "broadcast"]
+
+
+def test_weak_scaling_efficiency_and_the_compute_comm_split() -> None:
+    one, two = _scaling(1, 0.100, 0.095), _scaling(2, 0.125, 0.100)
+    (table,) = dist_tables([two, one])  # rows by N, whatever the order stored
+    assert table.title.endswith("batch 32 per rank (weak scaling)")
+    rows = [dict(zip(table.columns, r, strict=True)) for r in table.rows]
+    assert rows[0]["efficiency"] == "100% (base)"
+    assert rows[1]["efficiency"] == "80% [80, 80]"  # t1 / t2 = 0.100 / 0.125
+    assert rows[1]["batch"].strip() == "32 × 2" and rows[1]["samples/s"].strip() == "512"
+    assert rows[1]["compute"].strip() == "100 ms" and rows[1]["comm"] == "25 ms (20%)"
+    assert efficiency(two, one) == pytest.approx((0.8, 0.8, 0.8))
+
+
+def test_strong_scaling_efficiency_divides_by_the_ranks() -> None:
+    one, two = _scaling(1, 0.100, 0.1, "strong"), _scaling(2, 0.0625, 0.05, "strong")
+    assert efficiency(two, one)[0] == pytest.approx(0.8)  # 0.100 / (2 · 0.0625)
+
+
+def test_other_workloads_are_left_to_the_ordinary_tables() -> None:
+    other = Measurement(Case("matmul", "correct", "numpy", "cpu", "float32", 64), Status.OK)
+    assert not is_dist(other) and dist_tables([other]) == []
+
+
+def test_the_ranks_note_lists_the_nccl_variables() -> None:
+    same = {"torch": "2.6", "nccl": "2.21.5", "rank_env": [{"NCCL_NVLS_ENABLE": "0"}] * 2}
+    assert ranks_note(same) == ("ranks: torch 2.6, nccl 2.21.5; NCCL variables on every "
+                                "rank: NCCL_NVLS_ENABLE=0")
+    differ = {"torch": "2.6", "rank_env": [{"NCCL_NVLS_ENABLE": "0"}, {}]}
+    assert ranks_note(differ).endswith("rank 0: NCCL_NVLS_ENABLE=0; rank 1: none set")
+
+
+def test_plots_are_svg_the_same_every_time_and_empty_without_data() -> None:
+    pytest.importorskip("matplotlib")
+    scaling = [_scaling(1, 0.1, 0.09), _scaling(2, 0.125, 0.1)]
+    collectives = [_collective(c, s, s / 1e9) for c in ("all_reduce", "broadcast")
+                   for s in (MIB, 4 * MIB)]
+    svg = scaling_svg(scaling)
+    assert svg.lstrip().startswith("<?xml") and "<svg" in svg and svg == scaling_svg(scaling)
+    assert "<svg" in bandwidth_svg(collectives)
+    assert scaling_svg(collectives) == "" and bandwidth_svg(scaling) == ""

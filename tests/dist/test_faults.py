@@ -1,0 +1,103 @@
+"""A rank that dies or hangs ends its case with a status — never a hung command — and the
+ranks are started again for the cases left. Faults are planted through the worker's
+test hook (GPUVS_DIST_FAULT), in real Gloo ranks under torchrun."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import psutil
+
+from gpuvs.dist.launch import crash_reason
+from gpuvs.dist.worker import FAULT_VARIABLE
+from gpuvs.model import Status
+from gpuvs.store import open_store
+
+
+def _workers() -> set[int]:
+    found = set()
+    for p in psutil.process_iter(["cmdline"]):
+        if "gpuvs.dist.worker" in " ".join(p.info["cmdline"] or ()):
+            found.add(p.pid)
+    return found
+
+
+def test_a_dead_rank_crashes_its_case_a_hung_one_times_out_and_the_rest_run(
+        dist, db, monkeypatch) -> None:
+    before = _workers()
+    monkeypatch.setenv(FAULT_VARIABLE, "exit:1:/1024,collective=all_gather;"
+                                       "hang:1:/4096,collective=all_gather")
+    result = dist("collectives", "--backend", "gloo", "--nproc", "2", "--sizes", "1KiB,4KiB",
+                  "-c", "all_reduce,all_gather", "--samples", "2", "--timeout", "3")
+    assert result.exit_code == 1, result.output  # a crashed case fails the run, as `run` does
+    assert "Traceback" not in result.output
+    run_id = result.output.split()[1].rstrip(":")
+    got = {(m.case.size, m.case.param("collective")): m
+           for m in open_store(db).measurements(run_id)}
+    crashed, hung = got[(1024, "all_gather")], got[(4096, "all_gather")]
+    assert crashed.status is Status.CRASHED
+    assert crashed.reason == "rank 1 of 2 died (exit code 1)"
+    assert hung.status is Status.TIMEOUT
+    assert hung.reason == "no result within 3 s; torchrun and every rank were killed"
+    for ok in ((1024, "all_reduce"), (4096, "all_reduce")):  # before and after the crash
+        assert got[ok].status is Status.OK, got[ok].reason
+    assert "timeout: no result within 3 s" in result.output
+    assert _workers() <= before  # no rank left behind
+
+
+def test_a_dead_rank_at_n_2_leaves_the_n_1_scaling_result(dist, db, monkeypatch) -> None:
+    monkeypatch.setenv(FAULT_VARIABLE, "exit:1:/float32/2,")
+    result = dist("scaling", "--backend", "gloo", "--nproc", "2", "--steps", "1", "--batch",
+                  "2")
+    assert result.exit_code == 1, result.output
+    ms = open_store(db).measurements(result.output.split()[1].rstrip(":"))
+    assert [(m.case.size, m.status) for m in ms] == [(1, Status.OK), (2, Status.CRASHED)]
+    assert "crashed: rank 1 of 2 died (exit code 1)" in result.output
+
+
+TORCHRUN_TAIL = """\
+gpuvs-dist-error rank 0: RuntimeError: [pair.cc:537] Read error: Connection reset by peer
+gpuvs-dist-error rank 1: OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB
+torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
+Failures:
+[1]:
+  rank      : 0 (local_rank: 0)
+  exitcode  : -15 (pid: 5181)  (SIGTERM)
+------------------------------------------------------------
+Root Cause (first observed failure):
+[0]:
+  time      : 2026-11-23_09:02:31
+  host      : localhost
+  rank      : 1 (local_rank: 1)
+  exitcode  : 1 (pid: 5182)
+  error_file: <N/A>
+"""
+
+
+def test_the_reason_names_the_first_rank_to_fail_and_its_error() -> None:
+    assert crash_reason(TORCHRUN_TAIL.splitlines(), 2, 1) == (
+        "rank 1 of 2 died (exit code 1): OutOfMemoryError: CUDA out of memory. Tried to "
+        "allocate 2.00 GiB")
+
+
+def test_a_rank_killed_by_a_signal_and_a_torchrun_without_a_report() -> None:
+    killed = TORCHRUN_TAIL.replace("exitcode  : 1 (pid: 5182)", "exitcode  : -9 (pid: 5182)")
+    assert crash_reason(killed.splitlines()[2:], 2, 1) == "rank 1 of 2 died (signal SIGKILL)"
+    assert crash_reason(["gpuvs-dist-error rank 0: ValueError: bad"], 2, 1) == (
+        "torchrun ended with exit code 1: rank 0: ValueError: bad")
+
+
+
+def test_the_ranks_inherit_the_environment_and_this_gpuvs(monkeypatch) -> None:
+    import gpuvs
+    from gpuvs.dist.launch import rank_environment
+
+    monkeypatch.setenv("NCCL_NVLS_ENABLE", "0")
+    monkeypatch.setenv("PYTHONPATH", "elsewhere")
+    env = rank_environment()
+    assert env["NCCL_NVLS_ENABLE"] == "0"
+    source = env["PYTHONPATH"].split(os.pathsep)
+    assert source[1] == "elsewhere"
+    assert (Path(source[0]) / "gpuvs" / "__init__.py").resolve() == Path(
+        gpuvs.__file__).resolve()

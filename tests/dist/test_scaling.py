@@ -1,0 +1,41 @@
+"""`gpuvs dist scaling` for real: seed 003's CNN trained with DDP on one and two Gloo ranks,
+started by the user's own torchrun (`--launched`): rank 0 saves and prints, rank 1 only
+trains. (Started by gpuvs itself, scaling runs in tests/dist/test_faults.py.)"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from gpuvs.model import Status
+from gpuvs.store import open_store
+
+
+def test_weak_scaling_on_one_and_two_gloo_ranks_inside_the_users_torchrun(db: str) -> None:
+    pytest.importorskip("torch")
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone",
+           "--nproc-per-node=2", "-m", "gpuvs", "dist", "scaling", "--launched", "--backend",
+           "gloo", "--steps", "3", "--batch", "4", "--db", db]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120,
+                          env=os.environ | {"COLUMNS": "200"})
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = done.stdout
+    title = "dist scaling · seed 003 CNN, DDP · gloo · cpu · batch 4 per rank (weak scaling)"
+    assert out.count(title) == 1  # printed by rank 0 only
+    assert "100% (base)" in out and "4 × 2" in out
+    store = open_store(db)
+    record = store.get_run(store.latest_run_id())
+    assert record.config["launched"] is True and record.status == "finished"
+    one, two = store.measurements(record.run_id)
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    for m, n in ((one, 1), (two, 2)):
+        assert m.status is Status.OK, m.reason  # ok: every rank held rank 0's weights
+        assert m.case.size == n and len(m.samples) == 3 and m.first_call_s is not None
+        k = m.counters
+        assert (k["per_rank_batch"], k["global_batch"]) == (4, 4 * n)
+        assert k["threads"] == max(1, (cores or 1) // n)
+        assert k["samples_per_s"] == pytest.approx(4 * n / m.summary.median)
+        assert k["compute_s"] > 0 and k["comm_s"] >= 0

@@ -1,0 +1,81 @@
+"""Synthetic runs whose answers are known: a CPU series and a GPU series (resident and
+end-to-end) with exact cost models, so the crossovers fall at known sizes. Also what the
+tests share about the real run of conftest.py."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from typer.testing import CliRunner, Result
+
+from gpuvs.analysis.ceilings import Ceiling
+from gpuvs.cli import app
+from gpuvs.model import Case, Environment, Measurement, Run, Status
+
+SIZES = (1_000, 10_000, 100_000, 1_000_000)
+GPU = "cuda:0"
+# seconds per call: t0 + n × per_element. The resident GPU series overtakes the CPU
+# between 1e4 and 1e5, the end-to-end one between 1e5 and 1e6.
+COSTS = {
+    ("numpy", "cpu", "resident"): (1e-6, 1e-9),
+    ("torch", GPU, "resident"): (2e-5, 1e-11),
+    ("torch", GPU, "end_to_end"): (3e-5, 8e-10),
+}
+CEILINGS = (
+    Ceiling("matmul float32 threads=all", "cpu", "numpy", 1e11, "FLOP/s", "probe"),
+    Ceiling("memory bandwidth (triad)", "cpu", "numpy", 2e10, "B/s", "probe"),
+    Ceiling("matmul float32 tf32=off", GPU, "torch", 5e13, "FLOP/s", "probe"),
+    Ceiling("memory bandwidth (copy)", GPU, "torch", 2e12, "B/s", "probe"),
+)
+
+
+def measurement(backend: str, device: str, size: int, data: str = "resident",
+                workload: str = "matmul", **kw: object) -> Measurement:
+    params = (("shape", "square"),) + ((("data", data),) if device != "cpu" else ())
+    t0, per = COSTS.get((backend, device, data), (1e-6, 1e-9))
+    t = t0 + size * per
+    samples = tuple(t * (1 + 0.001 * k) for k in range(-5, 6))
+    counters = {"flops": 2.0 * size, "bytes_moved": 8.0 * size, "threads": 2.0}
+    return Measurement(Case(workload, "correct", backend, device, "float32", size, params),
+                       Status.OK, samples=samples, loops=10, first_call_s=3 * t, warmups=4,
+                       timer="host", counters=counters, **kw)  # type: ignore[arg-type]
+
+
+def gpu_sweep() -> list[Measurement]:
+    """Every series at every size, plus an out-of-memory case and an unavailable backend."""
+    ms = [measurement(b, d, n, data) for n in SIZES for (b, d, data) in COSTS]
+    ms.append(Measurement(Case("matmul", "correct", "torch", GPU, "float32", 10_000_000,
+                               (("shape", "square"), ("data", "resident"))), Status.OOM,
+                          reason="needs 12 GiB, 8 GiB free"))
+    ms.append(Measurement(Case("matmul", "correct", "cupy", GPU, "float32", 1_000,
+                               (("shape", "square"), ("data", "resident"))),
+                          Status.UNAVAILABLE, reason="cupy is not installed"))
+    return ms
+
+
+def run(kind: str | None = None, run_id: str = "20260101-000000-abcd") -> Run:
+    config: dict[str, object] = {"workloads": ["matmul"], "budget_s": 0.5, "timeout_s": 60.0,
+                                 "criterion": "median-ci", "cold": False}
+    if kind:
+        config["kind"] = kind
+    facts = {"cpu_model": "Test CPU", "cores_physical": 2, "cores_logical": 4,
+             "memory_total_gib": 16, "memory_available": 8 << 30, "python": "3.11.7",
+             "implementation": "CPython", "os": "Linux 6", "machine": "x86_64",
+             "libraries": {"numpy": "2.0", "torch": "2.5"},
+             "gpus": [{"index": 0, "name": "Test GPU", "memory_total": 80 << 30}],
+             "driver": "555.1", "cuda_driver": "12.5"}
+    return Run(run_id, "2026-01-01T00:00:00+0000", config, Environment("f1ng3rpr1nt", facts),
+               "finished", "2026-01-01T00:05:00+0000")
+
+
+@dataclass(frozen=True)
+class RealRun:
+    db: str
+    run_id: str
+    report: Path     # written by `gpuvs run --report`
+    json: Path       # written by `gpuvs run --json`
+
+
+def invoke(*args: str) -> Result:
+    return CliRunner().invoke(app, list(args), env={"COLUMNS": "200"})

@@ -1,0 +1,73 @@
+"""The report of a real run, opened in headless Chromium: it loads without a single
+request beyond its own file, draws every plot, and screenshots to a non-blank page.
+
+`make test` installs Debian's chromium; a machine without it (and without root to
+install it) skips these tests — except under CI, where a missing browser is a failure.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+
+import pytest
+from benchmarks.report_screenshots import CHROMIUM, LAPTOP_WIDTH, Chromium, main
+from tests.report.samples import RealRun
+
+from gpuvs.report.plots import all_plots
+from gpuvs.store.export import load_json
+
+if not CHROMIUM.exists():
+    reason = (f"{CHROMIUM} is not installed; `make test` installs it with apt-get when run "
+              "as root (apt-get install chromium)")
+    if os.environ.get("CI"):
+        raise RuntimeError(f"CI must run the browser test: {reason}")
+    pytest.skip(reason, allow_module_level=True)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with Chromium() as chromium:
+        yield chromium
+
+
+def test_the_report_loads_self_contained_with_every_plot_drawn(real_run: RealRun, browser,
+                                                               tmp_path) -> None:
+    from PIL import Image
+
+    loaded = browser.load(real_run.report)
+    assert loaded.failed == ()
+    assert loaded.requests == (real_run.report.resolve().as_uri(),)  # no CDN, font, icon
+    _, ms, ceilings = load_json(real_run.json)
+    expected = [p.name for p in all_plots(ms, ceilings)]
+    assert list(loaded.plots) == expected and len(expected) == 11
+    assert loaded.title == f"gpuvs report · run {real_run.run_id}"
+    shot = Image.open(io.BytesIO(loaded.png))
+    (tmp_path / "report.png").write_bytes(loaded.png)
+    assert shot.width == LAPTOP_WIDTH and shot.height > 3000  # the whole page, not a view
+    colours = shot.convert("RGB").getcolors(maxcolors=1 << 20)
+    assert colours is not None and len(colours) > 100  # text and plots, not a blank page
+
+
+def test_the_screenshot_script_renders_a_json_export(real_run: RealRun, tmp_path) -> None:
+    assert main([str(real_run.json), str(tmp_path), "--width", "900"]) == 0
+    html = tmp_path / f"report-{real_run.run_id}.html"
+    assert html.read_bytes() == real_run.report.read_bytes()
+    png = tmp_path / f"report-{real_run.run_id}-900px.png"
+    assert png.read_bytes().startswith(b"\x89PNG")
+
+
+def test_the_screenshot_script_rejects_an_unknown_run_in_one_line(tmp_path, capsys) -> None:
+    assert main(["nope", str(tmp_path), "--db", str(tmp_path / "r.sqlite")]) == 2
+    assert capsys.readouterr().err.startswith("error: unknown run 'nope'")
+
+
+def test_the_check_sees_a_request_that_leaves_the_page(browser, tmp_path) -> None:
+    """The control: a page that asks for a stylesheet (on the loopback's discard port,
+    where nothing listens) shows the request and its failure."""
+    page = tmp_path / "leaky.html"
+    page.write_text('<!DOCTYPE html><link rel="icon" href="data:,">'
+                    '<link rel="stylesheet" href="http://127.0.0.1:9/style.css"><p>hi</p>')
+    loaded = browser.load(page)
+    assert "http://127.0.0.1:9/style.css" in loaded.requests
+    assert any(f.startswith("http://127.0.0.1:9/style.css: net::ERR_") for f in loaded.failed)

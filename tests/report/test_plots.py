@@ -1,0 +1,110 @@
+"""What the report's plots show (as data), and that they draw deterministically."""
+
+from __future__ import annotations
+
+import math
+import re
+
+from tests.report.samples import CEILINGS, SIZES, gpu_sweep, measurement
+
+from gpuvs.model import Case, Measurement, Status
+from gpuvs.report.plots import all_plots, to_png, to_svg
+
+SWEEP = "matmul · correct · float32 · shape=square"
+
+
+def by_kind(plots):
+    """The first plot of each kind: time, speedup, roofline."""
+    found = {}
+    for p in plots:
+        found.setdefault(p.name.split("-")[1], p)
+    return found
+
+
+def test_a_sweep_gets_time_and_speedup_plots_and_each_device_a_roofline() -> None:
+    plots = all_plots(gpu_sweep(), CEILINGS)
+    assert [p.name for p in plots] == [
+        "01-time-matmul-correct-float32-shape-square",
+        "02-speedup-matmul-correct-float32-shape-square",
+        "03-roofline-cpu", "04-roofline-cuda-0"]
+    assert [p.section for p in plots] == [SWEEP, SWEEP, "roofline", "roofline"]
+
+
+def test_the_time_plot_has_one_line_per_series_with_ci_bands_and_the_crossovers_marked(
+) -> None:
+    time = by_kind(all_plots(gpu_sweep(), CEILINGS))["time"]
+    lines = {s.label: s for s in time.series}
+    assert set(lines) == {"numpy cpu", "torch cuda:0 · resident", "torch cuda:0 · end-to-end"}
+    assert lines["torch cuda:0 · end-to-end"].style == "dashed"
+    assert lines["torch cuda:0 · resident"].style == "solid"
+    cpu = lines["numpy cpu"]
+    assert cpu.x == tuple(float(n) for n in SIZES)  # the OOM case adds no point
+    assert all(lo <= y <= hi for lo, y, hi in zip(cpu.low, cpu.y, cpu.high, strict=True))
+    assert cpu.y[0] == measurement("numpy", "cpu", SIZES[0]).summary.median
+    assert {(m.x, m.label) for m in time.marks} == {
+        (1e5, "torch cuda:0 · resident faster from 1e5"),
+        (1e6, "torch cuda:0 · end-to-end faster from 1e6")}
+
+
+def test_the_speedup_plot_sets_each_gpu_series_against_the_fastest_cpu_with_the_1x_line(
+) -> None:
+    speedup = by_kind(all_plots(gpu_sweep(), CEILINGS))["speedup"]
+    assert speedup.unity and speedup.yunit == "×"
+    resident = next(s for s in speedup.series if s.label == "torch cuda:0 · resident")
+    assert resident.x == tuple(float(n) for n in SIZES)
+    assert resident.y[-1] == (1e-6 + 1e6 * 1e-9) / (2e-5 + 1e6 * 1e-11)  # ratio of medians
+    assert resident.low[0] < resident.y[0] < resident.high[0] < 1  # the CPU wins at 1e3
+
+
+def test_without_a_gpu_cpu_backends_are_set_against_numpy() -> None:
+    ms = [measurement(b, "cpu", n) for n in SIZES for b in ("numpy", "torch")]
+    speedup = by_kind(all_plots(ms))["speedup"]
+    assert speedup.title == f"speedup over numpy cpu\n{SWEEP}"
+    assert [s.label for s in speedup.series] == ["torch cpu"]
+    assert speedup.marks == ()
+
+
+def test_a_sweep_with_one_series_has_no_speedup_plot() -> None:
+    plots = all_plots([measurement("numpy", "cpu", n) for n in SIZES])
+    assert [p.name.split("-")[1] for p in plots] == ["time", "roofline"]
+
+
+def test_the_roofline_places_cases_by_intensity_under_the_measured_roofs() -> None:
+    roofline = by_kind(all_plots(gpu_sweep(), CEILINGS))["roofline"]
+    assert roofline.title == "roofline · cpu"
+    (roof,) = [s for s in roofline.series if s.style == "ceiling"]
+    assert roof.label == "float32 peak 100 GFLOP/s, bandwidth 20 GB/s"
+    assert all(math.isclose(y, min(1e11, 2e10 * x)) for x, y in zip(roof.x, roof.y, strict=True))
+    (cases,) = [s for s in roofline.series if s.style == "points"]
+    assert cases.x == (0.25,) * len(SIZES)  # 2n FLOP over 8n bytes
+    assert cases.y[-1] == 2e6 / measurement("numpy", "cpu", 1_000_000).summary.median
+    assert "grey roofs are this machine's measured ceilings" in roofline.caption
+
+
+def test_without_ceilings_the_roofline_says_so_and_leaves_out_cases_without_flops() -> None:
+    no_flops = Measurement(Case("elementwise", "correct", "numpy", "cpu", "float32", 10,
+                                (("op", "ones"),)), Status.OK, samples=(1e-6,) * 5,
+                           counters={"flops": 0.0, "bytes_moved": 40.0})
+    roofline = by_kind(all_plots([measurement("numpy", "cpu", 1000), no_flops]))["roofline"]
+    assert all(s.style == "points" for s in roofline.series)
+    assert roofline.caption.startswith("No measured ceilings for cpu, so no roofs")
+    assert "1 case(s) without arithmetic or bytes counted are not shown" in roofline.caption
+
+
+def test_svg_is_deterministic_inline_ready_and_its_ids_belong_to_its_plot() -> None:
+    plots = all_plots(gpu_sweep(), CEILINGS)
+    svgs = [to_svg(p) for p in plots]
+    assert svgs == [to_svg(p) for p in plots]
+    for plot, svg in zip(plots, svgs, strict=True):
+        assert svg.startswith("<svg") and svg.rstrip().endswith("</svg>")
+        assert f'id="{plot.name}"' in svg.split(">", 1)[0]
+        assert "<dc:date>" not in svg
+        ids = re.findall(r'\bid="([^"]+)"', svg)
+        assert ids and all(i == plot.name or i.startswith(f"{plot.name}-") for i in ids)
+        refs = re.findall(r'href="#([^"]+)"|url\(#([^)]+)\)', svg)
+        assert all(any(r) and set(filter(None, r)) <= set(ids) for r in refs)
+
+
+def test_png_is_a_png() -> None:
+    png = to_png(all_plots(gpu_sweep(), CEILINGS)[0])
+    assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 10_000
