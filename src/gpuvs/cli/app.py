@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import secrets
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
@@ -138,3 +138,18 @@ def now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S%z")
 
 
+
+
+def wrap_up(out: Any, store: Any, run_id: str, measurements: list[Any],
+            counts: Mapping[str, int], json_path: Path | None) -> int:
+    """After a run's tables: its JSON where asked for, and the exit code — 1 when a case
+    crashed or gave a wrong result, since a run's numbers are then incomplete."""
+    from gpuvs.model import Status
+
+    if json_path:
+        from gpuvs.store.export import write_json
+
+        write_json(json_path, store.get_run(run_id), measurements)
+        out.print(f"wrote {json_path}")
+    failed = counts.get(Status.WRONG_RESULT.value, 0) + counts.get(Status.CRASHED.value, 0)
+    return EXIT_FAILED_RUN if failed else 0

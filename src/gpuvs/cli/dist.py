@@ -15,7 +15,6 @@ from typing import Annotated, Any
 import typer
 
 from gpuvs.cli.app import (
-    EXIT_FAILED_RUN,
     DbOption,
     JsonOpt,
     app,
@@ -26,6 +25,7 @@ from gpuvs.cli.app import (
     progress,
     split,
     usage_errors,
+    wrap_up,
 )
 
 dist_app = typer.Typer(
@@ -115,7 +115,7 @@ def _execute(spec: Any, db: str | None, json_path: Any) -> int:
     """Measure (or, on a rank other than 0 under --launched, only take part), then print."""
     from gpuvs import env
     from gpuvs.dist import launch, worker
-    from gpuvs.model import Run, Status
+    from gpuvs.model import Run
     from gpuvs.report import console as con
     from gpuvs.report.dist import dist_tables, ranks_note
     from gpuvs.report.layout import status_line
@@ -145,10 +145,4 @@ def _execute(spec: Any, db: str | None, json_path: Any) -> int:
     counts = Counter(m.status.value for m in measurements)
     out.print(f"run {record.run_id} finished: {status_line(counts)}. Saved to {store.path}; "
               f"`gpuvs show {record.run_id}` prints it again.")
-    if json_path:
-        from gpuvs.store.export import write_json
-
-        write_json(json_path, store.get_run(record.run_id), measurements)
-        out.print(f"wrote {json_path}")
-    failed = counts[Status.WRONG_RESULT.value] + counts[Status.CRASHED.value]
-    return EXIT_FAILED_RUN if failed else 0
+    return wrap_up(out, store, record.run_id, measurements, counts, json_path)

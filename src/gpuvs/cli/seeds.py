@@ -8,7 +8,6 @@ from typing import Annotated, Any
 import typer
 
 from gpuvs.cli.app import (
-    EXIT_FAILED_RUN,
     BudgetOpt,
     DbOption,
     DeviceOpt,
@@ -22,6 +21,7 @@ from gpuvs.cli.app import (
     progress,
     split,
     usage_errors,
+    wrap_up,
 )
 from gpuvs.errors import UsageError
 
@@ -101,7 +101,7 @@ def _run(store: Any, config: Any, cases: list[Any], chosen: tuple[str, ...], opt
     from dataclasses import asdict
 
     from gpuvs import env, runner, units
-    from gpuvs.model import Run, Status
+    from gpuvs.model import Run
     from gpuvs.report import console as con
     from gpuvs.report.layout import status_line
     from gpuvs.report.seeds import seed_tables
@@ -123,10 +123,4 @@ def _run(store: Any, config: Any, cases: list[Any], chosen: tuple[str, ...], opt
     con.print_tables(seed_tables(measurements), out)
     out.print(f"run {record.run_id} finished in {took}: {status_line(counts)}. `gpuvs show "
               f"{record.run_id}` prints every case's table.")
-    if json_path:
-        from gpuvs.store.export import write_json
-
-        write_json(json_path, store.get_run(record.run_id), measurements)
-        out.print(f"wrote {json_path}")
-    failed = counts[Status.WRONG_RESULT.value] + counts[Status.CRASHED.value]
-    return EXIT_FAILED_RUN if failed else 0
+    return wrap_up(out, store, record.run_id, measurements, counts, json_path)
