@@ -80,6 +80,8 @@ def test_the_naive_rows_say_how_many_launches_a_call_makes() -> None:
     versus = rows["GPU vs CPU, naive, val = 100"]
     assert versus["correct here"] == "0.5×" and "the GPU is slower" in versus["why"]
     assert "not run" in rows["GPU vs CPU, naive, val = 1000"]["why"]
+    # A GPU that ran the naive cases but not vectorize: the row says so, not "no GPU".
+    assert rows["GPU: jacobian(vectorize=True) vs naive"]["why"] == "did not run"
 
 
 def test_by_val_shows_each_methods_speedup_and_crossover() -> None:

@@ -94,12 +94,18 @@ def _per_launch(m: Measurement | None) -> str:
     return units.seconds(s / n) if n and s else "—"
 
 
+def _absent(device: str, ms: Sequence[Measurement]) -> str:
+    """Why a row is empty: no GPU here, or this run never reached its cases."""
+    ran_here = any(m.case.device == device and m.status is Status.OK for m in ms)
+    return "did not run" if device == "cpu" or ran_here else "needs a CUDA device"
+
+
 def _naive_why(device: str) -> Callable[[Found], str]:
     def why(f: Found) -> str:
         m = NAIVE[device].find(f.ms)
         n = _count(m)
         if m is None or n is None or f.correct is None:
-            return "needs a CUDA device" if device != "cpu" else "did not run"
+            return _absent(device, f.ms)
         passes = OUT * m.case.size
         what = "kernels" if "kernels" in m.counters else "aten ops"
         text = (f"naive makes {n:,.0f} {what} a call, {n / passes:.0f} for each of its "
@@ -137,7 +143,7 @@ def _fix_why(method: str, device: str) -> Callable[[Found], str]:
         fixed = _at_size_of(NAIVE[device], method, device).find(f.ms)
         before, after = _count(naive), _count(fixed)
         if f.correct is None or before is None or after is None or fixed is None:
-            return "needs a CUDA device" if device != "cpu" else "did not run"
+            return _absent(device, f.ms)
         counts = f"{before:,.0f} → {after:,.0f} launches a call"
         return f"{counts}; {_fix_reason(method, fixed)}"
     return why
