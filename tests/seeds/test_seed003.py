@@ -114,6 +114,9 @@ def test_with_a_gpu_every_row_has_its_numbers_and_reasons() -> None:
     assert keras_gpu[3:7] == ("8 ms", "300 µs", "24 ms", "11 s")
     assert any("ran on TF32" in n for n in epoch_table(_run(gpu=True)).notes)
     assert not any("TF32" in n for n in epoch_table(_run(gpu=False)).notes)
+    claims = claims_table(seeds.get("003"), _run(gpu=True)).notes
+    assert any(n.startswith("TF32 was off for float32 matrix products") and
+               "cuDNN's float32 convolutions ran on TF32" in n for n in claims)
 
 
 def test_real_data_is_named_in_every_table() -> None:

@@ -84,9 +84,18 @@ def _notes(seed: Seed, ms: Sequence[Measurement]) -> list[str]:
     if tf32:
         notes.append(f"TF32 was on for float32 products on {', '.join(tf32)}")
     elif gpu_f32:
-        notes.append("TF32 was off: float32 products ran at full float32 precision")
+        notes.append("TF32 was off for float32 matrix products: they ran at full float32 "
+                     "precision" + _cudnn_tf32(ms))
     notes.extend(_size_notes(seed, ms))
     return notes
+
+
+def _cudnn_tf32(ms: Sequence[Measurement]) -> str:
+    """cuDNN's convolutions and RNNs follow their own switch, on by default in torch."""
+    if any(m.counters.get("conv_tf32") for m in ms):
+        return ("; cuDNN's float32 convolutions ran on TF32 "
+                "(torch.backends.cudnn.allow_tf32, torch's default)")
+    return ""
 
 
 def _size_notes(seed: Seed, ms: Sequence[Measurement]) -> list[str]:
