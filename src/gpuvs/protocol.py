@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from gpuvs import caveats
@@ -125,6 +125,8 @@ class Prepared:
     protocol (two models run together: each one alone), stored as `<name>_s` counters.
     `count`, when set, says what one call launches given the backend's profiler — for a
     call too long to profile whole (a 40 000-pass Jacobian: minutes of profiler events).
+    `counters` are what the work itself records while it runs (a fit's epoch times and
+    accuracies), stored with the measurement once it is taken.
     """
 
     call: Callable[[], object]
@@ -134,6 +136,7 @@ class Prepared:
     self_timed: SelfTimed | None = None
     parts: tuple[tuple[str, Callable[[], object]], ...] = ()
     count: Callable[[Profiler], dict[str, float]] | None = None
+    counters: dict[str, float] = field(default_factory=dict)
 
 
 def measure(prepared: Prepared, case: Case, clock: Clock, criterion: StoppingCriterion,

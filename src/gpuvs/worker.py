@@ -63,8 +63,9 @@ def _measured(backend: Backend, case: Case, request: dict[str, Any]
         else:
             m = measure(prepared, case, clock, criteria.parse(request["criterion"])(),
                         Budget(**request["budget"]))
+        extra = dict(prepared.counters)  # filled while the calls ran
         if m.status is Status.OK:  # more calls, after the record was taken
-            extra = _parts_s(prepared, case, clock, request)
+            extra |= _parts_s(prepared, case, clock, request)
             extra |= _counted(backend, prepared, case.device)
     except BackendUnavailable as e:  # e.g. no way to flush this device's caches
         return Measurement(case, Status.SKIPPED, reason=str(e)), False

@@ -88,9 +88,6 @@ WORKSPACE_BYTES = 256 * 1024**2
 # Ops one step dispatches (the profiler counts the real kernels on CUDA and replaces this).
 LAUNCHES = {"torch": 40, "keras": 120}
 
-_RECORDED: dict[str, dict[str, float]] = {}  # counters a case's run produced, by case key
-
-
 def _feature_sides() -> list[int]:
     """Output side of each conv: 32 → 26, pooled to 13 → 11 → 9."""
     side, sides = 32, []
@@ -466,9 +463,6 @@ class Cnn(Workload):
         archive = 2 * TRAIN_IMAGES * PIXELS if p.get("dataset") == "cifar100" else 0
         return n * (9 * PIXELS + 8 * CLASSES) + archive
 
-    def counters(self, case: Case) -> dict[str, float]:
-        return super().counters(case) | _RECORDED.pop(case.key, {})
-
     def prepare(self, backend: Backend, case: Case) -> Prepared:
         if backend.name != "torch":
             raise BackendUnavailable(f"cnn runs on torch (Keras on its torch backend), "
@@ -479,7 +473,7 @@ class Cnn(Workload):
         if case.variant == "as_written" and framework != "keras":
             raise UsageError("as_written replays the post's Keras fit: use framework=keras")
         trainer = keras_trainer(case) if framework == "keras" else torch_trainer(case)
-        recorded = _RECORDED[case.key] = _conv_tf32(case)
+        recorded = _conv_tf32(case)
         epochs = _int_param(case.params, "epochs", 1) if "epochs" in dict(case.params) else 0
         steps = _int_param(case.params, "steps", DEFAULT_STEPS[case.device.partition(":")[0]])
         n = TRAIN_IMAGES if epochs else images_for_steps(steps, case.size)
@@ -494,7 +488,7 @@ class Cnn(Workload):
         on_device = itertools.cycle([trainer.to_device(*b) for b in host])
         loads = itertools.cycle(host)
         prepared = Prepared(call=lambda: trainer.step(*next(on_device)), check=check,
-                            single_call=True,
+                            single_call=True, counters=recorded,
                             parts=(("load", lambda: trainer.to_device(*next(loads))),))
         if case.variant != "as_written":
             return prepared

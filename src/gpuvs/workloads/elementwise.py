@@ -145,12 +145,15 @@ class Elementwise(Workload):
             x = random_inputs((case.size,), case.dtype, seed=case.size, low=0.5)
             ref = as_device_sees(x, case.dtype)
             in_chunks(lambda i, j: OPS[op](ref[i:j]), case.size)  # in place, on all cores
-            fn = fused_chain(backend.name) if case.variant == "tuned" else OPS[op]
-            prepared = place(backend, case, (x,), fn, ref)
+            prepared = place(backend, case, (x,), _op(backend, case, op), ref)
         if case.variant == "as_written":
             return replace(prepared, self_timed=wall_once(prepared.call))
         return prepared
 
+
+def _op(backend: Backend, case: Case, op: str) -> Callable[[Any], Any]:
+    """The op as the case runs it: fused into one pass for `tuned`, else as written."""
+    return fused_chain(backend.name) if case.variant == "tuned" else OPS[op]
 
 
 def _on_ones(backend: Backend, case: Case, op: str) -> Prepared:
@@ -158,7 +161,7 @@ def _on_ones(backend: Backend, case: Case, op: str) -> Prepared:
     reference is the op applied to one 1.0, broadcast (no 8 GB float64 copy)."""
     shape = (case.size,)
     x = backend.ones(shape, case.dtype, case.device)
-    fn = fused_chain(backend.name) if case.variant == "tuned" else OPS[op]
+    fn = _op(backend, case, op)
     value = OPS[op](np.ones(1))[0]
     return Prepared(call=lambda: fn(x),
                     check=reference_check(np.broadcast_to(value, shape), case.dtype,

@@ -247,6 +247,15 @@ def count_ops(method: str, val: int) -> int:
     return counter.calls
 
 
+def placed(net: Any, t: Any, case: Case) -> tuple[Any, Any]:
+    """The net and its (val, 1) input on the case's device, in its dtype."""
+    import torch
+
+    dtype = getattr(torch, case.dtype)
+    return (net.to(device=case.device, dtype=dtype),
+            t.reshape(-1, 1).to(device=case.device, dtype=dtype))
+
+
 def _extrapolated_count(case: Case) -> Callable[[Profiler], dict[str, float]]:
     """Counters of one call at val, from profiles at val = 2 and 3 (after a first call
     each): the naive method launches the same kernels for every backward pass, so its
@@ -254,13 +263,9 @@ def _extrapolated_count(case: Case) -> Callable[[Profiler], dict[str, float]]:
     the call itself at val = 100 records some 10⁶ kernel events: minutes of profiler."""
 
     def count(profile: Profiler) -> dict[str, float]:
-        import torch
-
         at = {}
         for val in (2, 3):
-            net, t = post_model_and_input(val)
-            net = net.to(device=case.device, dtype=getattr(torch, case.dtype))
-            x = t.reshape(val, 1).to(device=case.device, dtype=getattr(torch, case.dtype))
+            net, x = placed(*post_model_and_input(val), case)
             fn = method_fn(case.param("method"), net)
             fn(x)
             at[val] = profile(lambda fn=fn, x=x: fn(x))
@@ -316,17 +321,13 @@ class Jacobian(Workload):
                                       * ITEMSIZE[case.dtype])}
 
     def prepare(self, backend: Backend, case: Case) -> Prepared:
-        import torch
-
         method, val = case.param("method"), case.size
         if method == "naive":
             _refuse_if_it_would_swamp_the_host(case)
         net, t = post_model_and_input(val)
         check = jacobian_check(per_sample_reference(net, t.numpy()), method, case.dtype,
                                backend.to_numpy)
-        dtype = getattr(torch, case.dtype)
-        net = net.to(device=case.device, dtype=dtype)
-        x = t.reshape(val, 1).to(device=case.device, dtype=dtype)
+        net, x = placed(net, t, case)
         fn = method_fn(method, net)
         # Naive calls take seconds: each sample is one call, never a loop of them; and
         # the profiler counts their kernels at val = 2 and 3, not over 400·val passes.
