@@ -121,6 +121,16 @@ class Worker:
             except subprocess.TimeoutExpired:
                 continue
 
+    def retire(self) -> None:
+        """Tell the worker to exit (its stdin closes) without waiting for it: a fresh
+        worker's start-up — importing its framework — overlaps the old one's exit, which
+        on a CUDA device tears down a context. Reap it later with `close`."""
+        if self.proc.poll() is None and self.proc.stdin is not None:
+            try:
+                self.proc.stdin.close()
+            except (BrokenPipeError, OSError):
+                self.kill()
+
     def close(self) -> None:
         if self.proc.poll() is None:
             try:
@@ -137,6 +147,7 @@ def execute(run_id: str, cases: Iterable[Case], config: RunConfig, sink: Sink,
     """Run every case not in `skip_keys`, saving each measurement as it arrives."""
     summary = RunSummary()
     workers: dict[str, Worker] = {}
+    retired: list[Worker] = []
     oom_series: dict[Case, int] = {}
     request_base = {"budget": Budget(seconds=config.budget_s).__dict__,
                     "criterion": config.criterion}
@@ -144,7 +155,8 @@ def execute(run_id: str, cases: Iterable[Case], config: RunConfig, sink: Sink,
         for case in cases:
             if case.key in skip_keys:
                 continue
-            m = _precheck(case, oom_series) or _dispatch(case, workers, request_base, config)
+            m = (_precheck(case, oom_series)
+                 or _dispatch(case, workers, retired, request_base, config))
             if m.status is Status.OOM:
                 oom_series.setdefault(case.series, case.size)
             sink.save(run_id, m)
@@ -152,7 +164,7 @@ def execute(run_id: str, cases: Iterable[Case], config: RunConfig, sink: Sink,
             summary.measurements.append(m)
             on_result(m)
     finally:
-        for w in workers.values():
+        for w in (*retired, *workers.values()):
             w.close()
     return summary
 
@@ -172,11 +184,12 @@ def _precheck(case: Case, oom_series: dict[Case, int]) -> Measurement | None:
     return None
 
 
-def _dispatch(case: Case, workers: dict[str, Worker], request_base: dict[str, Any],
-              config: RunConfig) -> Measurement:
+def _dispatch(case: Case, workers: dict[str, Worker], retired: list[Worker],
+              request_base: dict[str, Any], config: RunConfig) -> Measurement:
     worker = workers.get(case.backend)
     if worker is not None and case.variant == "as_written" and not worker.fresh:
-        worker.close()  # a post's replay runs in a fresh process, as the post's code did
+        worker.retire()  # a post's replay runs in a fresh process, as the post's code did
+        retired.append(worker)
         worker = None
     if worker is None or worker.proc.poll() is not None:
         worker = workers[case.backend] = Worker(case.backend)
