@@ -132,13 +132,12 @@ class Worker:
                 self.kill()
 
     def close(self) -> None:
-        if self.proc.poll() is None:
-            try:
-                assert self.proc.stdin is not None
-                self.proc.stdin.close()
-                self.proc.wait(timeout=10)
-            except (subprocess.TimeoutExpired, BrokenPipeError, OSError):
-                self.kill()
+        """Retire the worker and wait for it to exit; kill it if it will not."""
+        self.retire()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.kill()
 
 
 def execute(run_id: str, cases: Iterable[Case], config: RunConfig, sink: Sink,
