@@ -103,3 +103,40 @@ def test_each_as_written_replay_runs_in_a_fresh_worker_as_the_posts_code_did() -
     # A correct case after a replay may share the replay's fresh worker: it is not a replay.
     assert pid[("correct", 2000)] == pid[("as_written", 1000)]
     assert pid[("correct", 3000)] == pid[("as_written", 2000)]
+
+
+@pytest.mark.usefixtures("worker_env")
+def test_consecutive_replays_of_one_post_on_one_device_share_a_process_as_its_cells_did(
+) -> None:
+    from dataclasses import replace
+
+    replay = replace(case("test_pid"), variant="as_written")
+    cases = [replay, replace(replay, size=2000), replace(replay, variant="correct"),
+             replace(replay, size=3000)]
+    sink = Collected()
+    execute("r", cases, CONFIG, sink)
+    pids = [m.counters["pid"] for m in sink.saved]
+    assert pids[0] == pids[1] == pids[2]  # two cells, then measurements in their process
+    assert pids[3] != pids[0]  # a replay after a measurement starts afresh
+
+
+def test_a_worker_that_replayed_one_post_takes_no_other_posts_or_devices_replay() -> None:
+    from gpuvs.runner import Worker
+
+    worker = Worker("numpy")
+    try:
+        gru = Case("gru", "as_written", "torch", "cpu", "float32", 20)
+        assert worker.replays_as_in_one_process(gru)  # nothing has run yet
+        worker.ran.add(("gru", "cpu"))
+        assert worker.replays_as_in_one_process(gru)
+        assert not worker.replays_as_in_one_process(replace_device(gru, "cuda:0"))
+        assert not worker.replays_as_in_one_process(
+            Case("jacobian", "as_written", "torch", "cpu", "float32", 100))
+    finally:
+        worker.close()
+
+
+def replace_device(c: Case, device: str) -> Case:
+    from dataclasses import replace
+
+    return replace(c, device=device)

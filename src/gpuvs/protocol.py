@@ -40,9 +40,6 @@ CALIBRATION_MARGIN = 1.05
 LONG_CALL_FACTOR = 10
 FIRST_BATCH = 5
 
-# A backend's profiler: what one call of a callable launches ({"kernels": …}).
-Profiler = Callable[[Callable[[], object]], dict[str, float]]
-
 
 class DeviceTimer(Protocol):
     """Records many intervals and synchronises once, when they are read (triton's do_bench)."""
@@ -123,8 +120,6 @@ class Prepared:
     `self_timed` is the post's own timing method, which `as_written` cases replay instead
     of the protocol. `parts` are pieces of the call timed apart after it, by the same
     protocol (two models run together: each one alone), stored as `<name>_s` counters.
-    `count`, when set, says what one call launches given the backend's profiler — for a
-    call too long to profile whole (a 40 000-pass Jacobian: minutes of profiler events).
     `counters` are what the work itself records while it runs (a fit's epoch times and
     accuracies), stored with the measurement once it is taken.
     """
@@ -135,7 +130,6 @@ class Prepared:
     flush: Callable[[], None] | None = None
     self_timed: SelfTimed | None = None
     parts: tuple[tuple[str, Callable[[], object]], ...] = ()
-    count: Callable[[Profiler], dict[str, float]] | None = None
     counters: dict[str, float] = field(default_factory=dict)
 
 
@@ -149,13 +143,14 @@ def measure(prepared: Prepared, case: Case, clock: Clock, criterion: StoppingCri
         return Measurement(case, Status.WRONG_RESULT, reason=str(e), first_call_s=first_call_s,
                            timer=clock.name)
     del output
-    warmups, per_call_s = _warm_up(prepared, clock, budget)
-    loops = 1 if prepared.single_call else _calibrate_loops(prepared, clock, per_call_s, budget)
-    samples, wall, met = _sample_until(criterion, prepared, clock, loops, per_call_s, budget)
+    warm = _warm_up(prepared, clock, budget)
+    loops = 1 if prepared.single_call else _calibrate_loops(prepared, clock, warm.per_call_s,
+                                                            budget)
+    samples, wall, met = _sample_until(criterion, prepared, clock, loops, warm, budget)
     return Measurement(
         case, Status.OK, samples=tuple(samples),
         wall_samples=tuple(wall) if clock.is_async else (),
-        loops=loops, first_call_s=first_call_s, warmups=warmups, timer=clock.name,
+        loops=loops, first_call_s=first_call_s, warmups=warm.calls, timer=clock.name,
         caveats=caveats.detect(samples, first_call_s, met),
     )
 
@@ -184,26 +179,36 @@ def _time_first_call(prepared: Prepared, clock: Clock) -> tuple[float, object]:
     return clock.now() - t0, out
 
 
-def _one_call_s(prepared: Prepared, clock: Clock) -> float:
-    """Synchronised wall seconds of one call: what a caller of it waits."""
-    if prepared.flush:
-        prepared.flush()
-    clock.synchronize()
-    t0 = clock.now()
-    clock.synchronize(prepared.call())
-    return clock.now() - t0
+@dataclass(frozen=True)
+class WarmUp:
+    """How the warm-up ended: its calls, a steady call's wall seconds, and — when one call
+    outlasted the whole sampling budget — that call's (device, wall) seconds as a sample."""
+
+    calls: int
+    per_call_s: float
+    sample: tuple[float, float] | None = None
 
 
-def _warm_up(prepared: Prepared, clock: Clock, budget: Budget) -> tuple[int, float]:
-    """Run untimed-for-the-record calls until the last ones stop getting faster."""
+def _warm_up(prepared: Prepared, clock: Clock, budget: Budget) -> WarmUp:
+    """Run untimed-for-the-record calls until the last ones stop getting faster.
+
+    A call longer than the whole sampling budget ends the warm-up by itself; it followed
+    the first call, which paid the one-time costs, so it is kept as the first sample
+    (timed as samples are) instead of thrown away: after its first call, a 16 s Jacobian
+    then costs three calls, not four."""
     end = clock.now() + budget.seconds * budget.warmup_fraction
-    times = [_one_call_s(prepared, clock)]
+    timer = clock.timer()
+    wall = _one_sample_s(prepared, clock, timer, 1)
+    if wall >= budget.seconds:
+        device = timer.elapsed()[0] if timer is not None else wall
+        return WarmUp(1, wall, (device, wall))
+    times = [wall]
     w = WARMUP_WINDOW
     while len(times) < budget.max_warmups and clock.now() < end:
-        times.append(_one_call_s(prepared, clock))
+        times.append(_one_sample_s(prepared, clock, None, 1))
         if len(times) >= 2 * w and min(times[-w:]) >= WARMUP_STABLE_FACTOR * min(times[-2 * w:-w]):
             break
-    return len(times), min(times[-w:])
+    return WarmUp(len(times), min(times[-w:]))
 
 
 def _calibrate_loops(prepared: Prepared, clock: Clock, per_call_s: float,
@@ -228,16 +233,21 @@ def _calibrate_loops(prepared: Prepared, clock: Clock, per_call_s: float,
 
 
 def _sample_until(criterion: StoppingCriterion, prepared: Prepared, clock: Clock, loops: int,
-                  per_call_s: float, budget: Budget) -> tuple[list[float], list[float], bool]:
+                  warm: WarmUp, budget: Budget) -> tuple[list[float], list[float], bool]:
     """Samples in batches; device intervals are read (one synchronisation) per batch.
-    The first batch is what the budget holds at the warm-up's pace, at least MIN_SAMPLES:
-    five seconds-long calls where the budget holds one would overrun it fivefold."""
+    The first batch is what the budget holds at the warm-up's pace, at least MIN_SAMPLES
+    with the warm-up's own: five seconds-long calls where the budget holds one would
+    overrun it fivefold."""
     timer = clock.timer()
     end = clock.now() + budget.seconds
     samples: list[float] = []
     wall: list[float] = []
-    fits = int(budget.seconds / max(per_call_s * loops, 1e-12))
-    batch = max(MIN_SAMPLES, min(FIRST_BATCH, fits))
+    if warm.sample is not None:
+        samples.append(warm.sample[0])
+        wall.append(warm.sample[1])
+        criterion.add(warm.sample[0])
+    fits = int(budget.seconds / max(warm.per_call_s * loops, 1e-12))
+    batch = max(MIN_SAMPLES - len(samples), min(FIRST_BATCH, fits))
     while True:
         batch_wall = [_one_sample_s(prepared, clock, timer, loops) for _ in range(batch)]
         device = timer.elapsed() if timer is not None else batch_wall

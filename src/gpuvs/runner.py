@@ -17,9 +17,10 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections import Counter, deque
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from gpuvs import backends
@@ -58,6 +59,8 @@ class Worker:
         )
         self.fresh = True
         self.killed_by_us = False
+        # (workload, device) of each case it ran; None for any case that is not a replay.
+        self.ran: set[tuple[str, str] | None] = set()
         self._lines: queue.Queue[str | None] = queue.Queue()
         self.stderr_tail: deque[str] = deque(maxlen=STDERR_TAIL_LINES)
         threading.Thread(target=self._read_stdout, daemon=True).start()
@@ -90,6 +93,12 @@ class Worker:
             self.kill()
             return None
         return json.loads(line) if line is not None else None
+
+    def replays_as_in_one_process(self, case: Case) -> bool:
+        """Whether the replay `case` may run here: the worker has run nothing, or only
+        replays of the same post on the same device — cells the post ran one after
+        another in one process (seed 002's `ones`, then `x *= 5`, then the chain)."""
+        return self.ran <= {(case.workload, case.device)}
 
     def failure(self, case: Case, timeout_s: float) -> Measurement:
         """What became of a case whose worker gave no answer."""
@@ -185,13 +194,24 @@ def _precheck(case: Case, oom_series: dict[Case, int]) -> Measurement | None:
 
 def _dispatch(case: Case, workers: dict[str, Worker], retired: list[Worker],
               request_base: dict[str, Any], config: RunConfig) -> Measurement:
+    """The case run in its backend's worker; `runner_s` is what it cost as the parent saw
+    it: the worker's `case_s` plus starting a worker where one was started for it."""
+    t0 = time.perf_counter()
+    m = _answered(case, workers, retired, request_base, config)
+    return replace(m, counters={**m.counters, "runner_s": time.perf_counter() - t0})
+
+
+def _answered(case: Case, workers: dict[str, Worker], retired: list[Worker],
+              request_base: dict[str, Any], config: RunConfig) -> Measurement:
     worker = workers.get(case.backend)
-    if worker is not None and case.variant == "as_written" and not worker.fresh:
-        worker.retire()  # a post's replay runs in a fresh process, as the post's code did
+    replay = case.variant == "as_written"
+    if worker is not None and replay and not worker.replays_as_in_one_process(case):
+        worker.retire()  # a post's replay runs in a process of its own, as the post's did
         retired.append(worker)
         worker = None
     if worker is None or worker.proc.poll() is not None:
         worker = workers[case.backend] = Worker(case.backend)
+    worker.ran.add((case.workload, case.device) if replay else None)
     answer = worker.ask({"case": case.to_dict(), **request_base}, config.timeout_s)
     if answer is None:
         m = worker.failure(case, config.timeout_s)

@@ -16,7 +16,6 @@ import os
 import sys
 import time
 import traceback
-from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import replace
 from typing import Any, TextIO
@@ -64,9 +63,10 @@ def _measured(backend: Backend, case: Case, request: dict[str, Any]
             m = measure(prepared, case, clock, criteria.parse(request["criterion"])(),
                         Budget(**request["budget"]))
         extra = dict(prepared.counters)  # filled while the calls ran
-        if m.status is Status.OK:  # more calls, after the record was taken
+        # More calls, after the record was taken; a replay's counts are its correct twin's.
+        if m.status is Status.OK and case.variant != "as_written":
             extra |= _parts_s(prepared, case, clock, request)
-            extra |= _counted(backend, prepared, case.device)
+            extra |= backend.profile(prepared.call, case.device)
     except BackendUnavailable as e:  # e.g. no way to flush this device's caches
         return Measurement(case, Status.SKIPPED, reason=str(e)), False
     except Exception as e:  # every failure becomes a recorded status, with its reason
@@ -92,15 +92,6 @@ def _parts_s(prepared: Prepared, case: Case, clock: Clock, request: dict[str, An
         if m.summary is not None:
             out[f"{name}_s"] = m.summary.median
     return out
-
-
-def _counted(backend: Backend, prepared: Prepared, device: str) -> dict[str, float]:
-    """What one call launches: the workload's own count where it has one, else the
-    profiler over the call itself."""
-    def profile(call: Callable[[], object]) -> dict[str, float]:
-        return backend.profile(call, device)
-
-    return prepared.count(profile) if prepared.count else profile(prepared.call)
 
 
 def _unchecked(out: object) -> None:

@@ -14,7 +14,19 @@ def test_the_full_run_replays_the_posts_billion_float64_elements() -> None:
     assert {(c.backend, c.param("op")) for c in written} == {
         (b, op) for b in ("numpy", "cupy") for op in ("ones", "scale", "chain")}
     assert {c.size for c in written} == {1000**3} and {c.dtype for c in cases} == {"float64"}
-    assert {c.backend for c in cases if c.variant == "tuned"} == {"cupy", "torch", "jax"}
+    assert {c.backend for c in cases if c.variant == "tuned"} == {"cupy", "torch"}
+
+
+def test_the_sweep_measures_what_the_speedup_table_shows_and_no_more() -> None:
+    from gpuvs.seeds.seed002 import COLUMNS
+
+    cases = seeds.get("002").cases(SeedOptions())
+    swept = {(c.variant, c.backend, c.param("op"), c.param("data"))
+             for c in cases if c.size == 10**8}
+    shown = {(variant, backend, op, dict(extra).get("data", ""))
+             for _, variant, backend, op, extra in COLUMNS}
+    numpy = {("correct", "numpy", op, "") for op in ("ones", "scale", "chain")}
+    assert swept == shown | numpy
 
 
 def test_a_quick_run_stays_small() -> None:

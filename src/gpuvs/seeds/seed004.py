@@ -110,10 +110,7 @@ def _naive_why(device: str) -> Callable[[Found], str]:
             return _absent(device, f.ms)
         passes = OUT * m.case.size
         what = "kernels" if "kernels" in m.counters else "aten ops"
-        # Extrapolated from val = 2 and 3 (profiling 40 000 passes takes minutes); on an
-        # H100 that undercounts from val = 10 on (9 kernels a pass at val = 30, not 8).
-        text = (f"naive makes about {n:,.0f} {what} a call (extrapolated from val = 2 "
-                f"and 3), {n / passes:.0f} for each of its "
+        text = (f"naive makes {n:,.0f} {what} a call, {n / passes:.3g} for each of its "
                 f"{passes:,} backward passes (one per output element): launch-bound, "
                 f"{_per_launch(m)} a launch")
         if f.written and f.written > SET_UP * f.correct:

@@ -38,7 +38,7 @@ import numpy as np
 from gpuvs.backends.base import Backend, host_memory_free
 from gpuvs.errors import BackendUnavailable, WrongResult
 from gpuvs.model import Case, Params
-from gpuvs.protocol import Prepared, Profiler
+from gpuvs.protocol import Prepared
 from gpuvs.replay import wall_once
 from gpuvs.units import nbytes
 from gpuvs.workloads import register
@@ -256,24 +256,6 @@ def placed(net: Any, t: Any, case: Case) -> tuple[Any, Any]:
             t.reshape(-1, 1).to(device=case.device, dtype=dtype))
 
 
-def _extrapolated_count(case: Case) -> Callable[[Profiler], dict[str, float]]:
-    """Counters of one call at val, from profiles at val = 2 and 3 (after a first call
-    each): the naive method launches the same kernels for every backward pass, so its
-    counts grow by a fixed step per val — as `ops_per_call` found for aten ops. Profiling
-    the call itself at val = 100 records some 10⁶ kernel events: minutes of profiler."""
-
-    def count(profile: Profiler) -> dict[str, float]:
-        at = {}
-        for val in (2, 3):
-            net, x = placed(*post_model_and_input(val), case)
-            fn = method_fn(case.param("method"), net)
-            fn(x)
-            at[val] = profile(lambda fn=fn, x=x: fn(x))
-        return {k: at[2][k] + (at[3][k] - at[2][k]) * (case.size - 2) for k in at[2]}
-
-    return count
-
-
 @register
 class Jacobian(Workload):
     name = "jacobian"
@@ -329,11 +311,8 @@ class Jacobian(Workload):
                                backend.to_numpy)
         net, x = placed(net, t, case)
         fn = method_fn(method, net)
-        # Naive calls take seconds: each sample is one call, never a loop of them; and
-        # the profiler counts their kernels at val = 2 and 3, not over 400·val passes.
-        naive = method == "naive"
-        prepared = Prepared(call=lambda: fn(x), check=check, single_call=naive,
-                            count=_extrapolated_count(case) if naive else None)
+        # Naive calls take seconds: each sample is one call, never a loop of them.
+        prepared = Prepared(call=lambda: fn(x), check=check, single_call=method == "naive")
         if case.variant == "as_written":
             return replace(prepared, self_timed=replace(wall_once(post_cell(val, case.device)),
                                                         method=PERCENT_TIME))
