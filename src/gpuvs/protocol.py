@@ -33,6 +33,9 @@ WARMUP_WINDOW = 3
 # "Stopped falling": the best of the last window is within this factor of the window before.
 WARMUP_STABLE_FACTOR = 0.98
 MIN_SAMPLES = 3
+# A call longer than the whole budget: its warm-up call and one more. Two samples that
+# agree are the check; a third of a 16 s call would overrun a 0.1 s budget by 160×.
+LONG_CALL_MIN_SAMPLES = 2
 CALIBRATION_ROUNDS = 3
 CALIBRATION_MARGIN = 1.05
 # A call this many times a sample's target is one sample: no trial loop can shorten the
@@ -195,7 +198,7 @@ def _warm_up(prepared: Prepared, clock: Clock, budget: Budget) -> WarmUp:
     A call longer than the whole sampling budget ends the warm-up by itself; it followed
     the first call, which paid the one-time costs, so it is kept as the first sample
     (timed as samples are) instead of thrown away: after its first call, a 16 s Jacobian
-    then costs three calls, not four."""
+    then costs two calls, not four."""
     end = clock.now() + budget.seconds * budget.warmup_fraction
     timer = clock.timer()
     wall = _one_sample_s(prepared, clock, timer, 1)
@@ -236,18 +239,20 @@ def _sample_until(criterion: StoppingCriterion, prepared: Prepared, clock: Clock
                   warm: WarmUp, budget: Budget) -> tuple[list[float], list[float], bool]:
     """Samples in batches; device intervals are read (one synchronisation) per batch.
     The first batch is what the budget holds at the warm-up's pace, at least MIN_SAMPLES
-    with the warm-up's own: five seconds-long calls where the budget holds one would
-    overrun it fivefold."""
+    (LONG_CALL_MIN_SAMPLES with the warm-up's own, for calls longer than the budget):
+    five seconds-long calls where the budget holds one would overrun it fivefold."""
     timer = clock.timer()
     end = clock.now() + budget.seconds
     samples: list[float] = []
     wall: list[float] = []
+    least = MIN_SAMPLES
     if warm.sample is not None:
         samples.append(warm.sample[0])
         wall.append(warm.sample[1])
         criterion.add(warm.sample[0])
+        least = LONG_CALL_MIN_SAMPLES
     fits = int(budget.seconds / max(warm.per_call_s * loops, 1e-12))
-    batch = max(MIN_SAMPLES - len(samples), min(FIRST_BATCH, fits))
+    batch = max(least - len(samples), min(FIRST_BATCH, fits))
     while True:
         batch_wall = [_one_sample_s(prepared, clock, timer, loops) for _ in range(batch)]
         device = timer.elapsed() if timer is not None else batch_wall
@@ -257,7 +262,7 @@ def _sample_until(criterion: StoppingCriterion, prepared: Prepared, clock: Clock
         wall.extend(w / loops for w in batch_wall)
         if criterion.done():
             return samples, wall, True
-        if clock.now() >= end and len(samples) >= MIN_SAMPLES:
+        if clock.now() >= end and len(samples) >= least:
             return samples, wall, False
         # Size the next batch to what the remaining budget can hold, at least one sample.
         per_sample = max(sum(batch_wall) / len(batch_wall), 1e-9)

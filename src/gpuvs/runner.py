@@ -59,8 +59,7 @@ class Worker:
         )
         self.fresh = True
         self.killed_by_us = False
-        # (workload, device) of each case it ran; None for any case that is not a replay.
-        self.ran: set[tuple[str, str] | None] = set()
+        self.ran: set[tuple[str, str]] = set()  # (workload, device) of each replay it ran
         self._lines: queue.Queue[str | None] = queue.Queue()
         self.stderr_tail: deque[str] = deque(maxlen=STDERR_TAIL_LINES)
         threading.Thread(target=self._read_stdout, daemon=True).start()
@@ -154,7 +153,7 @@ def execute(run_id: str, cases: Iterable[Case], config: RunConfig, sink: Sink,
             skip_keys: frozenset[str] = frozenset()) -> RunSummary:
     """Run every case not in `skip_keys`, saving each measurement as it arrives."""
     summary = RunSummary()
-    workers: dict[str, Worker] = {}
+    workers: dict[tuple[str, bool], Worker] = {}  # by backend, and whether it replays
     retired: list[Worker] = []
     oom_series: dict[Case, int] = {}
     request_base = {"budget": Budget(seconds=config.budget_s).__dict__,
@@ -192,33 +191,37 @@ def _precheck(case: Case, oom_series: dict[Case, int]) -> Measurement | None:
     return None
 
 
-def _dispatch(case: Case, workers: dict[str, Worker], retired: list[Worker],
+def _dispatch(case: Case, workers: dict[tuple[str, bool], Worker], retired: list[Worker],
               request_base: dict[str, Any], config: RunConfig) -> Measurement:
-    """The case run in its backend's worker; `runner_s` is what it cost as the parent saw
-    it: the worker's `case_s` plus starting a worker where one was started for it."""
+    """The case run in its worker; `runner_s` is what it cost as the parent saw it: the
+    worker's `case_s` plus starting a worker where one was started for it."""
     t0 = time.perf_counter()
     m = _answered(case, workers, retired, request_base, config)
     return replace(m, counters={**m.counters, "runner_s": time.perf_counter() - t0})
 
 
-def _answered(case: Case, workers: dict[str, Worker], retired: list[Worker],
+def _answered(case: Case, workers: dict[tuple[str, bool], Worker], retired: list[Worker],
               request_base: dict[str, Any], config: RunConfig) -> Measurement:
-    worker = workers.get(case.backend)
-    replay = case.variant == "as_written"
-    if worker is not None and replay and not worker.replays_as_in_one_process(case):
-        worker.retire()  # a post's replay runs in a process of its own, as the post's did
+    """Measurements share one long-lived worker per backend (imports, device context and
+    profiler paid once). A post's replays run apart, in a process of their own as the
+    post's did — one process for consecutive cells of one post on one device."""
+    key = (case.backend, case.variant == "as_written")
+    worker = workers.get(key)
+    if worker is not None and key[1] and not worker.replays_as_in_one_process(case):
+        worker.retire()
         retired.append(worker)
         worker = None
     if worker is None or worker.proc.poll() is not None:
-        worker = workers[case.backend] = Worker(case.backend)
-    worker.ran.add((case.workload, case.device) if replay else None)
+        worker = workers[key] = Worker(case.backend)
+    if key[1]:
+        worker.ran.add((case.workload, case.device))
     answer = worker.ask({"case": case.to_dict(), **request_base}, config.timeout_s)
     if answer is None:
         m = worker.failure(case, config.timeout_s)
         worker.kill()
-        del workers[case.backend]
+        del workers[key]
         return m
     if answer.get("fatal"):
         worker.close()
-        del workers[case.backend]
+        del workers[key]
     return Measurement.from_dict(answer["measurement"])

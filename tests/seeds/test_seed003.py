@@ -29,7 +29,7 @@ def test_the_replays_are_the_posts_keras_fit_at_batch_32_gpu_first() -> None:
 
 def test_correct_steps_cover_keras_torch_and_the_tuned_gpu_step() -> None:
     cells = {(c.variant, c.param("framework"), c.device, c.size, c.param("compile"))
-             for c in _cases()}
+             for c in _cases(compile=True)}
     for device in ("cpu", "cuda:0"):
         assert ("correct", "keras", device, 32, "") in cells
         assert ("correct", "torch", device, 32, "") in cells
@@ -39,10 +39,16 @@ def test_correct_steps_cover_keras_torch_and_the_tuned_gpu_step() -> None:
     assert all(workloads.get("cnn").applies(c) for c in _cases(epochs=1))
 
 
-def test_a_quick_run_fits_a_few_steps_and_skips_compiling() -> None:
+def test_a_quick_run_fits_a_few_steps() -> None:
     cases = _cases(quick=True)
     assert {c.param("steps") for c in cases if c.variant == "as_written"} == {"50", "4"}
-    assert not any(c.param("compile") for c in cases)
+
+
+def test_torch_compile_runs_only_when_asked_for_and_its_row_says_how() -> None:
+    assert not any(c.param("compile") for c in _cases())
+    assert any(c.param("compile") for c in _cases(compile=True))
+    assert _rows(_run(gpu=True))["GPU tuned + torch.compile"][5] == (
+        "not run: add --compile (compiling the step takes 10 to 20 s)")
 
 
 def test_data_and_epochs_options_reach_the_cases() -> None:
@@ -107,7 +113,8 @@ def test_with_a_gpu_every_row_has_its_numbers_and_reasons() -> None:
     assert "60 kernels a step here, 200 through Keras" in rows["GPU: plain PyTorch step"][5]
     assert "8× the images cost 3× the time" in rows["GPU: plain PyTorch step"][5]
     assert "an epoch in" in rows["GPU tuned: batch 256, bf16, channels-last"][5]
-    assert "paid back after" in rows["GPU tuned + torch.compile"][5]
+    assert "paid back after" in _rows(_run(gpu=True, compile=True))[
+        "GPU tuned + torch.compile"][5]
     keras_gpu = next(r for r in epoch_table(_run(gpu=True)).rows
                      if r[:3] == ("Keras step", "GPU", "32"))
     # 1329 steps × (8 ms + 0.3 ms loading)

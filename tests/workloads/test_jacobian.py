@@ -185,7 +185,7 @@ def test_as_written_replays_the_cell_once_with_its_first_call() -> None:
     assert m.status is Status.OK, m.reason
     assert len(m.samples) == 1 and m.timer.startswith("%%time cell")
     assert m.first_call_s is None  # the cell's one call is its first: nothing apart
-    assert m.counters["ops"] > 0
+    assert "ops" not in m.counters  # counted in the measured twin, not in the replay's process
 
 
 def test_correct_naive_times_single_calls() -> None:

@@ -97,11 +97,12 @@ def value_of(figure: Figure | None, ms: Sequence[Measurement]) -> float | None:
 
 @dataclass(frozen=True)
 class SeedOptions:
-    """What `gpuvs seeds` passes to every seed: a short run, and seed 003's data."""
+    """What `gpuvs seeds` passes to every seed: a short run, and seed 003's options."""
 
     quick: bool = False
     cifar: str | None = None   # path to cifar-100-python.tar.gz; None: synthetic data
     epochs: int = 0            # >0: seed 003 also trains for real, epoch by epoch
+    compile: bool = False      # seed 003 also times its tuned step under torch.compile
 
 
 class Seed(ABC):

@@ -76,8 +76,7 @@ TORCH_CPU = _pick("correct", "torch", "cpu")
 TORCH_GPU_256 = _pick("correct", "torch", GPU, TUNED_BATCH)
 TUNED = _pick("tuned", "torch", GPU, TUNED_BATCH)
 TUNED_COMPILE = _pick("tuned", "torch", GPU, TUNED_BATCH, ("compile", "on"))
-QUICK = (AW_GPU, AW_CPU, KERAS_GPU, KERAS_CPU, TORCH_GPU, TORCH_CPU, TORCH_GPU_256, TUNED)
-FULL = (*QUICK, TUNED_COMPILE)
+STEPS = (AW_GPU, AW_CPU, KERAS_GPU, KERAS_CPU, TORCH_GPU, TORCH_CPU, TORCH_GPU_256, TUNED)
 
 
 def _s(v: float | None) -> str:
@@ -176,7 +175,7 @@ def _tuned_why(f: Found) -> str:
 
 def _compile_why(f: Found) -> str:
     if TUNED_COMPILE.find(f.ms) is None:
-        return "measured in full runs: compiling takes tens of seconds"
+        return "not run: add --compile (compiling the step takes 10 to 20 s)"
     if f.correct is None:
         return "needs a CUDA device"
     first, eager = _first_step(TUNED_COMPILE, f.ms), seconds_of(TUNED.find(f.ms))
@@ -205,7 +204,7 @@ class Seed003(Seed):
                 else (("dataset", "synthetic"),))
         steps = QUICK_FIT_STEPS if options.quick else FIT_STEPS
         cases = []
-        for p in QUICK if options.quick else FULL:
+        for p in (*STEPS, TUNED_COMPILE) if options.compile else STEPS:
             extra: tuple[tuple[str, str], ...] = data
             if p.variant == "as_written":
                 extra += (("steps", str(steps[p.device.partition(":")[0]])),)
