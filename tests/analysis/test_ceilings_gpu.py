@@ -12,14 +12,22 @@ from gpuvs.store import open_store
 pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("worker_env")]
 
 
-def _plain_rate(fn, work: float, repeats: int = 20) -> float:
-    """Work per second of `fn`, timed the plain way: warm up, then CUDA events around a loop."""
+def _plain_rate(fn, work: float, seconds: float = 0.5) -> float:
+    """Work per second of `fn`, timed the plain way: CUDA events around a loop. Both the
+    warm-up and the loop last about `seconds`, as gpuvs samples do: a big bf16 product
+    runs at its power limit after a fraction of a second, so a 20-call burst from a
+    cool card reads faster than what the card sustains."""
     import torch
 
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    fn()
+    start.record()
+    fn()
+    end.record()
+    end.synchronize()
+    repeats = max(3, int(seconds / (start.elapsed_time(end) / 1e3)))
+    for _ in range(repeats):
+        fn()
     start.record()
     for _ in range(repeats):
         fn()
