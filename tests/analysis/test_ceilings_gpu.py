@@ -37,27 +37,32 @@ def _plain_rate(fn, work: float, seconds: float = 0.5) -> float:
 
 
 def test_ceilings_agree_with_a_plain_benchmark_within_ten_percent(db) -> None:
+    """The bf16 rate of one H100 moved between 700 and 825 TFLOP/s within minutes (power
+    and clocks), so the plain figure is taken before and after gpuvs's and gpuvs's must
+    fall within ten percent of the range they span."""
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
         pytest.skip("no CUDA device")
-    result = CliRunner().invoke(app, ["ceilings", "-b", "torch", "--budget", "0.5", "--db", db],
-                                env={"COLUMNS": "200"})
-    assert result.exit_code == 0, result.output
-    with open_store(db) as store:
-        (record,) = store.runs()
-        found = {(c.name, c.device): c.value for c in read(store.measurements(record.run_id))}
     n = 8192
     a = torch.rand(n, n, device="cuda", dtype=torch.bfloat16)
     b = torch.rand(n, n, device="cuda", dtype=torch.bfloat16)
-    plain_bf16 = _plain_rate(lambda: a @ b, 2.0 * n**3)
+    before = _plain_rate(lambda: a @ b, 2.0 * n**3)
+    result = CliRunner().invoke(app, ["ceilings", "-b", "torch", "--budget", "0.5", "--db", db],
+                                env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    after = _plain_rate(lambda: a @ b, 2.0 * n**3)
+    with open_store(db) as store:
+        (record,) = store.runs()
+        found = {(c.name, c.device): c.value for c in read(store.measurements(record.run_id))}
     src = torch.rand(1 << 28, device="cuda")
     dst = torch.empty_like(src)
     plain_copy = _plain_rate(lambda: dst.copy_(src), 2.0 * src.numel() * 4)
-    print(f"bf16 matmul: gpuvs {found['matmul bfloat16', 'cuda:0'] / 1e12:.0f} TFLOP/s, "
-          f"plain {plain_bf16 / 1e12:.0f}; copy: gpuvs "
+    bf16 = found["matmul bfloat16", "cuda:0"]
+    print(f"bf16 matmul: gpuvs {bf16 / 1e12:.0f} TFLOP/s, plain {before / 1e12:.0f} before "
+          f"and {after / 1e12:.0f} after; copy: gpuvs "
           f"{found['memory bandwidth (copy)', 'cuda:0'] / 1e12:.2f} TB/s, "
           f"plain {plain_copy / 1e12:.2f}")
-    assert found["matmul bfloat16", "cuda:0"] == pytest.approx(plain_bf16, rel=0.10)
+    assert 0.9 * min(before, after) <= bf16 <= 1.1 * max(before, after)
     assert found["memory bandwidth (copy)", "cuda:0"] == pytest.approx(plain_copy, rel=0.10)
     for name in ("h2d pinned", "d2h pinned", "launch + sync latency", "per-op dispatch cost"):
         assert (name, "cuda:0") in found
