@@ -50,3 +50,27 @@ def test_speedup_by_size_divides_numpy_by_each_gpu_series_at_the_same_size() -> 
     assert rows["1e8"]["x *= 5 CuPy"] == "100×"
     assert rows["1e8"]["3 ops fused CuPy"] == "300×"
     assert rows["1000"]["3 ops fused CuPy"] == "—"      # not measured there
+
+
+def _at_post_size(backend: str, variant: str, op: str, seconds: float) -> Measurement:
+    device = "cpu" if backend == "numpy" else "cuda:0"
+    case = Case("elementwise", variant, backend, device, "float64", 1000**3,
+                tuple(sorted((("op", op), ("input", "ones")))))
+    return Measurement(case, Status.OK, samples=(seconds,) * 5)
+
+
+def test_the_why_says_what_the_unsynchronised_replay_saw() -> None:
+    from gpuvs.report.seeds import claims_table
+
+    def why(cupy_written: float) -> str:
+        ms = [_at_post_size("numpy", v, "scale", 0.8) for v in ("as_written", "correct")]
+        ms += [_at_post_size("cupy", "as_written", "scale", cupy_written),
+               _at_post_size("cupy", "correct", "scale", 5.4e-3)]
+        table = claims_table(seeds.get("002"), ms)
+        row = next(r for r in table.rows if r[0] == "x *= 5")
+        return dict(zip(table.columns, row, strict=True))["why"]
+
+    assert why(1e-5).startswith("without a sync time.time() saw CuPy's launch (10 µs)")
+    assert why(4.6e-3) == ("without a sync time.time() still saw about the work's time here "
+                           "(4.6 ms against 5.4 ms): the call did not return at its launch "
+                           "on this machine")

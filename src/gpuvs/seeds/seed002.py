@@ -55,7 +55,11 @@ def _why_speedup(op: str) -> Callable[[Found], str]:
         if cupy_w and cupy_c and cupy_w > 2 * cupy_c:
             return (f"the first call paid for compiling and allocating "
                     f"({units.seconds(cupy_w)}), the work itself takes {units.seconds(cupy_c)}")
-        return "here the replay and the protocol agree: the call waited for its own work"
+        if cupy_w and cupy_c:
+            return (f"without a sync time.time() still saw about the work's time here "
+                    f"({units.seconds(cupy_w)} against {units.seconds(cupy_c)}): the call "
+                    "did not return at its launch on this machine")
+        return "here the replay and the protocol agree"
     return why
 
 
