@@ -1,4 +1,5 @@
-"""The parent: one spawned worker per backend, a clock on every case, each result saved.
+"""The parent: one spawned worker per backend (and one for a post's replays), a clock on
+every case, each result saved.
 
 The parent owns the clock: a case that outlives its timeout has its worker's whole
 process group killed and is recorded `TIMEOUT`; a worker that dies is `CRASHED` with

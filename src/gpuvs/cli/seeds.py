@@ -8,7 +8,6 @@ from typing import Annotated, Any
 import typer
 
 from gpuvs.cli.app import (
-    BudgetOpt,
     DbOption,
     DeviceOpt,
     JsonOpt,
@@ -29,6 +28,9 @@ KIND = "seeds"
 # Sampling seconds a case: most cases meet their CI within it, and the run must fit in
 # 8 minutes on a GPU machine (docs/seeds-h100.md says where the time goes).
 BUDGET_S = 0.1
+BudgetOpt = Annotated[float | None, typer.Option(
+    metavar="SECONDS", help=f"Sampling seconds per case (default {BUDGET_S:g}). More budget, "
+                            "tighter intervals, a longer run.")]
 
 
 @app.command()
