@@ -205,7 +205,7 @@ def _answered(case: Case, workers: dict[tuple[str, bool], Worker], retired: list
               request_base: dict[str, Any], config: RunConfig) -> Measurement:
     """Measurements share one long-lived worker per backend (imports, device context and
     profiler paid once). A post's replays run apart, in a process of their own as the
-    post's did — one process for consecutive cells of one post on one device."""
+    post's did — one process for the cells of one post on one device."""
     key = (case.backend, case.variant == "as_written")
     worker = workers.get(key)
     if worker is not None and key[1] and not worker.replays_as_in_one_process(case):
