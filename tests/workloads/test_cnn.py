@@ -95,7 +95,8 @@ def test_a_correct_cpu_step_runs_through_the_worker(framework: str) -> None:
         needs_keras()
     m = _run(_case(framework=framework))
     assert m.status is Status.OK, m.reason
-    assert m.first_call_s is not None and m.loops == 1 and len(m.samples) >= 3
+    # A step longer than the test's budget (a slow CI machine) takes two samples, else three.
+    assert m.first_call_s is not None and m.loops == 1 and len(m.samples) >= 2
     assert m.counters["load_s"] > 0 and m.counters["flops"] == 3 * 4 * (
         cnn.forward_flops_per_image())
 
