@@ -74,3 +74,21 @@ def test_the_why_says_what_the_unsynchronised_replay_saw() -> None:
     assert why(4.6e-3) == ("without a sync time.time() still saw about the work's time here "
                            "(4.6 ms against 5.4 ms): the call did not return at its launch "
                            "on this machine")
+
+
+def test_every_rows_cases_are_run_in_a_quick_run_and_a_full_one() -> None:
+    """A row whose pick matches no case reads 'not run' even on a GPU machine."""
+    from gpuvs.seeds.base import Pick, Ratio
+
+    def picks(figure: object) -> list[Pick]:
+        if isinstance(figure, Ratio):
+            return [figure.slow, figure.fast]
+        return [figure] if isinstance(figure, Pick) else []
+
+    seed = seeds.get("002")
+    for quick in (True, False):
+        cells = {(c.variant, c.backend, c.device, c.params) for c in seed.cases(
+            SeedOptions(quick=quick))}
+        for row in seed.rows():
+            for p in picks(row.written) + picks(row.correct):
+                assert (p.variant, p.backend, p.device, p.params) in cells, (quick, row.label)

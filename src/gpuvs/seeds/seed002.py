@@ -33,11 +33,12 @@ CLAIM = {"ones": "1.68 s ÷ 0.16 s = 10.5×", "scale": "0.507 s ÷ 0.000710 s = 
 MISSED = 0.5
 
 
-def _pick(variant: str, backend: str, op: str, size: int | None = POST_SIZE,
+def _pick(variant: str, backend: str, op: str, size: int | None = None,
           *extra: tuple[str, str], stat: str = "time") -> Pick:
-    """At the post's size, the post's input: `x = ones(...)` where the op runs."""
+    """Without a size, the post's case: its input `x = ones(...)` where the op runs, at
+    the post's size where it was measured (a --quick run measures it smaller)."""
     device = "cpu" if backend == "numpy" else GPU
-    if size == POST_SIZE and op != "ones":
+    if size in (None, POST_SIZE) and op != "ones":
         extra += (("input", "ones"),)
     return Pick("elementwise", variant, backend, device, DTYPE,
                 tuple(sorted((("op", op), *extra))), size, stat)
@@ -90,11 +91,12 @@ class Seed002(Seed):
             picks += [_pick("correct", b, "scale", size) for b in GPU_BACKENDS[1:]]
             picks.append(_pick("correct", "cupy", "scale", size, ("data", "end_to_end")))
             picks += [_pick("tuned", b, "chain", size) for b in TUNED_BACKENDS]
-        if not options.quick:  # the post's size, on what the post ran
-            picks += [_pick("correct", b, op) for op in OPS for b in ("numpy", "cupy")]
-        picks += [_pick("as_written", b, op, top) for op in OPS for b in ("numpy", "cupy")]
-        return tuple(Case(p.workload, p.variant, p.backend, p.device, p.dtype,
-                          p.size or top, p.params) for p in picks)
+        # The post's case, on what the post ran, correct and replayed.
+        picks += [_pick(v, b, op) for v in ("correct", "as_written") for op in OPS
+                  for b in ("numpy", "cupy")]
+        cases = (Case(p.workload, p.variant, p.backend, p.device, p.dtype, p.size or top,
+                      p.params) for p in picks)
+        return tuple(dict.fromkeys(cases))  # a quick run's top is a sweep size too
 
     def rows(self) -> tuple[Row, ...]:
         rows = [Row(LABEL[op], CLAIM[op], Ratio(_pick("as_written", "numpy", op),
