@@ -206,15 +206,16 @@ def _answered(case: Case, workers: dict[tuple[str, bool], Worker], retired: list
     """Measurements share one long-lived worker per backend (imports, device context and
     profiler paid once). A post's replays run apart, in a process of their own as the
     post's did — one process for the cells of one post on one device."""
-    key = (case.backend, case.variant == "as_written")
+    replay = case.variant == "as_written"
+    key = (case.backend, replay)
     worker = workers.get(key)
-    if worker is not None and key[1] and not worker.replays_as_in_one_process(case):
+    if worker is not None and replay and not worker.replays_as_in_one_process(case):
         worker.retire()
         retired.append(worker)
         worker = None
     if worker is None or worker.proc.poll() is not None:
         worker = workers[key] = Worker(case.backend)
-    if key[1]:
+    if replay:
         worker.ran.add((case.workload, case.device))
     answer = worker.ask({"case": case.to_dict(), **request_base}, config.timeout_s)
     if answer is None:

@@ -46,21 +46,19 @@ def _pick(variant: str, backend: str, op: str, size: int | None = None,
 
 def _why_speedup(op: str) -> Callable[[Found], str]:
     def why(f: Found) -> str:
-        if f.written is None or f.correct is None:
-            return "needs a CUDA device and CuPy"
         cupy_w = f.of(_pick("as_written", "cupy", op))
         cupy_c = f.of(_pick("correct", "cupy", op))
-        if cupy_w and cupy_c and cupy_w < MISSED * cupy_c:
+        if f.written is None or f.correct is None or not (cupy_w and cupy_c):
+            return "needs a CUDA device and CuPy"
+        if cupy_w < MISSED * cupy_c:
             return (f"without a sync time.time() saw CuPy's launch ({units.seconds(cupy_w)}) "
                     f"and not the pass over memory ({units.seconds(cupy_c)})")
-        if cupy_w and cupy_c and cupy_w > 2 * cupy_c:
+        if cupy_w > 2 * cupy_c:
             return (f"the first call paid for compiling and allocating "
                     f"({units.seconds(cupy_w)}), the work itself takes {units.seconds(cupy_c)}")
-        if cupy_w and cupy_c:
-            return (f"without a sync time.time() still saw about the work's time here "
-                    f"({units.seconds(cupy_w)} against {units.seconds(cupy_c)}): the call "
-                    "did not return at its launch on this machine")
-        return "here the replay and the protocol agree"
+        return (f"without a sync time.time() still saw about the work's time here "
+                f"({units.seconds(cupy_w)} against {units.seconds(cupy_c)}): the call "
+                "did not return at its launch on this machine")
     return why
 
 

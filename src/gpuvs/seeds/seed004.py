@@ -31,9 +31,10 @@ POST_VAL = 100
 # Per method: (--quick sizes, full sizes). The naive method costs 400·val backward passes
 # a call (7 s on an H100 host's CPU at val = 100, 16 s on its GPU; the protocol takes
 # three calls and a profiled one, the replay one), so a full run measures it at the
-# post's val alone: the run must stay under 8 minutes. vectorize=True at 1000 and vmap(jacrev) at
-# 10⁵ are there for the memory guard to refuse; vmap(jacrev) skips 10⁴, where its 16 GB
-# basis costs the CPU seconds a call and the table learns nothing jacfwd does not show.
+# post's val alone: the run must stay under 8 minutes. vectorize=True at 1000 and
+# vmap(jacrev) at 10⁵ are there for the memory guard to refuse; vmap(jacrev) skips 10⁴,
+# where its 16 GB basis costs the CPU seconds a call and the table learns nothing
+# jacfwd does not show.
 SIZES = {"naive": ((10,), (POST_VAL,)),
          "vectorize": ((10, 30), (10, 30, POST_VAL, 1000)),
          "vmap": ((10, 100), (10, 100, 1000, 100_000)),
