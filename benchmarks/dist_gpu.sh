@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # `gpuvs dist` on a machine with two (or more) GPUs. Steps (default: all, in this order):
-#   tests     pytest -m gpu tests/dist (NCCL collectives and DDP scaling on two GPUs)
+#   probe     benchmarks/dist_probe.py: which process-group set-up hangs; old vs new sampling
+#   tests     pytest -m gpu tests/distributed (NCCL collectives and DDP scaling on two GPUs)
 #   env       GPUs, their topology, and the NCCL variables the ranks will inherit
 #   coll1     gpuvs dist collectives --backend nccl --nproc 1 (1 KiB … 1 GiB, ×4)
 #   coll2     gpuvs dist collectives --backend nccl --nproc 2
+#   repeat    coll2 again up to 4 MiB: are the small-message medians steady across runs?
 #   scaling   gpuvs dist scaling --backend nccl --nproc 2 --steps 50 (weak, batch 32/GPU)
 #   strong    gpuvs dist scaling --backend nccl --nproc 2 --steps 50 --strong (global 32)
-#   faults    rank 1 killed in one case and hung in another: crashed, timeout, rest ok
+#   faults    rank 1 killed in one case, hung in another, hung in set-up: crashed, timeout
 #   plots     the scaling and bandwidth SVGs of the runs above
 # Each step writes its table text, `gpuvs export RUN --format json` and a summary to
 # $OUT (or ./out). From the repository root:
@@ -35,8 +37,12 @@ measure() {
 # The tables of a step's output: everything between the first and the last line.
 tables() { sed '1d;$d' "$OUT/$1.txt" | grep -v "^ranks:"; }
 
+step_probe() {
+  python3 benchmarks/dist_probe.py hang
+  python3 benchmarks/dist_probe.py samples
+}
 step_tests() {
-  python3 -m pytest -m gpu -v -p no:cacheprovider tests/dist >"$OUT/pytest-dist-gpu.log" 2>&1
+  python3 -m pytest -m gpu -v -p no:cacheprovider tests/distributed >"$OUT/pytest-dist-gpu.log" 2>&1
   grep -E "PASSED|FAILED|SKIPPED|ERROR" "$OUT/pytest-dist-gpu.log" | sed 's/ *\[.*%\]//'
   tail -1 "$OUT/pytest-dist-gpu.log"
 }
@@ -48,6 +54,9 @@ step_env() {
 }
 step_coll1() { measure coll1 collectives --backend nccl --nproc 1; tables coll1; }
 step_coll2() { measure coll2 collectives --backend nccl --nproc 2; tables coll2; }
+step_repeat() {
+  measure repeat collectives --backend nccl --nproc 2 --sizes 1KiB:4MiB:4; tables repeat
+}
 step_scaling() { measure scaling scaling --backend nccl --nproc 2 --steps 50; tables scaling; }
 step_strong() { measure strong scaling --backend nccl --nproc 2 --steps 50 --strong; tables strong; }
 step_faults() {
@@ -55,7 +64,10 @@ step_faults() {
     measure faults collectives --backend nccl --nproc 2 --sizes 1MiB,16MiB,64MiB \
     -c all_reduce,all_gather --timeout 30
   grep -E "crashed|timeout" "$OUT/faults.txt"
-  echo "ranks left behind: $(pgrep -fc gpuvs.dist.worker || true)"
+  GPUVS_DIST_FAULT="hang:1:setup" measure setup-hang collectives --backend nccl --nproc 2 \
+    --sizes 1MiB -c all_reduce --setup-timeout 30
+  grep -E "timeout" "$OUT/setup-hang.txt"
+  echo "ranks left behind: $(pgrep -fc gpuvs.distributed.worker || true)"
 }
 step_plots() {
   python3 - "$DB" "$OUT" <<'EOF'
@@ -74,6 +86,6 @@ for name, draw in (("coll1", bandwidth_svg), ("coll2", bandwidth_svg),
 EOF
 }
 
-for step in "${@:-tests env coll1 coll2 scaling strong faults plots}"; do
-  for s in $step; do echo "== $s"; "step_$s"; done
+for step in "${@:-probe tests env coll1 coll2 repeat scaling strong faults plots}"; do
+  for s in $step; do echo "== $s ($(date +%T))"; "step_$s"; done
 done

@@ -46,6 +46,10 @@ TimeoutOpt = Annotated[float, typer.Option(
     metavar="SECONDS",
     help="Seconds a case may take before every rank is killed and it is recorded as "
          "timeout.")]
+SetupTimeoutOpt = Annotated[float, typer.Option(
+    "--setup-timeout", metavar="SECONDS",
+    help="Seconds the ranks may take to start (import torch, meet, build their process "
+         "groups) before every rank is killed and the cases left are recorded as timeout.")]
 LaunchedOpt = Annotated[bool, typer.Option(
     "--launched",
     help="Run inside the user's `torchrun --nproc-per-node N -m gpuvs dist …` (RANK, "
@@ -63,22 +67,29 @@ def collectives(
         "--collective", "-c", metavar="NAME",
         help="all_reduce, all_gather, reduce_scatter, broadcast; default: all.")] = None,
     samples: Annotated[int, typer.Option(
-        metavar="N", help="Timed samples per case, each after a barrier.")] = 10,
-    timeout: TimeoutOpt = 300.0, db: DbOption = None, json_path: JsonOpt = None,
-    launched: LaunchedOpt = False,
+        metavar="N", help="Timed samples per case at least; more are taken while the 95 % "
+                          "CI of the median is wider than ±1 % and --budget lasts.")] = 10,
+    budget: Annotated[float, typer.Option(
+        metavar="SECONDS", help="Sampling seconds per case at most, after the first "
+                                "--samples (0: exactly --samples).")] = 1.0,
+    timeout: TimeoutOpt = 120.0, setup_timeout: SetupTimeoutOpt = 120.0, db: DbOption = None,
+    json_path: JsonOpt = None, launched: LaunchedOpt = False,
 ) -> None:
     """Time all-reduce, all-gather, reduce-scatter and broadcast over a size sweep, check
     every result, and report algorithm and bus bandwidth (nccl-tests' conventions)."""
-    from gpuvs.dist import plan
+    from gpuvs.distributed import plan
 
     with usage_errors():
         plan.positive("--samples", samples)
+        plan.not_negative("--budget", budget)
         plan.positive("--timeout", timeout)
+        plan.positive("--setup-timeout", setup_timeout)
         setup = plan.resolve(backend, nproc, launched)
         cases = plan.collective_cases(setup, split(sizes), split(collective))
-        spec = plan.Spec("collectives", setup, cases, samples=samples, timeout_s=timeout,
-                         launched=launched, extra={"sizes": sorted({c.size for c in cases}),
-                                                   "collectives": split(collective)})
+        spec = plan.Spec("collectives", setup, cases, samples=samples, budget_s=budget,
+                         timeout_s=timeout, setup_timeout_s=setup_timeout, launched=launched,
+                         extra={"sizes": sorted({c.size for c in cases}),
+                                "collectives": split(collective)})
     raise typer.Exit(_execute(spec, db, json_path))
 
 
@@ -94,27 +105,29 @@ def scaling(
     strong: Annotated[bool, typer.Option(
         "--strong", help="Strong scaling: the global batch stays --batch and is split over "
                          "the ranks. Default: weak scaling, --batch per rank.")] = False,
-    timeout: TimeoutOpt = 300.0, db: DbOption = None, json_path: JsonOpt = None,
-    launched: LaunchedOpt = False,
+    timeout: TimeoutOpt = 120.0, setup_timeout: SetupTimeoutOpt = 120.0, db: DbOption = None,
+    json_path: JsonOpt = None, launched: LaunchedOpt = False,
 ) -> None:
     """Train seed 003's CNN data-parallel (DistributedDataParallel) on 1…N ranks: samples/s,
     step time, scaling efficiency, and each step split into compute and communication."""
-    from gpuvs.dist import plan
+    from gpuvs.distributed import plan
 
     with usage_errors():
         plan.positive("--steps", steps)
         plan.positive("--timeout", timeout)
+        plan.positive("--setup-timeout", setup_timeout)
         setup = plan.resolve(backend, nproc, launched)
         cases = plan.scaling_cases(setup, batch, strong)
         spec = plan.Spec("scaling", setup, cases, steps=steps, timeout_s=timeout,
-                         launched=launched, extra={"batch": batch, "strong": strong})
+                         setup_timeout_s=setup_timeout, launched=launched,
+                         extra={"batch": batch, "strong": strong})
     raise typer.Exit(_execute(spec, db, json_path))
 
 
 def _execute(spec: Any, db: str | None, json_path: Any) -> int:
     """Measure (or, on a rank other than 0 under --launched, only take part), then print."""
     from gpuvs import env
-    from gpuvs.dist import launch, worker
+    from gpuvs.distributed import launch, worker
     from gpuvs.model import Run
     from gpuvs.report import console as con
     from gpuvs.report.dist import dist_tables, ranks_note

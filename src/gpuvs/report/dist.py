@@ -13,8 +13,8 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
 from gpuvs import stats, units
-from gpuvs.dist import COLLECTIVE_WORKLOAD, SCALING_WORKLOAD, WORKLOADS
-from gpuvs.dist.bandwidth import COLLECTIVES, algbw, bus_factor, busbw, scaling_efficiency
+from gpuvs.distributed import COLLECTIVE_WORKLOAD, SCALING_WORKLOAD, WORKLOADS
+from gpuvs.distributed.bandwidth import COLLECTIVES, algbw, bus_factor, busbw, scaling_efficiency
 from gpuvs.model import Measurement, Status
 from gpuvs.report.layout import Table
 
@@ -73,7 +73,7 @@ def _collective_table(key: CollectiveKey, ms: list[Measurement]) -> Table:
     rows = [_collective_row(m, name, n) for m in ms]
     notes = [f"busbw = algbw × {_factor_text(name)} (nccl-tests; {n} ranks: "
              f"×{bus_factor(name, n):.3g}); time: per sample the slowest rank's, median of "
-             "the samples, each after a barrier",
+             "the samples, taken in batches after a barrier and an untimed loop",
              "size as nccl-tests counts it: " + _SIZE_MEANING[name]]
     if n == 1:
         notes.append("one rank: nothing crosses a link, so busbw is 0; NCCL returns an "

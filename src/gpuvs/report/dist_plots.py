@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from gpuvs import units
-from gpuvs.dist.bandwidth import busbw
+from gpuvs.distributed.bandwidth import busbw
 from gpuvs.model import Measurement, Status
 from gpuvs.report.dist import base_case, collective_groups, efficiency, scaling_groups
 

@@ -16,11 +16,22 @@ import statistics
 from collections.abc import Sequence
 from typing import Any
 
-from gpuvs.dist.plan import per_rank_batch
-from gpuvs.dist.rank import RankResult, Ranks, agree, measurement, per_sample_max, sample
+from gpuvs.distributed.plan import per_rank_batch
+from gpuvs.distributed.rank import (
+    RankResult,
+    Ranks,
+    agree,
+    batch,
+    first_call,
+    measurement,
+    per_sample_max,
+)
 from gpuvs.model import Case, Measurement, Status
 
 WARMUP_STEPS = 2  # of each kind, after the first step
+# Steps of one kind timed back to back before switching kind: short enough that drift
+# hits both kinds alike, long enough that the untimed step before each batch is cheap.
+STEPS_PER_BATCH = 10
 # After one synchronised step from the same weights every rank must hold rank 0's
 # weights: without the all-reduce, Adam moves each weight by up to its learning rate
 # (1e-3) in a direction of that rank's own data, far beyond this.
@@ -29,7 +40,7 @@ WEIGHT_TOLERANCE = 1e-6
 
 def run_case(r: Ranks, case: Case, steps: int) -> RankResult:
     """This rank's part of one rank count: the first step, the check, then `steps` timed
-    steps with the all-reduce and `steps` without, alternating."""
+    steps with the all-reduce and `steps` without, in alternating batches."""
     import torch
     from torch.nn.parallel import DistributedDataParallel
 
@@ -55,18 +66,22 @@ def run_case(r: Ranks, case: Case, steps: int) -> RankResult:
             return step()
 
     losses: list[Any] = []
-    first = sample(r, lambda: losses.append(step()))[0]
+    first = first_call(r, lambda: losses.append(step()))
     if wrong := agree(r, _check(r, model, float(losses[0]))):
         return RankResult(Status.WRONG_RESULT, wrong, first_call_s=first)
     for _ in range(WARMUP_STEPS):
         step()
         local_step()
-    synced, local = [], []
-    for _ in range(steps):
-        synced.append(sample(r, step))
-        local.append(sample(r, local_step)[0])
-    return RankResult(samples=tuple(t for t, _ in synced),
-                      wall_samples=tuple(w for _, w in synced if w is not None),
+    synced: list[float] = []
+    local: list[float] = []
+    walls: list[float] = []
+    while len(synced) < steps:
+        count = min(STEPS_PER_BATCH, steps - len(synced))
+        taken, wall = batch(r, step, 1, count)
+        synced += taken
+        walls += [wall] if wall is not None else []
+        local += batch(r, local_step, 1, count)[0]
+    return RankResult(samples=tuple(synced), wall_samples=tuple(walls),
                       local_samples=tuple(local), first_call_s=first, warmups=WARMUP_STEPS)
 
 

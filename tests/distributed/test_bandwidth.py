@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpuvs.dist.bandwidth import COLLECTIVES, algbw, bus_factor, busbw, scaling_efficiency
+from gpuvs.distributed.bandwidth import COLLECTIVES, algbw, bus_factor, busbw, scaling_efficiency
 
 GIB = 1024**3
 

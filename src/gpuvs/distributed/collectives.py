@@ -2,7 +2,8 @@
 
 Each case follows gpuvs' protocol on every rank at once: the first call timed alone,
 its output checked (rank-filled inputs with known results, so a wrong reduction is
-`wrong_result`), warm-up calls, then samples of calibrated loops, each after a barrier.
+`wrong_result`), warm-up calls, then samples of calibrated loops in batches (`rank.batch`)
+until the CI of the median is tight or the budget is spent (`rank.sample_until`).
 Sizes are nccl-tests' (float32 elements; all-gather counts its output, reduce-scatter
 its input) and are rounded down to a whole number of elements per rank, as there.
 """
@@ -14,7 +15,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from gpuvs.dist.rank import RankResult, Ranks, agree, calibrate, measurement, sample
+from gpuvs.distributed.rank import (
+    RankResult,
+    Ranks,
+    agree,
+    calibrate,
+    first_call,
+    measurement,
+    sample_until,
+)
 from gpuvs.model import Case, Measurement, Status
 from gpuvs.units import nbytes
 
@@ -50,8 +59,9 @@ def bytes_needed(collective: str, count: int, nranks: int) -> int:
     return buffers + count
 
 
-def run_case(r: Ranks, case: Case, samples: int) -> RankResult:
-    """This rank's part of one collective case; every rank returns the same status."""
+def run_case(r: Ranks, case: Case, samples: int, budget_s: float) -> RankResult:
+    """This rank's part of one collective case; every rank returns the same status. At
+    least `samples` samples; more while the CI is wide and `budget_s` lasts."""
     name = case.param("collective")
     count = elements(name, case.size, r.size)
     problem = (_no_room(r, bytes_needed(name, count, r.size)) if count else
@@ -59,17 +69,17 @@ def run_case(r: Ranks, case: Case, samples: int) -> RankResult:
     if why := agree(r, problem):
         return RankResult(Status.SKIPPED, why)
     op = OPS[name](r, count)
-    first = sample(r, op.call)[0]
+    first = first_call(r, op.call)
     if wrong := agree(r, op.check()):
         return RankResult(Status.WRONG_RESULT, wrong, first_call_s=first)
     op.clear()
     for _ in range(WARMUP_CALLS):
         op.call()
     loops = calibrate(r, op.call)
-    taken = [sample(r, op.call, loops) for _ in range(samples)]
-    return RankResult(samples=tuple(t for t, _ in taken),
-                      wall_samples=tuple(w for _, w in taken if w is not None),
-                      first_call_s=first, loops=loops, warmups=WARMUP_CALLS)
+    taken, met = sample_until(r, op.call, loops, samples, budget_s)
+    return RankResult(samples=tuple(taken.mine), wall_samples=tuple(taken.walls),
+                      first_call_s=first, loops=loops, warmups=WARMUP_CALLS,
+                      criterion_met=met)
 
 
 def record(case: Case, results: Sequence[RankResult], threads: int) -> Measurement:

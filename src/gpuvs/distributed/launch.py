@@ -1,14 +1,19 @@
 """The parent: start the ranks through torchrun, keep the clock, turn failures into statuses.
 
 The ranks run `python -m torch.distributed.run --standalone --nproc-per-node N -m
-gpuvs.dist.worker SPEC` with this interpreter and this environment (every NCCL_* variable
-included: a host that turns NVLink multicast off with NCCL_NVLS_ENABLE=0 keeps it off in
-the ranks), with this gpuvs first on PYTHONPATH. Rank 0 saves each case itself and reports
-`start`/`done` lines; the parent only watches them. A case that outlives its timeout has
-torchrun and every rank killed and is recorded `timeout`; a rank that dies makes torchrun
-stop the others, and the case in flight is recorded `crashed` (or `oom`) with the dead
-rank and its error. Either way the ranks are started again for the cases left, so one
-bad case costs one case.
+gpuvs.distributed.worker SPEC` with this interpreter and this environment (every NCCL_*
+variable included: a host that turns NVLink multicast off with NCCL_NVLS_ENABLE=0 keeps it
+off in the ranks), with this gpuvs first on PYTHONPATH. Each rank count gets a launch of
+its own (scaling's N = 1 is one process, not one rank of a larger world), so no rank ever
+waits in a sub-group it is not part of.
+
+Rank 0 saves each case itself and reports `ready`, then `start`/`done` per case; the
+parent only watches those lines, and is the watchdog: ranks that are not `ready` within
+the set-up allowance (importing torch, the rendezvous, the process groups), or a case
+with no `done` within its timeout, have torchrun and every rank killed, and the cases
+are recorded `timeout`. A rank that dies makes torchrun stop the others, and the case in
+flight is recorded `crashed` (or `oom`) with the dead rank and its error. Either way the
+ranks are started again for the cases left, so one bad case costs one case.
 """
 
 from __future__ import annotations
@@ -28,12 +33,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from gpuvs.dist.plan import Spec
-from gpuvs.dist.worker import ERROR_PREFIX
+from gpuvs.distributed.plan import Spec
+from gpuvs.distributed.worker import ERROR_PREFIX
 from gpuvs.model import Case, Measurement, Status
 
-# Before `ready`: importing torch in every rank, the rendezvous, NCCL's communicators.
-STARTUP_ALLOWANCE_S = 120.0
 POLL_S = 0.1
 KILL_GRACE_S = 3.0
 STDERR_TAIL_LINES = 200
@@ -57,7 +60,7 @@ def torchrun_command(spec_path: str, nproc: int) -> list[str]:
     """torchrun with this interpreter, so the ranks see the same packages and gpuvs."""
     return [sys.executable, "-m", "torch.distributed.run", "--standalone",
             f"--nproc-per-node={nproc}", "--monitor-interval=0.1", "-m",
-            "gpuvs.dist.worker", spec_path]
+            "gpuvs.distributed.worker", spec_path]
 
 
 def rank_environment() -> dict[str, str]:
@@ -72,8 +75,29 @@ def rank_environment() -> dict[str, str]:
 
 def execute(spec: Spec, store: Any, on_result: Callable[[Measurement], None]
             ) -> dict[str, Any]:
-    """Run every case of `spec`, relaunching the ranks after a failure for the cases
-    left. Returns what rank 0 reported when ready (versions, the ranks' NCCL variables)."""
+    """Run every case of `spec`, one launch per rank count. Returns what rank 0 reported
+    when ready (versions, the ranks' NCCL variables)."""
+    info: dict[str, Any] = {}
+    for part in by_world_size(spec):
+        info = _execute_part(part, store, on_result) or info
+    return info
+
+
+def by_world_size(spec: Spec) -> list[Spec]:
+    """The spec split by the ranks its cases need, in the cases' order: a scaling case
+    runs on `size` ranks, a collective on all of them."""
+    worlds: dict[int, list[Case]] = {}
+    for case in spec.cases:
+        n = case.size if spec.command == "scaling" else spec.setup.nproc
+        worlds.setdefault(n, []).append(case)
+    return [replace(spec, setup=replace(spec.setup, nproc=n), cases=tuple(cases))
+            for n, cases in worlds.items()]
+
+
+def _execute_part(spec: Spec, store: Any, on_result: Callable[[Measurement], None]
+                  ) -> dict[str, Any]:
+    """The cases of one rank count, relaunching the ranks after a failure for the cases
+    left."""
     pending = list(spec.cases)
     info: dict[str, Any] = {}
     while pending:
@@ -120,8 +144,10 @@ def _launch(spec: Spec, store: Any, on_result: Callable[[Measurement], None]) ->
 
 def _watch(proc: subprocess.Popen[str], status_path: Path, spec: Spec, store: Any,
            run: _Launch, on_result: Callable[[Measurement], None]) -> None:
-    """Follow rank 0's events until torchrun ends; kill it when a case overstays."""
-    deadline = time.monotonic() + STARTUP_ALLOWANCE_S + spec.timeout_s
+    """Follow rank 0's events until torchrun ends; kill it when the set-up or a case
+    overstays. Until `ready` the set-up allowance runs; after it, each event restarts the
+    case's clock (a case is its `start` and its `done`)."""
+    deadline = time.monotonic() + spec.setup_timeout_s
     while proc.poll() is None:
         time.sleep(POLL_S)
         if _follow(status_path, run, spec, store, on_result):
@@ -188,11 +214,16 @@ def kill_tree(proc: subprocess.Popen[str]) -> None:
 def _failure(case: Case, run: _Launch, spec: Spec) -> Measurement:
     """The status and reason of a case whose ranks did not finish it."""
     when = "" if run.ready else " before the ranks were ready"
-    if run.timed_out:
-        limit = spec.timeout_s + (0 if run.ready else STARTUP_ALLOWANCE_S)
+    if run.timed_out and not run.ready:
         return Measurement(case, Status.TIMEOUT,
-                           reason=f"no result within {limit:g} s{when}; torchrun and every "
-                                  "rank were killed")
+                           reason=f"the {spec.setup.nproc} ranks were not ready within "
+                                  f"{spec.setup_timeout_s:g} s (set-up: importing torch, the "
+                                  "rendezvous, the process groups); torchrun and every rank "
+                                  "were killed")
+    if run.timed_out:
+        return Measurement(case, Status.TIMEOUT,
+                           reason=f"no result within {spec.timeout_s:g} s; torchrun and "
+                                  "every rank were killed")
     reason = crash_reason(list(run.stderr), spec.setup.nproc, run.returncode)
     status = Status.OOM if "OutOfMemoryError" in reason else Status.CRASHED
     return Measurement(case, status, reason=reason + when)

@@ -1,4 +1,4 @@
-"""A rank: `python -m gpuvs.dist.worker SPEC.json` under torchrun, or `serve(spec)` inside
+"""A rank: `python -m gpuvs.distributed.worker SPEC.json` under torchrun, or `serve(spec)` inside
 the user's own `torchrun` (`gpuvs dist … --launched`).
 
 Every rank runs every case in the spec's order; rank 0 gathers the other ranks' results,
@@ -10,7 +10,8 @@ case's reason.
 
 Test hook: GPUVS_DIST_FAULT=exit:RANK:TEXT (or hang:RANK:TEXT; several joined by ';')
 makes rank RANK exit with code 1 (or sleep) at the start of a case whose key contains
-TEXT: how the tests kill a rank mid-run.
+TEXT, or during set-up (after joining the process group, before `ready`) when TEXT is
+`setup`: how the tests kill or hang a rank.
 """
 
 from __future__ import annotations
@@ -25,9 +26,9 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from gpuvs.dist import collectives, scaling
-from gpuvs.dist.plan import Spec
-from gpuvs.dist.rank import Ranks, cpu_threads
+from gpuvs.distributed import collectives, scaling
+from gpuvs.distributed.plan import Spec
+from gpuvs.distributed.rank import Ranks, cpu_threads
 from gpuvs.model import Case, Measurement
 
 ERROR_PREFIX = "gpuvs-dist-error"
@@ -46,6 +47,7 @@ def serve(spec: Spec, on_done: Callable[[Measurement], None] = lambda m: None
     import torch.distributed as dist
 
     world = _connect(spec)
+    _planted_fault("setup", world.rank)
     groups = _subgroups(world, spec) if spec.command == "scaling" else {}
     info = _ready(world)
     _emit(spec, world, "ready", **info)
@@ -73,8 +75,6 @@ def serve(spec: Spec, on_done: Callable[[Measurement], None] = lambda m: None
 
 def _connect(spec: Spec) -> Ranks:
     """Join the process group torchrun's variables describe, on this rank's device."""
-    import inspect
-
     import torch
     import torch.distributed as dist
 
@@ -87,22 +87,24 @@ def _connect(spec: Spec) -> Ranks:
                      cpu_threads(local_world))
     device = f"cuda:{local}"
     torch.cuda.set_device(local)
-    # device_id (torch ≥ 2.3) creates the communicator now, on this rank's GPU.
-    eager: dict[str, Any] = ({"device_id": torch.device(device)} if "device_id" in
-                             inspect.signature(dist.init_process_group).parameters else {})
-    dist.init_process_group("nccl", timeout=timeout, **eager)
+    # No device_id: binding one makes NCCL communicators eager, and then creating any
+    # sub-group — even a Gloo one — makes the ranks left out of it call ncclCommSplit,
+    # which the members never match, and every rank hangs. Lazily, each communicator is
+    # made by its first collective, among its members only.
+    dist.init_process_group("nccl", timeout=timeout)
     ctrl = dist.new_group(backend="gloo", timeout=timeout)
     return Ranks(rank, size, local, device, dist.group.WORLD, ctrl, 0)
 
 
 def _subgroups(world: Ranks, spec: Spec) -> dict[int, Ranks]:
-    """Ranks 0…n−1 for every n: scaling runs N ranks while the others wait. Every rank
-    must create every group, in the same order."""
+    """Ranks 0…n−1 for every smaller n a case needs: inside the user's torchrun, scaling
+    runs N ranks while the others wait (a parent launches each N on its own, so it needs
+    none). Every rank must create every group, in the same order."""
     import torch.distributed as dist
 
     timeout = timedelta(seconds=spec.timeout_s + (0 if spec.launched else PARENT_GRACE_S))
     out = {world.size: world}
-    for n in range(1, world.size):
+    for n in sorted({c.size for c in spec.cases} - {world.size}):
         group = dist.new_group(list(range(n)), backend=spec.setup.backend, timeout=timeout)
         ctrl = group if not world.cuda else dist.new_group(list(range(n)), backend="gloo",
                                                            timeout=timeout)
@@ -116,7 +118,7 @@ def _case(spec: Spec, world: Ranks, groups: dict[int, Ranks], case: Case
     import torch.distributed as dist
 
     if spec.command == "collectives":
-        mine: Any = collectives.run_case(world, case, spec.samples)
+        mine: Any = collectives.run_case(world, case, spec.samples, spec.budget_s)
         threads = world.threads
     else:
         r = groups[case.size]

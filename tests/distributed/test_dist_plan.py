@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpuvs.dist.plan import (
+from gpuvs.distributed.plan import (
     Setup,
     Spec,
     collective_cases,

@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from gpuvs.dist import COLLECTIVE_WORKLOAD, KIND, SCALING_WORKLOAD
-from gpuvs.dist.bandwidth import COLLECTIVES
+from gpuvs.distributed import COLLECTIVE_WORKLOAD, KIND, SCALING_WORKLOAD
+from gpuvs.distributed.bandwidth import COLLECTIVES
 from gpuvs.errors import UsageError
 from gpuvs.model import Case
 
@@ -49,9 +49,11 @@ class Spec:
     command: str  # "collectives" | "scaling"
     setup: Setup
     cases: tuple[Case, ...]
-    samples: int = 10
+    samples: int = 10  # collectives: at least these, more while the CI is wide …
+    budget_s: float = 1.0  # … for at most this long
     steps: int = 20
     timeout_s: float = 300.0
+    setup_timeout_s: float = 120.0  # until `ready`: imports, rendezvous, process groups
     run_id: str = ""
     db: str = ""
     status_path: str = ""  # rank 0 reports progress here when a parent launched the ranks
@@ -70,10 +72,11 @@ class Spec:
 
     def config(self) -> dict[str, Any]:
         """The run's stored configuration: the kind, the command and its settings."""
-        keep = {"samples": self.samples} if self.command == "collectives" else {
-            "steps": self.steps}
+        keep = {"samples": self.samples, "budget_s": self.budget_s} if (
+            self.command == "collectives") else {"steps": self.steps}
         return {"kind": KIND, "command": self.command, **asdict(self.setup), **keep,
-                "timeout_s": self.timeout_s, "launched": self.launched, **self.extra}
+                "timeout_s": self.timeout_s, "setup_timeout_s": self.setup_timeout_s,
+                "launched": self.launched, **self.extra}
 
 
 def resolve(backend: str | None, nproc: int | None, launched: bool) -> Setup:
@@ -194,3 +197,9 @@ def positive(name: str, value: float) -> None:
     """A count or a number of seconds that must be above zero."""
     if not value > 0:
         raise UsageError(f"{name} must be above 0; got {value:g}")
+
+
+def not_negative(name: str, value: float) -> None:
+    """Seconds that may be zero (a budget of 0: exactly the samples asked for)."""
+    if not value >= 0:
+        raise UsageError(f"{name} must be 0 or more; got {value:g}")

@@ -12,9 +12,9 @@ import pytest
 from typer.testing import CliRunner
 
 from gpuvs.cli import app
-from gpuvs.dist import collectives
-from gpuvs.dist.bandwidth import COLLECTIVES
-from gpuvs.dist.rank import Ranks
+from gpuvs.distributed import collectives
+from gpuvs.distributed.bandwidth import COLLECTIVES
+from gpuvs.distributed.rank import Ranks
 from gpuvs.model import Case, Status
 from gpuvs.store import open_store
 
@@ -25,7 +25,7 @@ def test_two_gloo_ranks_measure_and_check_every_collective(dist, db, monkeypatch
     monkeypatch.setenv("NCCL_DEBUG", "WARN")
     out_json = tmp_path / "run.json"
     result = dist("collectives", "--backend", "gloo", "--nproc", "2", "--sizes", "1KiB,64KiB",
-                  "--samples", "3", "--json", str(out_json))
+                  "--samples", "3", "--budget", "0", "--json", str(out_json))
     assert result.exit_code == 0, result.output
     assert "NCCL variables on every rank: NCCL_DEBUG=WARN NCCL_NVLS_ENABLE=0" in result.output
     run_id = result.output.split()[1].rstrip(":")
@@ -34,7 +34,7 @@ def test_two_gloo_ranks_measure_and_check_every_collective(dist, db, monkeypatch
         (size, name) for size in (1024, 65536) for name in COLLECTIVES]
     for m in ms:  # ok means every rank's output matched the known result
         assert m.status is Status.OK, m.reason
-        assert len(m.samples) == 3 and m.loops >= 1 and m.first_call_s is not None
+        assert len(m.samples) == 3 and m.loops >= 1 and m.first_call_s is not None  # budget 0
         assert m.timer == "host clock, slowest of 2 ranks"
         assert m.counters["bytes"] == m.case.size and m.counters["nproc"] == 2
     for name in COLLECTIVES:
@@ -67,7 +67,7 @@ def _case(name: str, size: int = 4096) -> Case:
 
 @pytest.mark.parametrize("name", COLLECTIVES)
 def test_each_collective_passes_its_check_and_is_sampled(one_rank: Ranks, name: str) -> None:
-    result = collectives.run_case(one_rank, _case(name), samples=2)
+    result = collectives.run_case(one_rank, _case(name), samples=2, budget_s=0)
     assert result.status is Status.OK, result.reason
     assert len(result.samples) == 2 and result.warmups == collectives.WARMUP_CALLS
     m = collectives.record(_case(name), [result], threads=2)
@@ -92,7 +92,7 @@ def test_a_size_that_cannot_fit_is_skipped_before_allocating(one_rank: Ranks,
         available = 1024**2
 
     monkeypatch.setattr(psutil, "virtual_memory", lambda: Tight())
-    result = collectives.run_case(one_rank, _case("all_reduce", 1024**3), samples=2)
+    result = collectives.run_case(one_rank, _case("all_reduce", 1024**3), samples=2, budget_s=0)
     assert result.status is Status.SKIPPED
     assert result.reason.startswith("needs 1.25 GiB per rank × 1 on the host + 64 MiB "
                                     "headroom; 1 MiB free")

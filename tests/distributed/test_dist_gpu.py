@@ -1,4 +1,4 @@
-"""`gpuvs dist` with NCCL on the GPU machine (`pytest -m gpu tests/dist`): two ranks, one
+"""`gpuvs dist` with NCCL on the GPU machine (`pytest -m gpu tests/distributed`): two ranks, one
 per GPU, CUDA-event timing, every collective checked, DDP on both GPUs."""
 
 from __future__ import annotations
@@ -21,15 +21,18 @@ def two_gpus() -> None:
 @pytest.mark.usefixtures("two_gpus")
 def test_nccl_collectives_on_two_gpus_are_checked_and_event_timed(dist, db) -> None:
     result = dist("collectives", "--backend", "nccl", "--nproc", "2", "--sizes",
-                  "4KiB,16MiB", "--samples", "5")
+                  "4KiB,1MiB,16MiB")
     assert result.exit_code == 0, result.output
     assert "nccl " in result.output  # the ranks' NCCL version
     ms = open_store(db).measurements(result.output.split()[1].rstrip(":"))
-    assert len(ms) == 8
+    assert len(ms) == 12
     for m in ms:
         assert m.status is Status.OK, m.reason
-        assert m.timer == "cuda events, slowest of 2 ranks" and len(m.wall_samples) == 5
+        assert m.timer == "cuda events, slowest of 2 ranks" and m.wall_samples
         assert m.case.device == "cuda" and m.summary is not None and m.summary.median > 0
+        # Small messages cost their launch (20–40 µs), and host stalls hit some samples;
+        # a CI of ±100 % and more for them was a sampling bug, not the hardware.
+        assert m.summary.ci_halfwidth_rel <= 0.10, (m.case.key, m.summary)
 
 
 @pytest.mark.usefixtures("two_gpus")

@@ -1,6 +1,6 @@
 """`gpuvs dist scaling` for real: seed 003's CNN trained with DDP on one and two Gloo ranks,
 started by the user's own torchrun (`--launched`): rank 0 saves and prints, rank 1 only
-trains. (Started by gpuvs itself, scaling runs in tests/dist/test_faults.py.)"""
+trains. (Started by gpuvs itself, scaling runs in tests/distributed/test_faults.py.)"""
 
 from __future__ import annotations
 

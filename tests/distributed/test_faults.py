@@ -8,9 +8,10 @@ import os
 from pathlib import Path
 
 import psutil
+import pytest
 
-from gpuvs.dist.launch import crash_reason
-from gpuvs.dist.worker import FAULT_VARIABLE
+from gpuvs.distributed.launch import crash_reason
+from gpuvs.distributed.worker import FAULT_VARIABLE
 from gpuvs.model import Status
 from gpuvs.store import open_store
 
@@ -18,7 +19,7 @@ from gpuvs.store import open_store
 def _workers() -> set[int]:
     found = set()
     for p in psutil.process_iter(["cmdline"]):
-        if "gpuvs.dist.worker" in " ".join(p.info["cmdline"] or ()):
+        if "gpuvs.distributed.worker" in " ".join(p.info["cmdline"] or ()):
             found.add(p.pid)
     return found
 
@@ -29,7 +30,8 @@ def test_a_dead_rank_crashes_its_case_a_hung_one_times_out_and_the_rest_run(
     monkeypatch.setenv(FAULT_VARIABLE, "exit:1:/1024,collective=all_gather;"
                                        "hang:1:/4096,collective=all_gather")
     result = dist("collectives", "--backend", "gloo", "--nproc", "2", "--sizes", "1KiB,4KiB",
-                  "-c", "all_reduce,all_gather", "--samples", "2", "--timeout", "3")
+                  "-c", "all_reduce,all_gather", "--samples", "2", "--budget", "0",
+                  "--timeout", "3")
     assert result.exit_code == 1, result.output  # a crashed case fails the run, as `run` does
     assert "Traceback" not in result.output
     run_id = result.output.split()[1].rstrip(":")
@@ -44,6 +46,29 @@ def test_a_dead_rank_crashes_its_case_a_hung_one_times_out_and_the_rest_run(
         assert got[ok].status is Status.OK, got[ok].reason
     assert "timeout: no result within 3 s" in result.output
     assert _workers() <= before  # no rank left behind
+
+
+@pytest.mark.parametrize("command", [
+    ("collectives", "--sizes", "1KiB", "-c", "all_reduce", "--budget", "0"),
+    ("scaling", "--steps", "1", "--batch", "2"),
+])
+def test_a_rank_that_hangs_in_set_up_ends_every_case_it_owed_as_timeout(
+        dist, db, monkeypatch, command: tuple[str, ...]) -> None:
+    before = _workers()
+    monkeypatch.setenv(FAULT_VARIABLE, "hang:1:setup")
+    result = dist(*command, "--backend", "gloo", "--nproc", "2", "--setup-timeout", "20")
+    assert result.exit_code == 0, result.output  # a timeout is a result, not a crash
+    assert "Traceback" not in result.output
+    ms = open_store(db).measurements(result.output.split()[1].rstrip(":"))
+    hung = [m for m in ms if m.status is Status.TIMEOUT]
+    assert [m.case.key for m in hung] == [m.case.key for m in ms if m.case.size != 1
+                                          or command[0] == "collectives"]
+    assert hung[0].reason == (
+        "the 2 ranks were not ready within 20 s (set-up: importing torch, the rendezvous, "
+        "the process groups); torchrun and every rank were killed")
+    if command[0] == "scaling":  # N = 1 is a launch of its own: rank 1 never exists there
+        assert ms[0].case.size == 1 and ms[0].status is Status.OK, ms[0].reason
+    assert _workers() <= before
 
 
 def test_a_dead_rank_at_n_2_leaves_the_n_1_scaling_result(dist, db, monkeypatch) -> None:
@@ -91,7 +116,7 @@ def test_a_rank_killed_by_a_signal_and_a_torchrun_without_a_report() -> None:
 
 def test_the_ranks_inherit_the_environment_and_this_gpuvs(monkeypatch) -> None:
     import gpuvs
-    from gpuvs.dist.launch import rank_environment
+    from gpuvs.distributed.launch import rank_environment
 
     monkeypatch.setenv("NCCL_NVLS_ENABLE", "0")
     monkeypatch.setenv("PYTHONPATH", "elsewhere")

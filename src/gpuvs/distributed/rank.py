@@ -1,0 +1,233 @@
+"""One rank's view of a case: its process groups and device, and the clock every case uses.
+
+Samples are taken in batches, the same way on every rank: a barrier on the case's
+group, one untimed loop that lines the ranks up, then the timed samples — on CUDA
+between events recorded back to back and read after one synchronisation, with the
+synchronised host time of the batch beside them; on the CPU with the host clock, over
+Gloo calls that return only once they are complete. Rank 0 then keeps, per sample, the
+slowest rank's time: a collective (or a data-parallel step) is done when its last rank is.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from gpuvs import caveats
+from gpuvs.criteria import MedianCI
+from gpuvs.model import Case, Measurement, Status
+
+# Calls per sample are calibrated so that one sample lasts at least this long: far above
+# the CUDA events' resolution (about 0.5 µs) and the jitter of leaving a barrier.
+MIN_SAMPLE_S = 5e-3
+MAX_LOOPS = 1000
+CALIBRATION_SAMPLES = 3
+# The CI of the median a case samples towards, as `gpuvs run` does by default.
+REL_CI = 0.01
+
+
+@dataclass(frozen=True)
+class Ranks:
+    """The ranks of one case: this rank's place among them, its device, the group the
+    measured work runs on, and a Gloo group for control messages (agreement, samples)
+    that stays off the measured device links."""
+
+    rank: int
+    size: int
+    local_rank: int
+    device: str  # "cpu" or "cuda:LOCAL_RANK"
+    group: Any
+    ctrl: Any
+    threads: int  # torch CPU threads of this rank (0: left as it was, on GPUs)
+
+    @property
+    def cuda(self) -> bool:
+        return self.device.startswith("cuda")
+
+
+@dataclass(frozen=True)
+class RankResult:
+    """What one rank measured in one case; every rank of a case agrees on `status`."""
+
+    status: Status = Status.OK
+    reason: str = ""
+    samples: tuple[float, ...] = ()
+    wall_samples: tuple[float, ...] = ()
+    local_samples: tuple[float, ...] = ()  # scaling: the same steps without the all-reduce
+    first_call_s: float | None = None
+    loops: int = 1
+    warmups: int = 0
+    criterion_met: bool = True  # False: the budget ended before the CI reached REL_CI
+
+
+def barrier(r: Ranks) -> None:
+    import torch.distributed as dist
+
+    if r.cuda:
+        dist.barrier(group=r.group, device_ids=[r.local_rank])
+    else:
+        dist.barrier(group=r.group)
+
+
+def first_call(r: Ranks, call: Callable[[], object]) -> float:
+    """The first call, timed alone after a barrier: set-up costs land here (NCCL's
+    communicator, DDP's buckets), never in the samples."""
+    barrier(r)
+    if not r.cuda:
+        start = time.perf_counter()
+        call()
+        return time.perf_counter() - start
+    import torch
+
+    torch.cuda.synchronize(r.device)
+    start = time.perf_counter()
+    call()
+    torch.cuda.synchronize(r.device)
+    return time.perf_counter() - start
+
+
+def batch(r: Ranks, call: Callable[[], object], loops: int, count: int
+          ) -> tuple[list[float], float | None]:
+    """`count` samples of `loops` calls each: (per-call seconds of every sample, the
+    synchronised wall seconds per call over the batch — None on the CPU).
+
+    One barrier starts the batch and one untimed loop follows it: ranks leave a barrier
+    up to tens of µs apart, and the first rank out waits for the last inside its first
+    collective; that wait lands in the untimed loop, not in a sample. On CUDA the samples
+    are then timed between events recorded back to back, with one synchronisation at the
+    end: the device never idles between samples (a sync per sample let it idle, and a
+    host stall on either rank then landed in the sample that followed it). On the CPU the
+    host clock times each sample: Gloo calls return only once they are complete."""
+    barrier(r)
+    if not r.cuda:
+        for _ in range(loops):
+            call()
+        out = []
+        for _ in range(count):
+            start = time.perf_counter()
+            for _ in range(loops):
+                call()
+            out.append((time.perf_counter() - start) / loops)
+        return out, None
+    import torch
+
+    torch.cuda.synchronize(r.device)
+    wall = time.perf_counter()
+    for _ in range(loops):
+        call()
+    events = [torch.cuda.Event(enable_timing=True) for _ in range(count + 1)]
+    events[0].record()
+    for event in events[1:]:
+        for _ in range(loops):
+            call()
+        event.record()
+    torch.cuda.synchronize(r.device)
+    wall = (time.perf_counter() - wall) / ((count + 1) * loops)
+    spans = zip(events, events[1:], strict=False)
+    return [a.elapsed_time(b) / 1e3 / loops for a, b in spans], wall
+
+
+def agree(r: Ranks, problem: str) -> str:
+    """The first problem any rank found ('' for none). Every rank must take the same
+    branch after a check, or the next collective waits forever for the ranks that left."""
+    import torch.distributed as dist
+
+    found: list[Any] = [None] * r.size
+    dist.all_gather_object(found, problem, group=r.ctrl)
+    return next((p for p in found if p), "")
+
+
+def every_rank(r: Ranks, mine: Any) -> list[Any]:
+    """`mine` from every rank, in rank order, on every rank (over the control group)."""
+    import torch.distributed as dist
+
+    found: list[Any] = [None] * r.size
+    dist.all_gather_object(found, mine, group=r.ctrl)
+    return found
+
+
+def calibrate(r: Ranks, call: Callable[[], object]) -> int:
+    """Calls per sample, the same on every rank: enough for MIN_SAMPLE_S on the slowest
+    rank, judged by its fastest of CALIBRATION_SAMPLES single calls (one call can stall)."""
+    one = max(every_rank(r, min(batch(r, call, 1, CALIBRATION_SAMPLES)[0])))
+    return min(MAX_LOOPS, max(1, math.ceil(MIN_SAMPLE_S / one))) if one > 0 else MAX_LOOPS
+
+
+@dataclass
+class Sampled:
+    """This rank's samples (per-call seconds) and its batches' wall seconds per call."""
+
+    mine: list[float] = field(default_factory=list)
+    walls: list[float] = field(default_factory=list)
+
+
+def sample_until(r: Ranks, call: Callable[[], object], loops: int, least: int,
+                 budget_s: float) -> tuple[Sampled, bool]:
+    """At least `least` samples, then more until the 95 % CI of the slowest rank's median
+    is within ±REL_CI of it or `budget_s` is spent; (the samples, whether the CI got there).
+
+    Every rank sees every rank's samples after each batch and decides from the same
+    numbers; the budget's clock and the next batch's size are rank 0's, sent with them,
+    so every rank takes the same number of samples. Batches double, as far as the
+    budget's remainder holds at the pace so far."""
+    took = Sampled()
+    criterion = MedianCI(rel=REL_CI, min_samples=least)
+    end = time.monotonic() + budget_s
+    size = least
+    while True:
+        started = time.monotonic()
+        mine, wall = batch(r, call, loops, size)
+        pace = (time.monotonic() - started) / size
+        every = every_rank(r, (mine, end - time.monotonic(), pace))
+        for worst in per_sample_max([e[0] for e in every]):
+            criterion.add(worst)
+        took.mine += mine
+        if wall is not None:
+            took.walls.append(wall)
+        if criterion.done():
+            return took, True
+        _, left, pace = every[0]
+        if left <= 0:
+            return took, False
+        size = max(1, min(2 * size, int(left / max(pace, 1e-9))))
+
+
+def cpu_threads(active_here: int) -> int:
+    """Torch threads for one of `active_here` CPU ranks on this host: its share of the
+    cores this process may use, at least one (torchrun's default is one for all)."""
+    import torch
+
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
+        os.cpu_count() or 1)
+    threads = max(1, cores // max(1, active_here))
+    torch.set_num_threads(threads)
+    return threads
+
+
+def per_sample_max(rows: Sequence[Sequence[float]]) -> tuple[float, ...]:
+    """Sample i of the case is the slowest rank's sample i."""
+    return tuple(max(column) for column in zip(*rows, strict=True)) if rows else ()
+
+
+def measurement(case: Case, results: Sequence[RankResult],
+                counters: dict[str, float]) -> Measurement:
+    """Rank 0's record of a case from every rank's result."""
+    head = results[0]
+    if head.status is not Status.OK:
+        return Measurement(case, head.status, head.reason, first_call_s=head.first_call_s,
+                           counters=counters)
+    walls = [r.wall_samples for r in results]
+    firsts = [r.first_call_s for r in results if r.first_call_s is not None]
+    first = max(firsts) if firsts else None
+    samples = per_sample_max([r.samples for r in results])
+    return Measurement(
+        case, Status.OK, samples=samples,
+        wall_samples=per_sample_max(walls) if all(walls) else (), loops=head.loops,
+        first_call_s=first, warmups=head.warmups,
+        caveats=caveats.detect(samples, first, criterion_met=head.criterion_met),
+        timer=("cuda events" if case.device.startswith("cuda") else "host clock")
+        + f", slowest of {len(results)} ranks", counters=counters)

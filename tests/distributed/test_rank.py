@@ -1,0 +1,79 @@
+"""How a rank samples: batches that start with a barrier and an untimed loop, and
+sampling that goes on while the CI of the slowest rank's median is wide.
+
+The numbers are the two-H200 collectives of 2026-11-23: small all-reduces with a steady
+median of about 24 µs whose ten samples gave ±100–160 %, because some samples held a
+stall several times the call."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gpuvs.distributed import rank
+from gpuvs.distributed.rank import Ranks
+from gpuvs.stats import summarize
+
+MEDIAN_S = 24.3e-6
+
+
+@pytest.fixture
+def one_rank(tmp_path: Path) -> Iterator[Ranks]:
+    pytest.importorskip("torch")
+    import torch.distributed as dist
+
+    dist.init_process_group("gloo", store=dist.FileStore(str(tmp_path / "pg"), 1), rank=0,
+                            world_size=1)
+    try:
+        yield Ranks(0, 1, 0, "cpu", dist.group.WORLD, dist.group.WORLD, 0)
+    finally:
+        dist.destroy_process_group()
+
+
+def stalled_samples(seed: int = 7) -> Iterator[float]:
+    """Per-call seconds as the H200s gave them: most within 2 % of the median, three in
+    ten carrying a stall of 1.5–4× the call."""
+    rng = np.random.default_rng(seed)
+    while True:
+        stalled = rng.random() < 0.3
+        yield float(MEDIAN_S * (rng.uniform(1.5, 4.0) if stalled else rng.normal(1, 0.01)))
+
+
+def test_ten_such_samples_give_the_ci_that_meant_nothing() -> None:
+    ten = [s for s, _ in zip(stalled_samples(), range(10), strict=False)]
+    assert summarize(ten).ci_halfwidth_rel > 0.3
+
+
+def test_sampling_goes_on_until_the_median_ci_is_tight(one_rank: Ranks, monkeypatch) -> None:
+    stream = stalled_samples()
+    calls: list[int] = []
+
+    def fake_batch(r: Ranks, call: object, loops: int, count: int
+                   ) -> tuple[list[float], None]:
+        calls.append(count)
+        return [next(stream) for _ in range(count)], None
+
+    monkeypatch.setattr(rank, "batch", fake_batch)
+    took, met = rank.sample_until(one_rank, lambda: None, loops=1, least=10, budget_s=30)
+    assert met and calls[0] == 10 and calls[1] == 20  # batches double
+    s = summarize(took.mine)
+    assert s.ci_halfwidth_rel <= 0.02
+    assert s.ci_low <= MEDIAN_S * 1.02 and s.ci_high >= MEDIAN_S * 0.98
+
+
+def test_a_spent_budget_stops_sampling_and_says_so(one_rank: Ranks, monkeypatch) -> None:
+    stream = stalled_samples()
+    monkeypatch.setattr(rank, "batch", lambda r, call, loops, count: (
+        [next(stream) for _ in range(count)], None))
+    took, met = rank.sample_until(one_rank, lambda: None, loops=1, least=10, budget_s=0)
+    assert not met and len(took.mine) == 10
+
+
+def test_a_batch_lines_the_ranks_up_with_one_untimed_loop(one_rank: Ranks) -> None:
+    calls: list[int] = []
+    samples, wall = rank.batch(one_rank, lambda: calls.append(1), loops=3, count=4)
+    assert len(samples) == 4 and wall is None  # the CPU: no separate wall time
+    assert len(calls) == 3 * (4 + 1)  # the first loop is not timed
