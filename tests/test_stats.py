@@ -39,3 +39,29 @@ def test_ratio_ci_of_a_tenfold_speedup() -> None:
 
 def test_outlier_fraction() -> None:
     assert stats.outlier_fraction([1.0] * 18 + [1.01, 50.0]) == pytest.approx(0.1)
+
+
+def test_a_stretch_of_slower_samples_widens_the_ci_to_reach_it() -> None:
+    """The two-H200 all-gather of 4 KiB: batches at 20, 30, 31, 30, 20 µs. A repeat
+    could land on 30; samples resampled one by one never gather enough slow ones to
+    say so."""
+    rng = np.random.default_rng(3)
+    runs = [20.0] * 40 + [30.0] * 50 + [20.0] * 30  # µs, in time order
+    a = np.asarray(runs) * (1 + rng.normal(0, 0.01, len(runs)))
+    iid_lo, iid_hi = stats.bootstrap_median_ci(a)
+    s = stats.summarize(a)
+    assert iid_hi < 26  # the ordinary bootstrap stops halfway
+    assert s.ci_high > 29 and s.ci_low <= iid_lo
+
+
+def test_steady_samples_keep_a_tight_ci() -> None:
+    a = 1e-3 * (1 + np.random.default_rng(4).normal(0, 0.005, 400))
+    s = stats.summarize(a)
+    assert s.ci_halfwidth_rel < 0.002
+    assert (s.ci_low, s.ci_high) == stats.honest_median_ci(a)
+
+
+def test_too_few_samples_for_two_stretches_use_the_ordinary_bootstrap() -> None:
+    a = [1.0, 1.1, 0.9, 1.05, 0.95, 1.0, 1.02, 0.98, 1.01]
+    assert stats.stretch_median_ci(a) is None
+    assert stats.honest_median_ci(a) == stats.bootstrap_median_ci(a)
