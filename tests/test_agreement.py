@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gpuvs.agreement import agreement
+from gpuvs.yours.agreement import agreement
 
 
 def check(out: object, ref: object, tolerance: float | None = None):

@@ -8,8 +8,8 @@ import json
 import numpy as np
 import pytest
 
-from gpuvs.comparison import Comparison, Speedup
 from gpuvs.model import Case, Measurement, Status
+from gpuvs.yours.comparison import Comparison, Speedup
 
 SIZES = (10, 100, 1000, 10000)
 

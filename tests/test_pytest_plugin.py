@@ -27,11 +27,11 @@ def test_spin(gpuvs_bench):
 def _installed() -> bool:
     from importlib.metadata import entry_points
 
-    return any(e.value == "gpuvs.pytest_plugin" for e in entry_points(group="pytest11"))
+    return any(e.value == "gpuvs.yours.pytest_plugin" for e in entry_points(group="pytest11"))
 
 
 # Installed, pytest finds the plug-in through its entry point; from a source tree, name it.
-PLUGIN = () if _installed() else ("-p", "gpuvs.pytest_plugin")
+PLUGIN = () if _installed() else ("-p", "gpuvs.yours.pytest_plugin")
 QUICK = ("--gpuvs-budget=0.1", "-p", "no:cacheprovider", *PLUGIN)
 
 

@@ -6,7 +6,7 @@ import pytest
 from tests.fakes import spin
 
 import gpuvs
-from gpuvs.timer import devices_in_use
+from gpuvs.yours.timer import devices_in_use
 
 
 def test_a_block_is_timed() -> None:

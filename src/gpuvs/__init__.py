@@ -12,19 +12,19 @@ __all__ = ["Case", "Comparison", "Measurement", "Status", "Timer", "compare", "m
 
 if TYPE_CHECKING:
     from gpuvs.api import compare, measure
-    from gpuvs.comparison import Comparison
     from gpuvs.model import Case, Measurement, Status
-    from gpuvs.timer import Timer
+    from gpuvs.yours.comparison import Comparison
+    from gpuvs.yours.timer import Timer
 
 _LAZY = {"measure": "gpuvs.api", "compare": "gpuvs.api", "Case": "gpuvs.model",
-         "Measurement": "gpuvs.model", "Status": "gpuvs.model", "Timer": "gpuvs.timer",
-         "Comparison": "gpuvs.comparison"}
+         "Measurement": "gpuvs.model", "Status": "gpuvs.model", "Timer": "gpuvs.yours.timer",
+         "Comparison": "gpuvs.yours.comparison"}
 
 
 def load_ipython_extension(ipython: Any) -> None:
     """`%load_ext gpuvs`: registers the `%gpuvs` / `%%gpuvs` magics (IPython is imported
     only now, never by `import gpuvs`)."""
-    from gpuvs.ipython import load_ipython_extension as load
+    from gpuvs.yours.ipython import load_ipython_extension as load
 
     load(ipython)
 

@@ -13,7 +13,7 @@ from gpuvs.protocol import Budget, Clock, HostClock, Prepared
 from gpuvs.protocol import measure as _measure
 
 if TYPE_CHECKING:
-    from gpuvs.comparison import Comparison
+    from gpuvs.yours.comparison import Comparison
 
 
 def _no_check(out: object) -> None:
@@ -67,9 +67,9 @@ def compare(fn: Callable[..., object], *args: Any, devices: Sequence[str] = ("cp
     the one argument) and `sizes` lists the sizes (`[100, 1000]` or `"1e2:1e5"`; default
     10 to 10^4): the comparison then sweeps and reports the crossover. `sizes` without
     `batch` resizes the first axis of every tensor and array argument (rows repeated).
-    `budget_s` is the sampling time per case. Returns a `gpuvs.comparison.Comparison`.
+    `budget_s` is the sampling time per case. Returns a `gpuvs.yours.comparison.Comparison`.
     """
-    from gpuvs.yours import run
+    from gpuvs.yours.compare import run
 
     return run(fn, args, kwargs, devices=devices, batch=batch, sizes=sizes,
                budget_s=budget_s, tolerance=tolerance, name=name)
@@ -78,7 +78,7 @@ def compare(fn: Callable[..., object], *args: Any, devices: Sequence[str] = ("cp
 def clock_for(device: str, objs: Sequence[object]) -> tuple[str, Clock]:
     """The backend name and clock for work on `device` over these tensors and arrays:
     the host clock on the CPU; CUDA events through torch (tensors, modules) or CuPy."""
-    from gpuvs import moving
+    from gpuvs.yours import moving
 
     if device == "cpu":
         return (moving.backend_for(objs, "cpu") if moving.leaves(objs) else "python"), HostClock()

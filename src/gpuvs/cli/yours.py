@@ -61,7 +61,7 @@ def run_file(
     1e2:1e4`, with `def inputs(size): return model, torch.rand(size, 1)` in mlp.py.
     """
     from gpuvs.config import parse_sizes
-    from gpuvs.yours import check_devices, run
+    from gpuvs.yours.compare import check_devices, run
 
     with usage_errors():
         fn, builder = load_target(target, inputs)
@@ -133,9 +133,9 @@ def _check_builder(builder: Any, name: str, sized: bool) -> None:
 
 
 def _report(result: Any, store: Any, target: str, json_path: Path | None) -> int:
-    from gpuvs.comparison import KIND, save_run
     from gpuvs.report import console as con
     from gpuvs.report.layout import result_tables
+    from gpuvs.yours.comparison import KIND, save_run
 
     out = console()
     con.print_tables(result_tables(result.measurements), out)

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gpuvs.moving import as_numpy, dtype_name, is_cupy, is_tensor, tolerance_for
 from gpuvs.workloads.base import relative_error
+from gpuvs.yours.moving import as_numpy, dtype_name, is_cupy, is_tensor, tolerance_for
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@ function is in `gpuvs.api`; this module is not named `compare` so that it never 
 
 For each size (one, unless `batch=` or `sizes=` sweeps) and each device in turn:
 
-1. copy the arguments to the device (`gpuvs.moving`; the caller's are never modified);
+1. copy the arguments to the device (`gpuvs.yours.moving`; the caller's are never modified);
 2. time `fn` on them there — **resident**: the data already on the device;
 3. on a GPU, time it again **end-to-end**: host data copied in, the call, the output
    brought back, every call — what a program starting from CPU data pays;
@@ -25,13 +25,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from gpuvs import backends, criteria, moving
-from gpuvs.agreement import agreement
-from gpuvs.comparison import Comparison
+from gpuvs import backends, criteria
 from gpuvs.errors import BackendUnavailable, UsageError, WrongResult
 from gpuvs.model import Case, Measurement, Status
 from gpuvs.protocol import Budget, Prepared
 from gpuvs.protocol import measure as protocol_measure
+from gpuvs.yours import moving
+from gpuvs.yours.agreement import agreement
+from gpuvs.yours.comparison import Comparison
 
 DEVICE_RE = re.compile(r"^(cpu|cuda(:\d+)?)$")
 DEFAULT_SIZES = (10, 100, 1_000, 10_000)

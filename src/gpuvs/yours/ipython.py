@@ -28,13 +28,14 @@ from dataclasses import dataclass, replace
 from types import CodeType
 from typing import Any
 
-from gpuvs import criteria, moving, units
+from gpuvs import criteria, units
 from gpuvs.api import clock_for
 from gpuvs.errors import GpuvsError, UsageError
 from gpuvs.model import Case, Measurement
 from gpuvs.protocol import Budget, Prepared
 from gpuvs.protocol import measure as protocol_measure
-from gpuvs.timer import synchronize_all
+from gpuvs.yours import moving
+from gpuvs.yours.timer import synchronize_all
 
 NAIVE_FACTOR = 2.0
 NAIVE_REPEAT = 3
@@ -104,7 +105,7 @@ def _magics_class() -> type:
     class GpuvsMagics(Magics):
         @line_cell_magic
         def gpuvs(self, line: str, cell: str | None = None) -> object:
-            """Time a statement or cell where its data lives (see `gpuvs.ipython`)."""
+            """Time a statement or cell where its data lives (see `gpuvs.yours.ipython`)."""
             return run_magic(self, line, cell)
 
     return GpuvsMagics
@@ -157,7 +158,7 @@ def parse_options(opts: Mapping[str, Any]) -> Options:
                              f"{opts['budget']!r}")
     devices: tuple[str, ...] = ()
     if "compare" in opts:
-        from gpuvs.yours import check_devices
+        from gpuvs.yours.compare import check_devices
 
         devices = check_devices(str(opts["compare"]))
     return Options(count("n"), count("r"), budget, devices)
@@ -238,7 +239,7 @@ def _naive_s(call: Callable[[], object], loops: int) -> float:
 
 def compare_source(ns: dict[str, Any], source: str, options: Options) -> Any:
     """`--compare`: the code's tensors, arrays and modules moved to each device in turn."""
-    from gpuvs.yours import run
+    from gpuvs.yours.compare import run
 
     body, last = compiled(source)
     used = names_used(body) | (names_used(last) if last else set())

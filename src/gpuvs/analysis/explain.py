@@ -23,10 +23,10 @@ from gpuvs import backends, criteria, units
 from gpuvs.analysis.ceilings import Ceiling
 from gpuvs.analysis.crossover import best_cpu_by_size
 from gpuvs.analysis.roofline import Bound, Finding, classify
-from gpuvs.comparison import Comparison, data_of
 from gpuvs.model import Case, Measurement, Status
 from gpuvs.protocol import Budget
 from gpuvs.protocol import measure as protocol_measure
+from gpuvs.yours.comparison import Comparison, data_of
 
 PROFILE_MAX_S = 10.0
 DISPATCH_BUDGET_S = 0.2
@@ -104,7 +104,7 @@ def _finding(m: Measurement, resident: Measurement | None, replay: Replay | None
     if dispatch is None:
         return None, "the dispatch cost could not be measured here" + note
     ceiling = Ceiling("per-op dispatch cost", m.case.device, m.case.backend, dispatch, "s",
-                      "measured by gpuvs.explain")
+                      "measured by gpuvs.analysis.explain")
     counted = replace(m, counters={**m.counters, **counts,
                                    "launches": counts.get("kernels") or 1.0})
     found = classify(counted, [ceiling])

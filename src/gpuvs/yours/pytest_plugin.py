@@ -148,7 +148,7 @@ class GpuvsSession:
         if self.store is None:
             return
         if self.run_id is not None:
-            from gpuvs.comparison import _now
+            from gpuvs.yours.comparison import _now
 
             self.store.finish_run(self.run_id, "finished", _now())
         self.store.close()
@@ -176,8 +176,8 @@ def _new_run(store: Any, name: str) -> str:
     import time
 
     from gpuvs import env
-    from gpuvs.comparison import _now
     from gpuvs.model import Run
+    from gpuvs.yours.comparison import _now
 
     run_id = time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
     store.create_run(Run(run_id, _now(), {"kind": KIND, "name": name or None}, env.collect()))
@@ -232,12 +232,13 @@ def measure_call(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any], name: s
     """Time `fn(*args, **kwargs)` where its data lives; the measurement and fn's output."""
     from dataclasses import replace
 
-    from gpuvs import criteria, moving
+    from gpuvs import criteria
     from gpuvs.api import clock_for
     from gpuvs.model import Case
     from gpuvs.protocol import Budget, Prepared
     from gpuvs.protocol import measure as protocol_measure
-    from gpuvs.yours import source_hash
+    from gpuvs.yours import moving
+    from gpuvs.yours.compare import source_hash
 
     data = (args, kwargs)
     where = device or (moving.data_devices(data) or ["cpu"])[0]

@@ -149,7 +149,7 @@ class Comparison:
 
     def explain(self) -> Any:
         """What bounds each GPU case (launch, transfer…) and why, from measured numbers."""
-        from gpuvs.explain import explain
+        from gpuvs.analysis.explain import explain
 
         return explain(self, self._replay)
 
