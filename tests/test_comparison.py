@@ -8,8 +8,9 @@ import json
 import numpy as np
 import pytest
 
+from gpuvs.analysis.speedup import Speedup
 from gpuvs.model import Case, Measurement, Status
-from gpuvs.yours.comparison import Comparison, Speedup
+from gpuvs.yours.comparison import Comparison
 
 SIZES = (10, 100, 1000, 10000)
 

@@ -26,7 +26,7 @@ def test_device_out_of_memory_is_recorded_and_the_next_case_runs(backend: str) -
     sink = Collected()
     hog = Case("test_gpu_hog", "correct", backend, "cuda:0", "float32", 1)
     after = Case("matmul", "correct", backend, "cuda:0", "float32", 512, (("shape", "square"),))
-    execute("gpu-oom", [hog, after], CONFIG, sink)
+    execute(sink, [hog, after], CONFIG)
     assert sink.saved[0].status is Status.OOM, sink.saved[0].reason
     assert sink.saved[1].status is Status.OK, sink.saved[1].reason
 
@@ -36,7 +36,7 @@ def test_a_sticky_cuda_error_is_crashed_and_a_fresh_worker_takes_over() -> None:
     sink = Collected()
     bad = Case("test_device_assert", "correct", "torch", "cuda:0", "float32", 1)
     after = Case("matmul", "correct", "torch", "cuda:0", "float32", 512, (("shape", "square"),))
-    execute("gpu-sticky", [bad, after], CONFIG, sink)
+    execute(sink, [bad, after], CONFIG)
     assert sink.saved[0].status is Status.CRASHED
     assert sink.saved[1].status is Status.OK, sink.saved[1].reason
 
@@ -50,7 +50,7 @@ def test_seed000_resident_and_end_to_end_on_each_gpu_backend(backend: str) -> No
     cases = [Case("matmul", "correct", backend, "cuda:0", "float32", 25600, seed),
              Case("matmul", "correct", backend, "cuda:0", "float32", 25600,
                   (("data", "end_to_end"), *seed))]
-    execute("gpu-seed", cases, CONFIG, sink)
+    execute(sink, cases, CONFIG)
     resident, e2e = sink.saved
     assert resident.status is Status.OK and e2e.status is Status.OK, (resident.reason, e2e.reason)
     assert resident.wall_samples and e2e.wall_samples  # asynchronous: wall kept beside
@@ -66,7 +66,7 @@ def test_torch_profiler_counts_kernels_and_copies_per_call() -> None:
     cases = [Case("elementwise", "correct", "torch", "cuda:0", "float32", 10**6, chain),
              Case("elementwise", "correct", "torch", "cuda:0", "float32", 10**6,
                   (("data", "end_to_end"), *chain))]
-    execute("gpu-profile", cases, CONFIG, sink)
+    execute(sink, cases, CONFIG)
     resident, e2e = sink.saved
     assert resident.counters["launches"] == 3  # x *= 5; x *= x; x += x
     assert (e2e.counters["h2d_copies"], e2e.counters["d2h_copies"]) == (1, 1)
@@ -79,7 +79,7 @@ def test_cold_caches_make_an_l2_sized_case_slower_than_warm() -> None:
     cases = [Case("elementwise", "correct", "torch", "cuda:0", "float32", 10**6, scale),
              Case("elementwise", "correct", "torch", "cuda:0", "float32", 10**6,
                   (("cache", "cold"), *scale))]
-    execute("gpu-cold", cases, CONFIG, sink)
+    execute(sink, cases, CONFIG)
     warm, cold = sink.saved
     assert cold.status is Status.OK and cold.loops == 1, cold.reason
     assert cold.summary.median > warm.summary.median

@@ -10,12 +10,13 @@ from gpuvs.runner import execute
 
 
 class Collected:
-    """Keeps what the runner saves, in order (the SQLite store is tested on its own)."""
+    """Keeps what the runner records, in order: a run as the runner sees it (the store
+    behind a real run is tested on its own)."""
 
     def __init__(self) -> None:
         self.saved: list[Measurement] = []
 
-    def save(self, run_id: str, m: Measurement) -> None:
+    def record(self, m: Measurement) -> None:
         self.saved.append(m)
 
 
@@ -33,7 +34,7 @@ def test_every_failure_is_recorded_and_the_run_carries_on() -> None:
              case("test_hang"), case("test_spin", 3000), case("test_hog"),
              case("test_killed"), case("test_wrong"), case("test_spin", 4000)]
     sink = Collected()
-    summary = execute("r1", cases, CONFIG, sink)
+    summary = execute(sink, cases, CONFIG)
     by_workload = {(m.case.workload, m.case.size): m for m in sink.saved}
     assert [m.case for m in sink.saved] == cases  # all saved, in order
     abort = by_workload["test_abort", 1000]
@@ -56,8 +57,8 @@ def test_every_failure_is_recorded_and_the_run_carries_on() -> None:
 @pytest.mark.usefixtures("worker_env")
 def test_an_out_of_memory_stops_its_series_growing() -> None:
     sink = Collected()
-    execute("r2", [case("test_hog", 1), case("test_hog", 2), case("test_spin", 100)],
-            CONFIG, sink)
+    execute(sink, [case("test_hog", 1), case("test_hog", 2), case("test_spin", 100)],
+            CONFIG)
     assert [m.status for m in sink.saved] == [Status.OOM, Status.SKIPPED, Status.OK]
     assert "size 1 already ran out of memory" in sink.saved[1].reason
 
@@ -66,7 +67,7 @@ def test_an_out_of_memory_stops_its_series_growing() -> None:
 def test_resume_skips_recorded_cases() -> None:
     sink = Collected()
     done = case("test_spin", 100)
-    execute("r3", [done, case("test_spin", 200)], CONFIG, sink, skip_keys=frozenset({done.key}))
+    execute(sink, [done, case("test_spin", 200)], CONFIG, skip_keys=frozenset({done.key}))
     assert [m.case.size for m in sink.saved] == [200]
 
 
@@ -74,7 +75,7 @@ def test_resume_skips_recorded_cases() -> None:
 def test_a_dtype_the_backend_lacks_is_skipped_with_the_reason() -> None:
     sink = Collected()
     bf16 = Case("matmul", "correct", "numpy", "cpu", "bfloat16", 64, (("shape", "square"),))
-    execute("r4", [bf16], CONFIG, sink)
+    execute(sink, [bf16], CONFIG)
     assert sink.saved[0].status is Status.SKIPPED
     assert sink.saved[0].reason == "numpy has no bfloat16; it supports float16, float32, float64"
 
@@ -82,7 +83,7 @@ def test_a_dtype_the_backend_lacks_is_skipped_with_the_reason() -> None:
 @pytest.mark.usefixtures("worker_env")
 def test_the_simulated_device_runs_through_a_real_worker() -> None:
     sink = Collected()
-    execute("r5", [case("test_sim_kernel", 250, backend="sim")], CONFIG, sink)
+    execute(sink, [case("test_sim_kernel", 250, backend="sim")], CONFIG)
     m = sink.saved[0]
     assert m.status is Status.OK and m.timer == "sim_events"
     assert m.summary is not None and m.summary.median == pytest.approx(250e-6, rel=0.01)
@@ -96,7 +97,7 @@ def test_replays_run_apart_from_measurements_which_share_one_process() -> None:
     cases = [plain, replace(plain, variant="as_written"), replace(plain, size=2000),
              replace(plain, variant="as_written", size=2000), replace(plain, size=3000)]
     sink = Collected()
-    execute("r", cases, CONFIG, sink)
+    execute(sink, cases, CONFIG)
     pid = {(m.case.variant, m.case.size): m.counters["pid"] for m in sink.saved}
     measured = {pid["correct", size] for size in (1000, 2000, 3000)}
     replays = {pid["as_written", size] for size in (1000, 2000)}

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
-__all__ = ["Case", "Comparison", "Measurement", "Status", "Timer", "compare", "measure"]
+from gpuvs._version import __version__
+
+__all__ = ["__version__", "Case", "Comparison", "Measurement", "Status", "Timer", "compare",
+           "measure"]
 
 if TYPE_CHECKING:
     from gpuvs.api import compare, measure

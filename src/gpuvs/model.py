@@ -170,6 +170,18 @@ class Measurement:
 
 
 @dataclass(frozen=True)
+class Ceiling:
+    """A measured hardware peak (`gpuvs ceilings`): a rate or a cost of one device."""
+
+    name: str      # e.g. "matmul float32 tf32=off"
+    device: str    # "cpu" or "cuda:0"
+    backend: str
+    value: float   # per second for rates, seconds for costs
+    unit: str      # "FLOP/s", "B/s" or "s"
+    source: str    # the case key it was read from
+
+
+@dataclass(frozen=True)
 class Environment:
     """What a run ran on. `fingerprint` identifies the machine + software, not the moment."""
 
@@ -178,6 +190,26 @@ class Environment:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "facts", MappingProxyType(dict(self.facts)))
+
+
+class RunKind(str, Enum):
+    """What made a run: the closed set of commands and entry points that store runs. A
+    stored run's config names its kind (`config["kind"]`), except a sweep's, which
+    predates kinds and is the one without."""
+
+    SWEEP = "sweep"          # gpuvs run / gpuvs sweep
+    SEEDS = "seeds"          # gpuvs seeds
+    DIST = "dist"            # gpuvs dist scaling / collectives
+    CEILINGS = "ceilings"    # gpuvs ceilings
+    YOURS = "yours"          # gpuvs.compare(...).save(), gpuvs run-file
+    PYTEST = "pytest"        # the gpuvs_bench fixture with --gpuvs-save
+
+    def __str__(self) -> str:
+        return self.value
+
+    @classmethod
+    def of(cls, config: Mapping[str, Any]) -> RunKind:
+        return cls(config.get("kind") or cls.SWEEP.value)
 
 
 @dataclass(frozen=True)
@@ -190,3 +222,7 @@ class Run:
     environment: Environment
     status: str = "running"  # running → finished | aborted
     finished_at: str | None = None
+
+    @property
+    def kind(self) -> RunKind:
+        return RunKind.of(self.config)

@@ -36,10 +36,10 @@ STDERR_TAIL_LINES = 20
 KILL_GRACE_S = 1.0
 
 
-class Sink(Protocol):
-    """Where finished measurements go (the store)."""
+class Recorder(Protocol):
+    """Where finished measurements go: a run being recorded (`gpuvs.store.runs`)."""
 
-    def save(self, run_id: str, m: Measurement) -> None: ...
+    def record(self, m: Measurement) -> None: ...
 
 
 @dataclass
@@ -149,7 +149,7 @@ class Worker:
             self.kill()
 
 
-def execute(run_id: str, cases: Iterable[Case], config: RunConfig, sink: Sink,
+def execute(run: Recorder, cases: Iterable[Case], config: RunConfig,
             on_result: Callable[[Measurement], None] = lambda m: None,
             skip_keys: frozenset[str] = frozenset()) -> RunSummary:
     """Run every case not in `skip_keys`, saving each measurement as it arrives."""
@@ -167,7 +167,7 @@ def execute(run_id: str, cases: Iterable[Case], config: RunConfig, sink: Sink,
                  or _dispatch(case, workers, retired, request_base, config))
             if m.status is Status.OOM:
                 oom_series.setdefault(case.series, case.size)
-            sink.save(run_id, m)
+            run.record(m)
             summary.counts[m.status.value] += 1
             summary.measurements.append(m)
             on_result(m)

@@ -7,9 +7,9 @@ import sqlite3
 import pytest
 from typer.testing import CliRunner
 
-from gpuvs.analysis.ceilings import Ceiling, peak_for, probe_cases, read
+from gpuvs.analysis.ceilings import peak_for, probe_cases, read
 from gpuvs.cli import app
-from gpuvs.model import Case, Measurement, Status
+from gpuvs.model import Case, Ceiling, Measurement, Status
 
 
 def test_cpu_probes_cover_gemm_at_all_cores_and_one_thread_and_the_triad() -> None:

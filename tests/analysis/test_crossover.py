@@ -5,8 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gpuvs.analysis.crossover import SpeedupPoint, crossovers, fit, measured_crossover, tie_band
+from gpuvs.analysis.crossover import crossovers, fit, measured_crossover, tie_band
+from gpuvs.analysis.speedup import Speedup
 from gpuvs.model import Case, Measurement, Status
+
+
+def point(size: int, estimate: float, low: float, high: float) -> Speedup:
+    return Speedup("cuda:0", "resident", size, estimate, low, high)
+
 
 CPU_T0, CPU_PER = 1e-6, 1e-9    # seconds, seconds per element
 GPU_T0, GPU_PER = 2e-5, 1e-11   # launch-bound below ~2e4 elements, 100x the throughput
@@ -43,15 +49,15 @@ def test_when_the_gpu_never_wins_in_range_the_model_extrapolates() -> None:
 
 
 def test_a_ci_that_straddles_one_is_a_tie_not_a_win() -> None:
-    points = [SpeedupPoint(10, 0.5, 0.4, 0.6), SpeedupPoint(20, 1.0, 0.9, 1.1),
-              SpeedupPoint(40, 1.5, 1.2, 1.8), SpeedupPoint(80, 3.0, 2.5, 3.5)]
+    points = [point(10, 0.5, 0.4, 0.6), point(20, 1.0, 0.9, 1.1),
+              point(40, 1.5, 1.2, 1.8), point(80, 3.0, 2.5, 3.5)]
     assert measured_crossover(points) == 40
     assert tie_band(points) == (20, 20)
 
 
 def test_a_win_that_is_lost_again_does_not_count() -> None:
-    points = [SpeedupPoint(10, 2, 1.5, 2.5), SpeedupPoint(20, 0.5, 0.4, 0.6),
-              SpeedupPoint(40, 2, 1.5, 2.5)]
+    points = [point(10, 2, 1.5, 2.5), point(20, 0.5, 0.4, 0.6),
+              point(40, 2, 1.5, 2.5)]
     assert measured_crossover(points) == 40
 
 

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from gpuvs.analysis.ceilings import Ceiling
 from gpuvs.analysis.roofline import Bound, classify, findings
-from gpuvs.model import Case, Measurement, Status
+from gpuvs.model import Case, Ceiling, Measurement, Status
 
 CEILINGS = [
     Ceiling("per-op dispatch cost", "cuda:0", "torch", 8e-6, "s", ""),

@@ -9,9 +9,8 @@ from pathlib import Path
 
 from typer.testing import CliRunner, Result
 
-from gpuvs.analysis.ceilings import Ceiling
 from gpuvs.cli import app
-from gpuvs.model import Case, Environment, Measurement, Run, Status
+from gpuvs.model import Case, Ceiling, Environment, Measurement, Run, Status
 
 SIZES = (1_000, 10_000, 100_000, 1_000_000)
 GPU = "cuda:0"

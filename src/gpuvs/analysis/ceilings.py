@@ -9,11 +9,9 @@ every analysis of the same machine reuses them.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 
-from gpuvs.model import Case, Measurement, Status
+from gpuvs.model import Case, Ceiling, Measurement, Status
 
-KIND = "ceilings"
 GPU_DTYPES = ("float64", "float32", "bfloat16", "float16")
 CPU_DTYPES = ("float32", "float64")
 GPU_MATMUL_N = 8192
@@ -21,16 +19,6 @@ CPU_MATMUL_N = 2048
 GPU_COPY_ELEMENTS = 1 << 28   # 1 GiB of float32: far beyond any L2
 CPU_STREAM_ELEMENTS = 1 << 25
 TRANSFER_ELEMENTS = 1 << 26
-
-
-@dataclass(frozen=True)
-class Ceiling:
-    name: str      # e.g. "matmul float32 tf32=off"
-    device: str    # "cpu" or "cuda:0"
-    backend: str
-    value: float   # per second for rates, seconds for costs
-    unit: str      # "FLOP/s", "B/s" or "s"
-    source: str    # the case key it was read from
 
 
 def probe_cases(backends: Iterable[str]) -> list[Case]:

@@ -1,10 +1,10 @@
 """From what size on is the GPU faster? Speedups with CIs, the crossover, a cost model.
 
 For each group of a sweep (workload, variant, dtype, params) the CPU reference at each
-size is the fastest CPU case there. Each GPU series (backend, device, resident or
-end-to-end) is compared with it:
+size is the fastest CPU case there (`speedup.best_cpu_by_size`). Each GPU series
+(backend, device, resident or end-to-end) is compared with it:
 
-- the speedup at each size is the ratio of medians with a bootstrap 95 % CI;
+- the speedup at each size is `speedup.of`: the ratio of medians with a bootstrap 95 % CI;
 - the **crossover** is the smallest size from which the CI's lower bound stays above 1;
   sizes whose CI straddles 1 form the **tie band**;
 - a cost model `t(n) = t0 + work(n) / throughput` is fitted to each series (work =
@@ -21,23 +21,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gpuvs import stats
+from gpuvs.analysis.speedup import Speedup, best_cpu_by_size, data_of, of
 from gpuvs.model import Case, Measurement, Params, Status
 
 GroupKey = tuple[str, str, str, Params]  # workload, variant, dtype, params without data
-
-
-@dataclass(frozen=True)
-class SpeedupPoint:
-    size: int
-    estimate: float
-    low: float
-    high: float
-
-    @property
-    def verdict(self) -> str:
-        """'gpu' when the CI lies above 1, 'cpu' when below, else 'tie'."""
-        return "gpu" if self.low > 1 else "cpu" if self.high < 1 else "tie"
 
 
 @dataclass(frozen=True)
@@ -55,7 +42,7 @@ class CostModel:
 class Crossover:
     group: GroupKey
     gpu: Case                             # the GPU series (size 0)
-    points: tuple[SpeedupPoint, ...]
+    points: tuple[Speedup, ...]
     size: int | None                      # measured crossover
     tie_band: tuple[int, int] | None
     modelled_size: float | None           # where the cost models cross
@@ -64,7 +51,7 @@ class Crossover:
 
     @property
     def data(self) -> str:
-        return self.gpu.param("data", "resident")
+        return data_of(self.gpu)
 
 
 def group_key(case: Case) -> GroupKey:
@@ -99,32 +86,16 @@ def _size(m: Measurement) -> int:
     return m.case.size
 
 
-def best_cpu_by_size(ms: Sequence[Measurement]) -> dict[int, Measurement]:
-    """The fastest finished CPU case at each size: the reference a GPU must beat."""
-    best: dict[int, Measurement] = {}
-    for m in ms:
-        if m.case.device == "cpu" and m.summary is not None:
-            cur = best.get(m.case.size)
-            if cur is None or m.summary.median < cur.summary.median:  # type: ignore[union-attr]
-                best[m.case.size] = m
-    return best
-
-
 def _crossover(key: GroupKey, gpu_series: Case, gpu: list[Measurement],
                cpu: dict[int, Measurement]) -> Crossover:
-    points = tuple(_point(cpu[m.case.size], m) for m in gpu)
+    points = tuple(of(cpu[m.case.size], m) for m in gpu)
     cpu_ms = [cpu[m.case.size] for m in gpu]
     modelled, extrapolated, asymptotic = _model_crossover(cpu_ms, gpu)
     return Crossover(key, gpu_series, points, measured_crossover(points), tie_band(points),
                      modelled, extrapolated, asymptotic)
 
 
-def _point(cpu: Measurement, gpu: Measurement) -> SpeedupPoint:
-    est, lo, hi = stats.ratio_ci(cpu.samples, gpu.samples)
-    return SpeedupPoint(gpu.case.size, est, lo, hi)
-
-
-def measured_crossover(points: Sequence[SpeedupPoint]) -> int | None:
+def measured_crossover(points: Sequence[Speedup]) -> int | None:
     """The smallest size from which every point's CI lies above 1."""
     size = None
     for p in reversed(points):
@@ -134,7 +105,7 @@ def measured_crossover(points: Sequence[SpeedupPoint]) -> int | None:
     return size
 
 
-def tie_band(points: Sequence[SpeedupPoint]) -> tuple[int, int] | None:
+def tie_band(points: Sequence[Speedup]) -> tuple[int, int] | None:
     ties = [p.size for p in points if p.verdict == "tie"]
     return (min(ties), max(ties)) if ties else None
 

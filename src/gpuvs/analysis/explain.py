@@ -1,6 +1,6 @@
 """Why a comparison came out as it did, from numbers measured on this machine.
 
-For each finished GPU case of a `Comparison`:
+For each finished GPU case of a comparison (`gpuvs.compare`'s measurements):
 
 - the kernels and host↔device copies of one call, counted by the framework's profiler
   (torch on CUDA), where one call is short enough (PROFILE_MAX_S) to profile again;
@@ -15,18 +15,18 @@ For each finished GPU case of a `Comparison`:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from gpuvs import backends, criteria, units
-from gpuvs.analysis.ceilings import Ceiling
-from gpuvs.analysis.crossover import best_cpu_by_size
+from gpuvs.analysis import speedup
+from gpuvs.analysis.crossover import crossovers
 from gpuvs.analysis.roofline import Bound, Finding, classify
-from gpuvs.model import Case, Measurement, Status
+from gpuvs.analysis.speedup import best_cpu_by_size, data_of
+from gpuvs.model import Case, Ceiling, Measurement, Status
 from gpuvs.protocol import Budget
 from gpuvs.protocol import measure as protocol_measure
-from gpuvs.yours.comparison import Comparison, data_of
 
 PROFILE_MAX_S = 10.0
 DISPATCH_BUDGET_S = 0.2
@@ -52,14 +52,16 @@ class Explanation:
         p.text(str(self))
 
 
-def explain(c: Comparison, replay: Replay | None) -> Explanation:
+def explain(ms: Sequence[Measurement], replay: Replay | None) -> Explanation:
+    """Why each GPU case of `ms` came out as it did; `replay(case)` gives a fresh call of
+    a case to profile (None: kernels are not counted)."""
     lines: list[str] = []
     found: list[Finding] = []
-    ms = c.measurements
+    sweep = len({m.case.size for m in ms}) > 1
     for device, reason in {m.case.device: m.reason for m in ms
                            if m.status is Status.UNAVAILABLE}.items():
         lines.append(f"{device}: skipped: {reason}; nothing to compare the CPU with there")
-    speedups = {(s.device, s.data, s.size): s for s in c.speedups()}
+    speedups = {(s.device, s.data, s.size): s for s in speedup.speedups(ms)}
     resident = {(m.case.device, m.case.size): m for m in ms
                 if m.case.device != "cpu" and data_of(m.case) == "resident"}
     cpu = best_cpu_by_size(ms)
@@ -67,7 +69,7 @@ def explain(c: Comparison, replay: Replay | None) -> Explanation:
         if m.case.device == "cpu" or m.status is not Status.OK:
             continue
         speed = speedups.get((m.case.device, data_of(m.case), m.case.size))
-        head = f"{_where(c, m)}: {speed}" if speed else _where(c, m)
+        head = f"{_where(sweep, m)}: {speed}" if speed else _where(sweep, m)
         finding, detail = _finding(m, resident.get((m.case.device, m.case.size)), replay)
         if finding is not None:
             found.append(finding)
@@ -76,16 +78,16 @@ def explain(c: Comparison, replay: Replay | None) -> Explanation:
             lines.append(f"{head}. {detail}")
         if finding is not None and finding.bound is Bound.LAUNCH and m.case.size in cpu:
             lines.append("  " + _cpu_contrast(m))
-    lines += _first_calls(ms) + _crossovers(c)
+    lines += _first_calls(ms) + _crossovers(ms)
     if not any(m.status is Status.OK and m.case.device != "cpu" for m in ms):
-        lines += [f"{_where(c, m)}: {units.seconds(m.summary.median)} per call, first call "
+        lines += [f"{_where(sweep, m)}: {units.seconds(m.summary.median)} per call, first call "
                   f"{units.seconds(m.first_call_s)}" for m in ms
                   if m.case.device == "cpu" and m.summary is not None]
     return Explanation(tuple(lines), tuple(found))
 
 
-def _where(c: Comparison, m: Measurement) -> str:
-    at = f"at size {units.size(m.case.size)}, " if len(c.sizes) > 1 else ""
+def _where(sweep: bool, m: Measurement) -> str:
+    at = f"at size {units.size(m.case.size)}, " if sweep else ""
     data = f" {data_of(m.case)}" if m.case.device != "cpu" else ""
     return f"{at}{m.case.device}{data}"
 
@@ -161,7 +163,7 @@ def _cpu_contrast(m: Measurement) -> str:
             "ops favours the CPU until each op carries more work")
 
 
-def _first_calls(ms: tuple[Measurement, ...]) -> list[str]:
+def _first_calls(ms: Sequence[Measurement]) -> list[str]:
     out = []
     for m in ms:
         s = m.summary
@@ -175,9 +177,9 @@ def _first_calls(ms: tuple[Measurement, ...]) -> list[str]:
     return out[:1]
 
 
-def _crossovers(c: Comparison) -> list[str]:
+def _crossovers(ms: Sequence[Measurement]) -> list[str]:
     out = []
-    for x in c.crossovers:
+    for x in crossovers(ms):
         if len(x.points) < 2 or x.modelled_size is None:
             continue
         where = "beyond the sizes measured" if x.extrapolated else "between the sizes measured"

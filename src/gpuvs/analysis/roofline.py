@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from enum import Enum
 
 from gpuvs import units
-from gpuvs.analysis.ceilings import Ceiling, peak_for
-from gpuvs.model import Case, Caveat, Measurement, Status
+from gpuvs.analysis.ceilings import peak_for
+from gpuvs.model import Case, Caveat, Ceiling, Measurement, Status
 
 LAUNCH_FACTOR = 2.0
 TRANSFER_SHARE = 0.5

@@ -8,16 +8,14 @@ out: those are results); 1 a run with a wrong result or a crashed case; 2 bad us
 
 from __future__ import annotations
 
-import secrets
-import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from gpuvs.errors import GpuvsError
+from gpuvs.errors import GpuvsError, UsageError
 
 app = typer.Typer(
     help="Is the GPU faster than the CPU for this work, by how much, from what size on, "
@@ -130,26 +128,28 @@ def progress(total: int) -> Iterator[Callable[[Any], None]]:
         yield advance
 
 
-def new_run_id() -> str:
-    return time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
-
-
-def now() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%S%z")
-
-
-
-
-def wrap_up(out: Any, store: Any, run_id: str, measurements: list[Any],
-            counts: Mapping[str, int], json_path: Path | None) -> int:
-    """After a run's tables: its JSON where asked for, and the exit code — 1 when a case
-    crashed or gave a wrong result, since a run's numbers are then incomplete."""
+def wrap_up(out: Any, run: Any, measurements: list[Any], counts: Mapping[str, int],
+            json_path: Path | None, report_path: Path | None = None,
+            ceilings: Sequence[Any] = ()) -> int:
+    """After a run's tables: its JSON and its report where asked for, and the exit code —
+    1 when a case crashed or gave a wrong result, since a run's numbers are then
+    incomplete."""
     from gpuvs.model import Status
 
     if json_path:
         from gpuvs.store.export import write_json
 
-        write_json(json_path, store.get_run(run_id), measurements)
+        write_json(json_path, run.stored(), measurements, ceilings)
         out.print(f"wrote {json_path}")
+    if report_path:
+        from gpuvs.cli.report import write_report
+
+        with usage_errors():
+            try:
+                write_report(report_path, run.stored(), measurements, list(ceilings))
+            except UsageError as e:  # the measurements are safe: say how to get the page
+                raise UsageError(f"{e}; the run is saved: `gpuvs report {run.run_id} -o "
+                                 "PATH` writes its report") from None
+        out.print(f"wrote {report_path}")
     failed = counts.get(Status.WRONG_RESULT.value, 0) + counts.get(Status.CRASHED.value, 0)
     return EXIT_FAILED_RUN if failed else 0

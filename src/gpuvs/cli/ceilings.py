@@ -12,8 +12,6 @@ from gpuvs.cli.app import (
     DbOption,
     app,
     console,
-    new_run_id,
-    now,
     open_store,
     progress,
     split,
@@ -46,15 +44,15 @@ def ceilings(
     record = None if refresh else cached_ceilings(store, facts.fingerprint)
     if record is None:
         from gpuvs import runner
-        from gpuvs.model import Run
+        from gpuvs.model import RunKind
+        from gpuvs.store.runs import start_run
 
-        record = Run(new_run_id(), now(), {"kind": ceil.KIND, "budget_s": config.budget_s},
-                     facts)
-        store.create_run(record)
+        run = start_run(store, RunKind.CEILINGS, {"budget_s": config.budget_s}, facts)
         cases = ceil.probe_cases(names)
         with progress(len(cases)) as advance:
-            runner.execute(record.run_id, cases, config, store, on_result=advance)
-        store.finish_run(record.run_id, "finished", now())
+            runner.execute(run, cases, config, on_result=advance)
+        run.finish()
+        record = run.stored()
     _print_ceilings(store, record)
 
 
@@ -67,10 +65,10 @@ def stored_ceilings(store: Any, record: Any) -> list[Any]:
 
 
 def cached_ceilings(store: Any, fingerprint: str) -> Any:
-    from gpuvs.analysis.ceilings import KIND
+    from gpuvs.model import RunKind
 
     for record in store.runs(200):
-        if (record.config.get("kind") == KIND and record.status == "finished"
+        if (record.kind is RunKind.CEILINGS and record.status == "finished"
                 and record.environment.fingerprint == fingerprint):
             return record
     return None

@@ -19,8 +19,6 @@ from gpuvs.cli.app import (
     JsonOpt,
     app,
     console,
-    new_run_id,
-    now,
     open_store,
     progress,
     split,
@@ -126,36 +124,35 @@ def scaling(
 
 def _execute(spec: Any, db: str | None, json_path: Any) -> int:
     """Measure (or, on a rank other than 0 under --launched, only take part), then print."""
-    from gpuvs import env
     from gpuvs.distributed import launch, worker
-    from gpuvs.model import Run
+    from gpuvs.model import RunKind
     from gpuvs.report import console as con
     from gpuvs.report.dist import dist_tables, ranks_note
     from gpuvs.report.layout import status_line
+    from gpuvs.store.runs import start_run
 
     if spec.launched and os.environ.get("RANK") != "0":
         worker.serve(spec)
         return 0
     with usage_errors():
         store = open_store(db)
-    record = Run(new_run_id(), now(), spec.config(), env.collect())
-    store.create_run(record)
-    spec = replace(spec, run_id=record.run_id, db=str(store.path))
+    run = start_run(store, RunKind.DIST, spec.config())
+    spec = replace(spec, run_id=run.run_id, db=str(store.path))
     out = console()
     s = spec.setup
-    out.print(f"run {record.run_id}: {len(spec.cases)} cases on up to {s.nproc} ranks × "
+    out.print(f"run {run.run_id}: {len(spec.cases)} cases on up to {s.nproc} ranks × "
               f"{s.device} ({s.backend})")
     with progress(len(spec.cases)) as advance:
         info = (worker.serve(spec, advance) if spec.launched
-                else launch.execute(spec, store, advance))
-    store.finish_run(record.run_id, "finished", now())
-    measurements = store.measurements(record.run_id)
+                else launch.execute(spec, run, advance))
+    run.finish()
+    measurements = run.measurements()
     if info:
         from rich.text import Text
 
         out.print(Text(ranks_note(info)))
     con.print_tables(dist_tables(measurements), out)
     counts = Counter(m.status.value for m in measurements)
-    out.print(f"run {record.run_id} finished: {status_line(counts)}. Saved to {store.path}; "
-              f"`gpuvs show {record.run_id}` prints it again.")
-    return wrap_up(out, store, record.run_id, measurements, counts, json_path)
+    out.print(f"run {run.run_id} finished: {status_line(counts)}. Saved to {store.path}; "
+              f"`gpuvs show {run.run_id}` prints it again.")
+    return wrap_up(out, run, measurements, counts, json_path)

@@ -8,7 +8,6 @@ from typing import Annotated, Any
 import typer
 
 from gpuvs.cli.app import (
-    EXIT_FAILED_RUN,
     BackendOpt,
     BudgetOpt,
     ColdOpt,
@@ -25,15 +24,15 @@ from gpuvs.cli.app import (
     app,
     build_config,
     console,
-    new_run_id,
-    now,
     open_store,
     progress,
     split,
     usage_errors,
+    wrap_up,
 )
 from gpuvs.cli.ceilings import stored_ceilings
 from gpuvs.errors import UsageError
+from gpuvs.model import RunKind
 
 ReportOpt = Annotated[Path | None, typer.Option(
     "--report", metavar="PATH",
@@ -56,10 +55,9 @@ def run(
         store = open_store(db)
         run_record = store.get_run(resume) if resume else None
         if run_record is not None:
-            if run_record.config.get("kind") is not None:
-                raise UsageError(f"run {resume!r} is a {run_record.config['kind']} run, not a "
-                                 f"sweep; `gpuvs {run_record.config['kind']} --refresh` "
-                                 "measures it again")
+            if run_record.kind is not RunKind.SWEEP:
+                raise UsageError(f"run {resume!r} is a {run_record.kind} run, not a sweep; "
+                                 f"`gpuvs {run_record.kind} --refresh` measures it again")
             config = cfg.RunConfig(**_config_fields(run_record.config)).validate()
         else:
             config = build_config(split(workload), variant, backend, device, dtype, sizes,
@@ -98,53 +96,36 @@ def _execute(store: Any, config: Any, run_record: Any, json_path: Path | None,
              report_path: Path | None, refine_factor: float | None = None) -> int:
     from collections import Counter
 
-    from gpuvs import env, plan, runner
-    from gpuvs.model import Run, Status
+    from gpuvs import plan, runner
     from gpuvs.report import console as con
     from gpuvs.report.layout import result_tables, status_line
+    from gpuvs.store.runs import RunHandle, start_run
 
     cases = plan.expand(config)
-    skip: frozenset[str] = frozenset()
     if run_record is None:
-        run_record = Run(new_run_id(), now(), config.to_dict(), env.collect())
-        store.create_run(run_record)
+        run = start_run(store, RunKind.SWEEP, config.to_dict())
+        skip: frozenset[str] = frozenset()
     else:
-        skip = frozenset(store.finished_keys(run_record.run_id))
-    run_id = run_record.run_id
+        run = RunHandle(store, run_record)
+        skip = frozenset(run.finished_keys())
     out = console()
-    out.print(f"run {run_id}: {len(cases) - len(skip)} cases ({len(skip)} already recorded)"
-              if skip else f"run {run_id}: {len(cases)} cases")
+    out.print(f"run {run.run_id}: {len(cases) - len(skip)} cases ({len(skip)} already "
+              "recorded)" if skip else f"run {run.run_id}: {len(cases)} cases")
     counts: Counter[str] = Counter()
     rounds = 0
     while cases:
         with progress(len(cases)) as advance:
-            counts += runner.execute(run_id, cases, config, store, on_result=advance,
+            counts += runner.execute(run, cases, config, on_result=advance,
                                      skip_keys=skip).counts
-        cases = _refinement(store, run_id, refine_factor, rounds)
+        cases = _refinement(store, run.run_id, refine_factor, rounds)
         rounds += 1
-    store.finish_run(run_id, "finished", now())
-    measurements = store.measurements(run_id)
-    ceilings = stored_ceilings(store, run_record)
+    run.finish()
+    measurements = run.measurements()
+    ceilings = stored_ceilings(store, run.started)
     con.print_tables(result_tables(measurements, ceilings), out)
-    out.print(f"run {run_id} finished: {status_line(counts)}. Saved to {store.path}; "
-              f"`gpuvs show {run_id}` prints it again.")
-    if json_path:
-        from gpuvs.store.export import write_json
-
-        write_json(json_path, store.get_run(run_id), measurements, ceilings)
-        out.print(f"wrote {json_path}")
-    if report_path:
-        from gpuvs.cli.report import write_report
-
-        with usage_errors():
-            try:
-                write_report(report_path, store.get_run(run_id), measurements, ceilings)
-            except UsageError as e:  # the measurements are safe: say how to get the page
-                raise UsageError(f"{e}; the run is saved: `gpuvs report {run_id} -o PATH` "
-                                 "writes its report") from None
-        out.print(f"wrote {report_path}")
-    failed = counts[Status.WRONG_RESULT.value] + counts[Status.CRASHED.value]
-    return EXIT_FAILED_RUN if failed else 0
+    out.print(f"run {run.run_id} finished: {status_line(counts)}. Saved to {store.path}; "
+              f"`gpuvs show {run.run_id}` prints it again.")
+    return wrap_up(out, run, measurements, counts, json_path, report_path, ceilings)
 
 
 MAX_REFINE_ROUNDS = 6

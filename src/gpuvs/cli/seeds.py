@@ -14,8 +14,6 @@ from gpuvs.cli.app import (
     TimeoutOpt,
     app,
     console,
-    new_run_id,
-    now,
     open_store,
     progress,
     split,
@@ -24,7 +22,6 @@ from gpuvs.cli.app import (
 )
 from gpuvs.errors import UsageError
 
-KIND = "seeds"
 # Sampling seconds a case: most cases meet their CI within it, and the run must fit in
 # 8 minutes on a GPU machine (docs/seeds-h100.md says where the time goes).
 BUDGET_S = 0.1
@@ -108,27 +105,26 @@ def _run(store: Any, config: Any, cases: list[Any], chosen: tuple[str, ...], opt
     import time
     from dataclasses import asdict
 
-    from gpuvs import env, runner, units
-    from gpuvs.model import Run
+    from gpuvs import runner, units
+    from gpuvs.model import RunKind
     from gpuvs.report import console as con
     from gpuvs.report.layout import status_line
     from gpuvs.report.seeds import seed_tables
+    from gpuvs.store.runs import start_run
 
-    record = Run(new_run_id(), now(), {"kind": KIND, "seeds": list(chosen), **asdict(options),
-                                       "budget_s": config.budget_s,
-                                       "timeout_s": config.timeout_s,
-                                       "devices": list(config.devices)}, env.collect())
-    store.create_run(record)
+    run = start_run(store, RunKind.SEEDS, {
+        "seeds": list(chosen), **asdict(options), "budget_s": config.budget_s,
+        "timeout_s": config.timeout_s, "devices": list(config.devices)})
     out = console()
-    out.print(f"run {record.run_id}: seeds {', '.join(chosen)}, {len(cases)} cases"
+    out.print(f"run {run.run_id}: seeds {', '.join(chosen)}, {len(cases)} cases"
               + (" (--quick)" if options.quick else ""))
     started = time.monotonic()
     with progress(len(cases)) as advance:
-        counts = runner.execute(record.run_id, cases, config, store, on_result=advance).counts
+        counts = runner.execute(run, cases, config, on_result=advance).counts
     took = units.seconds(time.monotonic() - started)
-    store.finish_run(record.run_id, "finished", now())
-    measurements = store.measurements(record.run_id)
+    run.finish()
+    measurements = run.measurements()
     con.print_tables(seed_tables(measurements), out)
-    out.print(f"run {record.run_id} finished in {took}: {status_line(counts)}. `gpuvs show "
-              f"{record.run_id}` prints every case's table.")
-    return wrap_up(out, store, record.run_id, measurements, counts, json_path)
+    out.print(f"run {run.run_id} finished in {took}: {status_line(counts)}. `gpuvs show "
+              f"{run.run_id}` prints every case's table.")
+    return wrap_up(out, run, measurements, counts, json_path)

@@ -16,6 +16,7 @@ from gpuvs.cli.app import (
 )
 from gpuvs.cli.ceilings import stored_ceilings
 from gpuvs.errors import UsageError
+from gpuvs.model import RunKind
 
 
 @app.command()
@@ -36,12 +37,12 @@ def show(run_id: Annotated[str, typer.Argument(help="A run id, or 'latest'.")],
         out.print(f"run {record.run_id} · {record.status} · started {record.started_at} · "
                   f"environment {record.environment.fingerprint}")
         measurements = store.measurements(run_id)
-        if record.config.get("kind") == "dist":  # `gpuvs dist`: bandwidth and scaling tables
+        if record.kind is RunKind.DIST:  # `gpuvs dist`: bandwidth and scaling tables
             from gpuvs.report.dist import dist_tables
 
             con.print_tables(dist_tables(measurements), out)
             return
-        if record.config.get("kind") == "seeds":
+        if record.kind is RunKind.SEEDS:
             con.print_tables(seed_tables(measurements), out)
         con.print_tables(result_tables(measurements, stored_ceilings(store, record)), out)
 

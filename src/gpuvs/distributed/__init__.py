@@ -12,7 +12,6 @@ own plan, launcher and tables.
 
 from __future__ import annotations
 
-KIND = "dist"  # the run config's kind
 COLLECTIVE_WORKLOAD = "dist_collective"
 SCALING_WORKLOAD = "dist_scaling"
 WORKLOADS = (COLLECTIVE_WORKLOAD, SCALING_WORKLOAD)

@@ -73,13 +73,14 @@ def rank_environment() -> dict[str, str]:
     return os.environ | {"PYTHONPATH": path, "PYTHONUNBUFFERED": "1"}
 
 
-def execute(spec: Spec, store: Any, on_result: Callable[[Measurement], None]
+def execute(spec: Spec, recording: Any, on_result: Callable[[Measurement], None]
             ) -> dict[str, Any]:
-    """Run every case of `spec`, one launch per rank count. Returns what rank 0 reported
-    when ready (versions, the ranks' NCCL variables)."""
+    """Run every case of `spec`, one launch per rank count, into the run being recorded
+    (rank 0 saves the cases it finishes; the parent, those it ended). Returns what rank 0
+    reported when ready (versions, the ranks' NCCL variables)."""
     info: dict[str, Any] = {}
     for part in by_world_size(spec):
-        info = _execute_part(part, store, on_result) or info
+        info = _execute_part(part, recording, on_result) or info
     return info
 
 
@@ -94,14 +95,14 @@ def by_world_size(spec: Spec) -> list[Spec]:
             for n, cases in worlds.items()]
 
 
-def _execute_part(spec: Spec, store: Any, on_result: Callable[[Measurement], None]
+def _execute_part(spec: Spec, recording: Any, on_result: Callable[[Measurement], None]
                   ) -> dict[str, Any]:
     """The cases of one rank count, relaunching the ranks after a failure for the cases
     left."""
     pending = list(spec.cases)
     info: dict[str, Any] = {}
     while pending:
-        run = _launch(replace(spec, cases=tuple(pending)), store, on_result)
+        run = _launch(replace(spec, cases=tuple(pending)), recording, on_result)
         info = info or run.ready
         pending = [c for c in pending if c.key not in run.done]
         if not pending:
@@ -112,13 +113,13 @@ def _execute_part(spec: Spec, store: Any, on_result: Callable[[Measurement], Non
             lost = pending
         for case in lost:
             m = _failure(case, run, spec)
-            store.save(spec.run_id, m)
+            recording.record(m)
             on_result(m)
         pending = [c for c in pending if c not in lost]
     return info
 
 
-def _launch(spec: Spec, store: Any, on_result: Callable[[Measurement], None]) -> _Launch:
+def _launch(spec: Spec, recording: Any, on_result: Callable[[Measurement], None]) -> _Launch:
     run = _Launch()
     with tempfile.TemporaryDirectory(prefix="gpuvs-dist-") as tmp:
         spec_path, status_path = Path(tmp, "spec.json"), Path(tmp, "status.jsonl")
@@ -132,17 +133,17 @@ def _launch(spec: Spec, store: Any, on_result: Callable[[Measurement], None]) ->
         reader = threading.Thread(target=_read_stderr, args=(proc, run.stderr), daemon=True)
         reader.start()
         try:
-            _watch(proc, status_path, spec, store, run, on_result)
+            _watch(proc, status_path, spec, recording, run, on_result)
         finally:
             if proc.poll() is None:
                 kill_tree(proc)
         run.returncode = proc.wait()
         reader.join(timeout=KILL_GRACE_S)
-        _follow(status_path, run, spec, store, on_result)
+        _follow(status_path, run, spec, recording, on_result)
     return run
 
 
-def _watch(proc: subprocess.Popen[str], status_path: Path, spec: Spec, store: Any,
+def _watch(proc: subprocess.Popen[str], status_path: Path, spec: Spec, recording: Any,
            run: _Launch, on_result: Callable[[Measurement], None]) -> None:
     """Follow rank 0's events until torchrun ends; kill it when the set-up or a case
     overstays. Until `ready` the set-up allowance runs; after it, each event restarts the
@@ -150,7 +151,7 @@ def _watch(proc: subprocess.Popen[str], status_path: Path, spec: Spec, store: An
     deadline = time.monotonic() + spec.setup_timeout_s
     while proc.poll() is None:
         time.sleep(POLL_S)
-        if _follow(status_path, run, spec, store, on_result):
+        if _follow(status_path, run, spec, recording, on_result):
             deadline = time.monotonic() + spec.timeout_s
         if time.monotonic() > deadline:
             run.timed_out = True
@@ -158,7 +159,7 @@ def _watch(proc: subprocess.Popen[str], status_path: Path, spec: Spec, store: An
             return
 
 
-def _follow(status_path: Path, run: _Launch, spec: Spec, store: Any,
+def _follow(status_path: Path, run: _Launch, spec: Spec, recording: Any,
             on_result: Callable[[Measurement], None]) -> bool:
     """Take rank 0's new events into `run`; True when there were any."""
     lines = status_path.read_text(encoding="utf-8").splitlines(keepends=True)
@@ -172,12 +173,13 @@ def _follow(status_path: Path, run: _Launch, spec: Spec, store: Any,
         elif event["event"] == "done":
             run.done.add(event["case"])
             run.in_flight = ""
-            on_result(_saved(store, spec.run_id, event["case"]))
+            on_result(_saved(recording, event["case"]))
     return bool(fresh)
 
 
-def _saved(store: Any, run_id: str, key: str) -> Measurement:
-    found: Measurement = next(m for m in store.measurements(run_id) if m.case.key == key)
+def _saved(recording: Any, key: str) -> Measurement:
+    """The case rank 0 saved, as the store holds it."""
+    found: Measurement = next(m for m in recording.measurements() if m.case.key == key)
     return found
 
 

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from gpuvs.distributed import COLLECTIVE_WORKLOAD, KIND, SCALING_WORKLOAD
+from gpuvs.distributed import COLLECTIVE_WORKLOAD, SCALING_WORKLOAD
 from gpuvs.distributed.bandwidth import COLLECTIVES
 from gpuvs.errors import UsageError
 from gpuvs.model import Case
@@ -71,10 +71,11 @@ class Spec:
                           "cases": tuple(Case.from_dict(c) for c in d["cases"])})
 
     def config(self) -> dict[str, Any]:
-        """The run's stored configuration: the kind, the command and its settings."""
+        """The run's stored configuration: the command and its settings (its kind, dist,
+        is the run's own: `RunKind.DIST`)."""
         keep = {"samples": self.samples, "budget_s": self.budget_s} if (
             self.command == "collectives") else {"steps": self.steps}
-        return {"kind": KIND, "command": self.command, **asdict(self.setup), **keep,
+        return {"command": self.command, **asdict(self.setup), **keep,
                 "timeout_s": self.timeout_s, "setup_timeout_s": self.setup_timeout_s,
                 "launched": self.launched, **self.extra}
 

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table as RichTable
 from rich.text import Text
 
-from gpuvs.report.layout import Table
+from gpuvs.table import Table
 
 # Columns that may wrap on a narrow terminal (at their ", " and spaces).
 WRAPPING = {"throughput", "of peak", "GPU vs CPU", "note"}
@@ -36,3 +37,30 @@ def print_tables(tables: Iterable[Table], console: Console) -> None:
         for note in table.notes:
             console.print(Text(note), soft_wrap=False)
         console.print()
+
+
+class Rendered:
+    """Tables that print as plain text, render in Rich and show in notebooks."""
+
+    def __init__(self, tables: Sequence[Any], width: int = 120) -> None:
+        self.tables, self.width = list(tables), width
+
+    def __rich_console__(self, console: Any, options: Any) -> Any:
+        from rich.text import Text
+
+        for table in self.tables:
+            yield to_rich(table)
+            for note in table.notes:
+                yield Text(note)
+            yield Text("")
+
+    def __str__(self) -> str:
+        import io
+
+        from rich.console import Console
+
+        buf = io.StringIO()
+        Console(file=buf, width=self.width, color_system=None, highlight=False).print(self)
+        return buf.getvalue().rstrip() + "\n"
+
+    __repr__ = __str__

@@ -12,11 +12,12 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
-from gpuvs import stats, units
+from gpuvs import units
+from gpuvs.analysis import speedup
 from gpuvs.distributed import COLLECTIVE_WORKLOAD, SCALING_WORKLOAD, WORKLOADS
 from gpuvs.distributed.bandwidth import COLLECTIVES, algbw, bus_factor, busbw, scaling_efficiency
 from gpuvs.model import Measurement, Status
-from gpuvs.report.layout import Table
+from gpuvs.table import Table
 
 COLLECTIVE_COLUMNS = ("size", "time ±CI", "wall", "algbw", "busbw", "loops", "note")
 SCALING_COLUMNS = ("N", "batch", "threads", "step ±CI", "samples/s", "efficiency", "compute",
@@ -153,7 +154,8 @@ def efficiency(m: Measurement, one: Measurement) -> tuple[float, float, float]:
         return 1.0, 1.0, 1.0  # the base itself, exactly: no interval against itself
     n = m.case.size
     est = scaling_efficiency(m.counters["samples_per_s"], one.counters["samples_per_s"], n)
-    _, lo, hi = stats.ratio_ci(one.samples, m.samples)
+    ratio = speedup.of(one, m)
+    lo, hi = ratio.low, ratio.high
     per_rank = 1.0 if m.case.param("scaling") == "weak" else 1.0 / n
     return est, lo * per_rank, hi * per_rank
 

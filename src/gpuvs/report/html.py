@@ -16,15 +16,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpuvs import env, units
-from gpuvs.analysis.ceilings import Ceiling
 from gpuvs.caveats import ADVICE
-from gpuvs.model import Caveat, Measurement, Run, Status
-from gpuvs.report.layout import Table, result_tables
+from gpuvs.model import Caveat, Ceiling, Measurement, Run, RunKind, Status
+from gpuvs.report.layout import result_tables
 from gpuvs.report.plots import ROOFLINE, Plot, all_plots, to_svg
 from gpuvs.report.verdict import verdict_table
+from gpuvs.table import Table
 
 TEMPLATE = "report.html.j2"
-SEEDS_KIND = "seeds"
 # Columns of numbers: right-aligned so that digits line up.
 NUMERIC = frozenset({"size", "threads", "time ±CI", "wall", "throughput", "of peak",
                      "GPU vs CPU", "from size", "by (95 % CI)"})
@@ -84,7 +83,7 @@ def _page(run: Run, ms: list[Measurement], ceilings: Sequence[Ceiling]) -> dict[
         plots.setdefault(p.section, []).append(_figure(p))
     return {
         "run": run,
-        "kind": run.config.get("kind") or "sweep",
+        "kind": run.kind.value,
         "summary": _summary(run, ms),
         "verdict": _view(verdict_table(ms)),
         "seeds": [_view(t) for t in _seed_tables(run, ms)],
@@ -123,7 +122,7 @@ def _summary(run: Run, ms: Sequence[Measurement]) -> list[tuple[str, str]]:
 
 
 def _seed_tables(run: Run, ms: Sequence[Measurement]) -> list[Table]:
-    if run.config.get("kind") != SEEDS_KIND:
+    if run.kind is not RunKind.SEEDS:
         return []
     from gpuvs.report.seeds import seed_tables
 

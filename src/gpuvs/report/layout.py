@@ -8,31 +8,23 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 
-from gpuvs import stats, units
-from gpuvs.analysis.ceilings import Ceiling, peak_for
+from gpuvs import units
+from gpuvs.analysis import speedup
+from gpuvs.analysis.ceilings import peak_for
 from gpuvs.analysis.crossover import (
     Crossover,
     GroupKey,
-    best_cpu_by_size,
     crossovers,
     group_key,
 )
 from gpuvs.analysis.roofline import Finding, findings
-from gpuvs.model import Case, Caveat, Measurement, Status
+from gpuvs.analysis.speedup import best_cpu_by_size
+from gpuvs.model import Case, Caveat, Ceiling, Measurement, Status
+from gpuvs.table import Table
 
 COLUMNS = ("size", "backend", "device", "threads", "data", "time ±CI", "wall", "throughput",
            "of peak", "GPU vs CPU", "note")
-
-
-@dataclass(frozen=True)
-class Table:
-    title: str
-    columns: tuple[str, ...]
-    rows: tuple[tuple[str, ...], ...]
-    notes: tuple[str, ...] = ()
-    wrapping: frozenset[str] = frozenset()  # columns of words, free to wrap when narrow
 
 
 def _title(key: GroupKey) -> str:
@@ -189,8 +181,8 @@ def of_peak(m: Measurement, ceilings: Sequence[Ceiling]) -> str:
 def _speedup(m: Measurement, cpu: Measurement | None) -> str:
     if m.case.device == "cpu" or cpu is None or not m.samples:
         return ""
-    est, lo, hi = stats.ratio_ci(cpu.samples, m.samples)
-    return f"{est:.3g}× [{lo:.3g}, {hi:.3g}]"
+    s = speedup.of(cpu, m)
+    return f"{s.estimate:.3g}× [{s.low:.3g}, {s.high:.3g}]"
 
 
 def status_line(counts: dict[str, int]) -> str:

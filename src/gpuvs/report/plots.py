@@ -20,16 +20,17 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from gpuvs import stats, units
-from gpuvs.analysis.ceilings import Ceiling, peak_for
+from gpuvs import units
+from gpuvs.analysis import speedup
+from gpuvs.analysis.ceilings import peak_for
 from gpuvs.analysis.crossover import (
     Crossover,
     GroupKey,
-    SpeedupPoint,
     crossovers,
     group_key,
 )
-from gpuvs.model import Case, Caveat, Measurement, Status
+from gpuvs.analysis.speedup import Speedup
+from gpuvs.model import Case, Caveat, Ceiling, Measurement, Status
 from gpuvs.report.layout import _title as section_title
 
 # Okabe–Ito: told apart with the common colour-vision deficiencies, and in grey print.
@@ -179,7 +180,7 @@ def _speedup_plot(title: str, group: Sequence[Measurement], found: Sequence[Cros
 
 
 def _cpu_pairs(group: Sequence[Measurement]
-               ) -> tuple[Case | None, list[tuple[Case, tuple[SpeedupPoint, ...]]]]:
+               ) -> tuple[Case | None, list[tuple[Case, tuple[Speedup, ...]]]]:
     """Each other CPU series against the baseline series, at the sizes both ran."""
     by_series: dict[Case, dict[int, Measurement]] = defaultdict(dict)
     for m in group:
@@ -192,11 +193,8 @@ def _cpu_pairs(group: Sequence[Measurement]
     for case, at in by_series.items():
         sizes = sorted(set(at) & set(by_series[base]))
         if case != base and sizes:
-            points = []
-            for n in sizes:
-                est, lo, hi = stats.ratio_ci(by_series[base][n].samples, at[n].samples)
-                points.append(SpeedupPoint(n, est, lo, hi))
-            pairs.append((case, tuple(points)))
+            points = tuple(speedup.of(by_series[base][n], at[n]) for n in sizes)
+            pairs.append((case, points))
     return base, pairs
 
 

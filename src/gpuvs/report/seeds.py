@@ -8,8 +8,8 @@ from collections.abc import Iterable, Sequence
 from gpuvs import seeds, units
 from gpuvs.caveats import ADVICE
 from gpuvs.model import Caveat, Measurement, Status
-from gpuvs.report.layout import Table
 from gpuvs.seeds.base import Figure, Found, Pick, Ratio, Row, Seed, value_of
+from gpuvs.table import Table
 
 COLUMNS = ("", "post claims", "as written here", "correct here", "written ÷ correct", "why")
 

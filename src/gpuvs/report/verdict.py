@@ -11,19 +11,20 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
-from gpuvs import stats, units
+from gpuvs import units
+from gpuvs.analysis import speedup
 from gpuvs.analysis.crossover import (
     Crossover,
     GroupKey,
-    SpeedupPoint,
     crossovers,
     group_key,
     measured_crossover,
 )
+from gpuvs.analysis.speedup import Speedup
 from gpuvs.model import Case, Measurement, Status
-from gpuvs.report.layout import Table
 from gpuvs.report.layout import _title as section_title
 from gpuvs.report.plots import series_label
+from gpuvs.table import Table
 
 COLUMNS = ("sweep", "who wins", "from size", "by (95 % CI)", "over")
 FASTEST_CPU = "the fastest CPU case"
@@ -59,7 +60,7 @@ def _gpu_row(title: str, c: Crossover) -> tuple[str, ...]:
     if last.verdict == "gpu":
         return (title, gpu, _from(c.points), _by(last), FASTEST_CPU)
     if last.verdict == "cpu":
-        inverted = tuple(_inverse(p) for p in c.points)
+        inverted = tuple(p.inverse() for p in c.points)
         return (title, FASTEST_CPU, _from(inverted), _by(inverted[-1]), gpu)
     return (title, "tie", "—", _by(last) + " (the CI holds 1×)", f"{gpu} against {FASTEST_CPU}")
 
@@ -81,8 +82,7 @@ def _cpu_row(title: str, done: Sequence[Measurement]) -> tuple[str, ...]:
         others = [at[n] for s, at in by_series.items() if s != winner and n in at]
         if others:
             best = min(others, key=lambda m: m.summary.median)  # type: ignore[union-attr]
-            est, lo, hi = stats.ratio_ci(best.samples, by_series[winner][n].samples)
-            points.append((SpeedupPoint(n, est, lo, hi), best.case))
+            points.append((speedup.of(best, by_series[winner][n]), best.case))
     if not points:
         return (title, series_label(winner), "—", "no other series at the same sizes", "")
     last, runner_up = points[-1]
@@ -93,12 +93,7 @@ def _cpu_row(title: str, done: Sequence[Measurement]) -> tuple[str, ...]:
     return (title, series_label(winner), _from(speedups), _by(last), series_label(runner_up))
 
 
-def _inverse(p: SpeedupPoint) -> SpeedupPoint:
-    """The same comparison read the other way: CPU over GPU."""
-    return SpeedupPoint(p.size, 1 / p.estimate, 1 / p.high, 1 / p.low)
-
-
-def _from(points: Sequence[SpeedupPoint]) -> str:
+def _from(points: Sequence[Speedup]) -> str:
     size = measured_crossover(points)
     if size is None:
         return "—"
@@ -107,5 +102,5 @@ def _from(points: Sequence[SpeedupPoint]) -> str:
     return "every size" if len(points) > 1 else f"{units.size(size)} (only size)"
 
 
-def _by(p: SpeedupPoint) -> str:
+def _by(p: Speedup) -> str:
     return f"{p.estimate:.3g}× [{p.low:.3g}, {p.high:.3g}] at {units.size(p.size)}"

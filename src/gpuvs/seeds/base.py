@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from gpuvs.model import Case, Measurement, Params, Status
-from gpuvs.report.layout import Table
+from gpuvs.table import Table
 
 
 @dataclass(frozen=True)

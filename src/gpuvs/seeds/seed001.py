@@ -15,9 +15,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from gpuvs.model import Case, Measurement, Status
-from gpuvs.report.layout import Table
 from gpuvs.seeds import register
 from gpuvs.seeds.base import Found, Pick, Ratio, Row, Seed, SeedOptions, seconds_of
+from gpuvs.table import Table
 from gpuvs.units import seconds
 from gpuvs.workloads.base import TOLERANCE
 from gpuvs.workloads.gru import NO_OVERLAP, POST, overlap_of

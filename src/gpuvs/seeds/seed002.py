@@ -13,9 +13,9 @@ from collections.abc import Callable, Sequence
 
 from gpuvs import units
 from gpuvs.model import Case, Measurement
-from gpuvs.report.layout import Table
 from gpuvs.seeds import register
 from gpuvs.seeds.base import Found, Pick, Ratio, Row, Seed, SeedOptions, seconds_of
+from gpuvs.table import Table
 
 POST_SIZE = 1000**3
 DTYPE = "float64"

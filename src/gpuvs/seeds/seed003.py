@@ -18,9 +18,9 @@ from dataclasses import dataclass
 
 from gpuvs import units
 from gpuvs.model import Case, Measurement, Status
-from gpuvs.report.layout import Table
 from gpuvs.seeds import register
 from gpuvs.seeds.base import Found, Pick, Ratio, Row, Seed, SeedOptions, seconds_of
+from gpuvs.table import Table
 from gpuvs.workloads.cnn import (
     POST_BATCH,
     TUNED_BATCH,

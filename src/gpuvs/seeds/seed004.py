@@ -19,9 +19,9 @@ from dataclasses import dataclass, replace
 from gpuvs import units
 from gpuvs.analysis.crossover import crossovers
 from gpuvs.model import Case, Measurement, Status
-from gpuvs.report.layout import Table
 from gpuvs.seeds import register
 from gpuvs.seeds.base import Found, Pick, Ratio, Row, Seed, SeedOptions, seconds_of
+from gpuvs.table import Table
 from gpuvs.workloads.jacobian import CORRECT, METHODS, OUT
 
 GPU = "cuda:0"

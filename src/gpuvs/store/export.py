@@ -12,9 +12,8 @@ from dataclasses import asdict, fields
 from pathlib import Path
 from typing import Any
 
-from gpuvs.analysis.ceilings import Ceiling
 from gpuvs.errors import UsageError
-from gpuvs.model import Environment, Measurement, Run
+from gpuvs.model import Ceiling, Environment, Measurement, Run
 
 FORMAT_VERSION = 1
 SHARED_MODE = 0o644

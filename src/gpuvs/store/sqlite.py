@@ -72,7 +72,7 @@ class SqliteStore:
 
     def create_run(self, run: Run) -> None:
         """Record the run as it starts, so even a run killed at once leaves its trace."""
-        from gpuvs import __version__
+        from gpuvs._version import __version__
 
         with self._transaction(f"record run {run.run_id!r}") as c:
             if _has_run(c, run.run_id):

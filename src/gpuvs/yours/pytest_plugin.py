@@ -30,7 +30,6 @@ from typing import Any
 import pytest
 
 STATS = ("median", "mean", "min", "max")
-KIND = "pytest"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -104,7 +103,7 @@ class GpuvsSession:
         self.store: Any = None
         self.baseline_id: str | None = None
         self.baseline: dict[str, Any] = {}
-        self.run_id: str | None = None
+        self.run: Any = None  # the run being saved (`gpuvs.store.runs.RunHandle`)
         self.results: list[tuple[str, Any]] = []
         if compare or self.save_name is not None:
             self._open(compare)
@@ -121,14 +120,18 @@ class GpuvsSession:
                     self.baseline = {m.case.key: m
                                      for m in self.store.measurements(self.baseline_id)}
             if self.save_name is not None:
-                self.run_id = _new_run(self.store, self.save_name)
+                from gpuvs.model import RunKind
+                from gpuvs.store.runs import start_run
+
+                self.run = start_run(self.store, RunKind.PYTEST,
+                                     {"name": self.save_name or None})
         except GpuvsError as e:
             raise pytest.UsageError(f"gpuvs: {e}") from None
 
     def record(self, nodeid: str, m: Any) -> str | None:
         """Save `m`; returns why the test fails against the baseline, or None."""
-        if self.run_id is not None:
-            self.store.save(self.run_id, m)
+        if self.run is not None:
+            self.run.record(m)
         self.results.append((nodeid, m))
         before = self.baseline.get(m.case.key)
         if self.fail is None or before is None or m.summary is None or before.summary is None:
@@ -147,10 +150,8 @@ class GpuvsSession:
     def finish(self) -> None:
         if self.store is None:
             return
-        if self.run_id is not None:
-            from gpuvs.yours.comparison import _now
-
-            self.store.finish_run(self.run_id, "finished", _now())
+        if self.run is not None:
+            self.run.finish()
         self.store.close()
         self.store = None
 
@@ -158,9 +159,10 @@ class GpuvsSession:
 def _find_run(store: Any, wanted: str) -> str | None:
     """A saved pytest run by id or name; 'latest': the newest finished one (or None)."""
     from gpuvs.errors import UsageError
+    from gpuvs.model import RunKind
 
     saved = [r for r in store.runs(500)
-             if r.config.get("kind") == KIND and r.status == "finished"]
+             if r.kind is RunKind.PYTEST and r.status == "finished"]
     if wanted == "latest":
         return saved[0].run_id if saved else None
     for r in saved:
@@ -169,19 +171,6 @@ def _find_run(store: Any, wanted: str) -> str | None:
     names = ", ".join(dict.fromkeys(r.config.get("name") or r.run_id for r in saved[:5]))
     raise UsageError(f"no saved pytest run {wanted!r}; "
                      + (f"recent: {names}" if names else "none saved yet (--gpuvs-save)"))
-
-
-def _new_run(store: Any, name: str) -> str:
-    import secrets
-    import time
-
-    from gpuvs import env
-    from gpuvs.model import Run
-    from gpuvs.yours.comparison import _now
-
-    run_id = time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
-    store.create_run(Run(run_id, _now(), {"kind": KIND, "name": name or None}, env.collect()))
-    return run_id
 
 
 _SESSION = pytest.StashKey[GpuvsSession]()
@@ -277,6 +266,6 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         tr.write_line(f"{m.case.workload.removeprefix('pytest:')}  " + "  ".join(cells))
     if session.baseline_id is None and (config.getoption("--gpuvs-compare") or session.fail):
         tr.write_line("no saved pytest run to compare with yet; save one with --gpuvs-save")
-    if session.run_id is not None:
-        tr.write_line(f"saved as run {session.run_id} in {session.store.path}; "
-                      f"`gpuvs show {session.run_id}` prints it")
+    if session.run is not None:
+        tr.write_line(f"saved as run {session.run.run_id} in {session.store.path}; "
+                      f"`gpuvs show {session.run.run_id}` prints it")

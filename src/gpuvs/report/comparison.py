@@ -1,0 +1,146 @@
+"""How a `gpuvs.compare` result reads: its summary (the `repr` a notebook shows), its
+tables and its plot, drawn from its measurements. `gpuvs.yours.comparison.Comparison`
+holds the data and delegates here, so every rendering of a run lives in the report."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from gpuvs import units
+from gpuvs.analysis import speedup
+from gpuvs.analysis.crossover import Crossover, crossovers
+from gpuvs.analysis.speedup import data_of
+from gpuvs.model import Measurement, Status
+
+
+def sizes_of(ms: Sequence[Measurement]) -> tuple[int, ...]:
+    return tuple(sorted({m.case.size for m in ms}))
+
+
+def dtype_of(ms: Sequence[Measurement]) -> str:
+    return next((m.case.dtype for m in ms if m.case.dtype), "")
+
+
+def resident_crossover(found: Sequence[Crossover]) -> int | None:
+    """The smallest size from which the resident GPU is faster (CI above 1×)."""
+    sizes = [c.size for c in found if c.data == "resident"]
+    return next((s for s in sizes if s is not None), None)
+
+
+def seconds_ci(m: Measurement) -> str:
+    """'12.3 ms ±0.4%' for a finished case."""
+    s = m.summary
+    if s is None:
+        return "—"
+    return f"{units.seconds(s.median)} ±{100 * s.ci_halfwidth_rel:.1f}%"
+
+
+def _label(m: Measurement) -> str:
+    return m.case.device if m.case.device == "cpu" else f"{m.case.device} {data_of(m.case)}"
+
+
+def summary(name: str, ms: Sequence[Measurement]) -> str:
+    """The comparison in a few aligned lines: each case, its speedup, what failed, whether
+    the outputs agreed, and where the GPU starts to win."""
+    sizes = sizes_of(ms)
+    sweep = len(sizes) > 1
+    where = (f"sizes {units.size(sizes[0])}–{units.size(sizes[-1])} ({len(sizes)})" if sweep
+             else f"size {units.size(sizes[0])}" if sizes else "no size")
+    lines = [" · ".join(filter(None, (f"gpuvs.compare: {name}", dtype_of(ms), where)))]
+    speedups = {(s.device, s.data, s.size): s for s in speedup.speedups(ms)}
+    rows: list[list[str]] = []
+    problems: list[str] = []
+    skipped: dict[str, str] = {}
+    for m in ms:
+        if m.status is Status.UNAVAILABLE:
+            skipped.setdefault(m.case.device, m.reason)
+            continue
+        head = [units.size(m.case.size)] if sweep else []
+        head += [m.case.device, data_of(m.case) if m.case.device != "cpu" else ""]
+        if m.status is not Status.OK:
+            rows.append([*head, m.status.value, "", "", "", ""])
+            problems.append(f"{_label(m)}{f' at {units.size(m.case.size)}' if sweep else ''}: "
+                            f"{m.status.value}: {m.reason}")
+            continue
+        wall = m.wall_summary.median if m.wall_summary else None
+        speed = speedups.get((m.case.device, data_of(m.case), m.case.size))
+        caveats = ", ".join(str(c).replace("_", " ") for c in m.caveats)
+        rows.append([*head, seconds_ci(m), f"wall {units.seconds(wall)}" if wall else "",
+                     f"first call {units.seconds(m.first_call_s)}", str(speed or ""),
+                     f"({caveats})" if caveats else ""])
+    time_col = 2 + sweep
+    lines += ["  " + line for line in _aligned(rows, {0, time_col} if sweep else {time_col})]
+    lines += [f"{d}: skipped: {r}" for d, r in skipped.items()]
+    lines += problems + _agreement_lines(ms) + _crossover_lines(crossovers(ms))
+    return "\n".join(lines)
+
+
+def _aligned(rows: list[list[str]], right: set[int]) -> list[str]:
+    """Columns padded to their widest cell; those in `right` right-aligned."""
+    if not rows:
+        return []
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    out = []
+    for r in rows:
+        cells = [cell.rjust(w) if i in right else cell.ljust(w)
+                 for i, (cell, w) in enumerate(zip(r, widths, strict=True)) if w]
+        out.append("  ".join(cells).rstrip())
+    return out
+
+
+def _agreement_lines(ms: Sequence[Measurement]) -> list[str]:
+    errors = [m.counters["rel_error"] for m in ms if "rel_error" in m.counters]
+    if not errors or any(m.status is Status.WRONG_RESULT for m in ms):
+        return []
+    reference = next(m.case.device for m in ms if m.status is Status.OK)
+    return [f"outputs agree with {reference}'s (largest relative error {max(errors):.1e})"]
+
+
+def _crossover_lines(found: Sequence[Crossover]) -> list[str]:
+    lines = []
+    for x in sorted(found, key=lambda x: (x.gpu.device, x.data != "resident")):
+        if len(x.points) < 2:
+            continue
+        last = x.points[-1]
+        if x.size is not None:
+            verdict = f"GPU faster from {units.size(x.size)}"
+        else:
+            verdict = ("GPU never faster in this range" if last.verdict != "gpu"
+                       else "GPU faster only at the largest sizes")
+        lines.append(f"{x.gpu.device} {x.data}: {verdict}; {last.estimate:.3g}× at "
+                     f"{units.size(last.size)}")
+    return lines
+
+
+def figure(name: str, ms: Sequence[Measurement], ax: Any = None) -> Any:
+    """A matplotlib Figure: time per call against size, one line per device and data
+    placement, 95 % CIs shaded (a sweep); or one bar per case (a single size)."""
+    from matplotlib.figure import Figure
+
+    fig = ax.figure if ax is not None else Figure(figsize=(6.4, 4.0), layout="constrained")
+    ax = ax if ax is not None else fig.add_subplot()
+    done = [m for m in ms if m.status is Status.OK and m.summary is not None]
+    if len(sizes_of(ms)) > 1:
+        for label in dict.fromkeys(_label(m) for m in done):
+            ms = sorted((m for m in done if _label(m) == label), key=lambda m: m.case.size)
+            x = [m.case.size for m in ms]
+            ax.plot(x, [m.summary.median for m in ms], marker="o", label=label)  # type: ignore[union-attr]
+            ax.fill_between(x, [m.summary.ci_low for m in ms],  # type: ignore[union-attr]
+                            [m.summary.ci_high for m in ms], alpha=0.25)  # type: ignore[union-attr]
+        ax.set(xscale="log", yscale="log", xlabel="size", ylabel="seconds per call")
+        crossover = resident_crossover(crossovers(ms))
+        if crossover is not None:
+            ax.axvline(crossover, linestyle="--", color="grey", label="GPU faster from")
+        ax.legend()
+    else:
+        labels = [_label(m) for m in done]
+        medians = [m.summary.median for m in done]  # type: ignore[union-attr]
+        err = [[m.summary.median - m.summary.ci_low for m in done],  # type: ignore[union-attr]
+               [m.summary.ci_high - m.summary.median for m in done]]  # type: ignore[union-attr]
+        ax.barh(labels, medians, xerr=err)
+        ax.set(xscale="log", xlabel="seconds per call (median, 95 % CI)")
+        ax.invert_yaxis()
+    dtype = dtype_of(ms)
+    ax.set_title(f"{name}" + (f" · {dtype}" if dtype else ""))
+    return fig

@@ -1,0 +1,92 @@
+"""A run's lifecycle, owned here: started, each case recorded as it finishes, then
+finished or interrupted. Every command and entry point that stores a run goes through
+`start_run` (or `resume_run`), so a run id, its timestamps and its kind are made in one
+place.
+
+    run = start_run(store, RunKind.SEEDS, {"seeds": ["000"]})
+    for m in measurements:
+        run.record(m)          # committed at once: a killed run keeps what it measured
+    run.finish()
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from gpuvs.model import Environment, Measurement, Run, RunKind
+
+RUN_ID_FORMAT = "%Y%m%d-%H%M%S"
+TIMESTAMP_FORMAT = "%Y-%m-%dT%H:%M:%S%z"
+
+
+def new_run_id() -> str:
+    """'20261123-204613-757c': sortable by start time, unique by its random tail."""
+    return time.strftime(RUN_ID_FORMAT) + "-" + secrets.token_hex(2)
+
+
+def now() -> str:
+    """The local time with its offset, as runs record `started_at` and `finished_at`."""
+    return time.strftime(TIMESTAMP_FORMAT)
+
+
+class RunHandle:
+    """A run being recorded in a store. Closing the store is the caller's business."""
+
+    def __init__(self, store: Any, started: Run) -> None:
+        self.store = store
+        self.started = started  # the run as it was created (or found, when resumed)
+
+    @property
+    def run_id(self) -> str:
+        return self.started.run_id
+
+    @property
+    def kind(self) -> RunKind:
+        return self.started.kind
+
+    def record(self, m: Measurement) -> None:
+        """Save one finished case, committed before this returns."""
+        self.store.save(self.run_id, m)
+
+    def finished_keys(self) -> set[str]:
+        """The cases already recorded (a resumed run skips them)."""
+        return set(self.store.finished_keys(self.run_id))
+
+    def measurements(self) -> list[Measurement]:
+        return list(self.store.measurements(self.run_id))
+
+    def finish(self) -> None:
+        self.store.finish_run(self.run_id, "finished", now())
+
+    def interrupt(self) -> None:
+        """The run stopped before its last case (a signal, a failure outside any case)."""
+        self.store.finish_run(self.run_id, "aborted", now())
+
+    def stored(self) -> Run:
+        """The run as the store holds it now (status and finish time included)."""
+        found: Run = self.store.get_run(self.run_id)
+        return found
+
+
+def start_run(store: Any, kind: RunKind, config: Mapping[str, Any],
+              environment: Environment | None = None) -> RunHandle:
+    """Create the run in `store` now, so that even a run killed at once leaves its trace.
+    `config` is what the run measures; its kind is written into it (a sweep's is left
+    implicit, as sweeps have always been stored). The environment is this machine's
+    unless given (a comparison made elsewhere)."""
+    if environment is None:
+        from gpuvs import env
+
+        environment = env.collect()
+    stored = dict(config) if kind is RunKind.SWEEP else {"kind": kind.value, **config}
+    record = Run(new_run_id(), now(), stored, environment)
+    store.create_run(record)
+    return RunHandle(store, record)
+
+
+def resume_run(store: Any, run_id: str) -> RunHandle:
+    """The stored run `run_id`, to record its remaining cases into."""
+    return RunHandle(store, store.get_run(run_id))
