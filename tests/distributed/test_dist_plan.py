@@ -80,4 +80,4 @@ def test_a_spec_travels_as_json() -> None:
     spec = Spec("collectives", CPU2, collective_cases(CPU2, ["1KiB"], []), samples=3,
                 extra={"sizes": [1024]})
     assert Spec.from_json(spec.to_json()) == spec
-    assert spec.config()["kind"] == "dist" and spec.config()["samples"] == 3
+    assert spec.config()["command"] == "collectives" and spec.config()["samples"] == 3
