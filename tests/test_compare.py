@@ -242,4 +242,4 @@ def test_out_of_memory_is_recorded_and_stops_that_series() -> None:
                            devices=("cpu",), budget_s=QUICK)
     assert [m.status for m in result.measurements] == [Status.OK, Status.OOM, Status.SKIPPED]
     assert result.measurements[2].reason == "not run: out of memory at size 100"
-    assert "cpu at 100: oom: out of memory: DefaultCPUAllocator" in repr(result)
+    assert "cpu at 100: oom: out of memory: RuntimeError: DefaultCPUAllocator" in repr(result)

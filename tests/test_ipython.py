@@ -96,7 +96,7 @@ def test_compare_runs_the_cells_tensors_on_each_device(kernel: Kernel) -> None:
     ("%gpuvs --compare cpu,tpu a @ a", "UsageError: unknown device 'tpu'; accepted: cpu, "
                                        "cuda, cuda:N"),
     ("%gpuvs -n 0 a @ a", "UsageError: -n needs a positive whole number; got '0'"),
-    ("%gpuvs --budget never a @ a", "UsageError: --budget needs a positive number of "
+    ("%gpuvs --budget never a @ a", "UsageError: --budget must be a positive number of "
                                     "seconds; got 'never'"),
     ("%gpuvs", "UsageError: nothing to time"),
     ("%gpuvs a @", "UsageError: cannot time this code: invalid syntax"),

@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from gpuvs import backends, criteria
+from gpuvs.config import KEYWORDS, RunConfig
 from gpuvs.errors import BackendUnavailable, UsageError
 from gpuvs.model import Case, Measurement
 from gpuvs.protocol import Budget, Clock, HostClock, Prepared
@@ -30,8 +31,7 @@ def measure(fn: Callable[[], object], *, device: str = "cpu", budget_s: float = 
     outside the timed region, and should raise `gpuvs.errors.WrongResult` on a bad output.
     The first call is timed alone and kept apart as `first_call_s`.
     """
-    if budget_s <= 0:
-        raise UsageError(f"budget_s must be a positive number of seconds; got {budget_s}")
+    RunConfig(budget_s=budget_s, criterion=criterion, devices=(device,)).validate(KEYWORDS)
     clock = _clock(device)
     case = Case(name, "correct", "torch" if device != "cpu" else "python", device, "", 0)
     prepared = Prepared(call=fn, check=check or _no_check, single_call=single_call)
@@ -73,20 +73,3 @@ def compare(fn: Callable[..., object], *args: Any, devices: Sequence[str] = ("cp
 
     return run(fn, args, kwargs, devices=devices, batch=batch, sizes=sizes,
                budget_s=budget_s, tolerance=tolerance, name=name)
-
-
-def clock_for(device: str, objs: Sequence[object]) -> tuple[str, Clock]:
-    """The backend name and clock for work on `device` over these tensors and arrays:
-    the host clock on the CPU; CUDA events through torch (tensors, modules) or CuPy."""
-    from gpuvs.yours import moving
-
-    if device == "cpu":
-        return (moving.backend_for(objs, "cpu") if moving.leaves(objs) else "python"), HostClock()
-    if not device.startswith("cuda"):
-        raise UsageError(f"unknown device {device!r}; accepted: cpu, cuda, cuda:N")
-    name = "torch" if any(moving.is_tensor(x) or moving.is_module(x) for x in objs) else "cupy"
-    backend = backends.get(name)
-    reason = backend.unavailable_reason(device)
-    if reason is not None:
-        raise BackendUnavailable(reason)
-    return name, backend.clock(device)

@@ -20,6 +20,10 @@ from gpuvs.workloads.base import ITEMSIZE
 
 DEVICE_RE = re.compile(r"^(cpu|cuda(:\d+)?)$")
 VARIANTS = ("as_written", "correct", "tuned")
+# How an entry point names each setting in its errors: the command line's flags, or the
+# Python API's keyword arguments (`gpuvs.measure(budget_s=…)`).
+FLAGS = {"budget_s": "--budget", "timeout_s": "--timeout"}
+KEYWORDS = {"budget_s": "budget_s", "timeout_s": "timeout_s"}
 
 
 @dataclass(frozen=True)
@@ -40,27 +44,45 @@ class RunConfig:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
-    def validate(self) -> RunConfig:
+    def validate(self, names: Mapping[str, str] = FLAGS) -> RunConfig:
+        """This config, or a `UsageError` naming the bad value (as `names` spells the
+        setting: a flag, or a keyword) and what would be accepted. Every entry point
+        validates through here: the commands, `gpuvs.measure`, `gpuvs.compare`, the
+        magic and the pytest fixture."""
         for name in self.workloads:
             workloads.get(name)
         for name in self.backends:
             backends.get(name)
         _check_known("variant", self.variants, VARIANTS)
         _check_known("dtype", self.dtypes, tuple(ITEMSIZE))
-        for device in self.devices:
-            if not DEVICE_RE.match(device):
-                raise UsageError(f"unknown device {device!r}; accepted: cpu, cuda, cuda:N")
+        check_devices(self.devices)
         for name in self.backends:  # a dtype the user named on a backend the user named
             backend = backends.get(name)
             for dtype in self.dtypes:
                 if dtype not in backend.dtypes:
                     raise UsageError(f"{name} has no {dtype}; it supports "
                                      f"{', '.join(backend.dtypes)}")
-        for label, value in (("--budget", self.budget_s), ("--timeout", self.timeout_s)):
-            if not (math.isfinite(value) and value > 0):
-                raise UsageError(f"{label} must be a positive number of seconds; got {value}")
+        for key in ("budget_s", "timeout_s"):
+            value = getattr(self, key)
+            if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+                raise UsageError(f"{names[key]} must be a positive number of seconds; got "
+                                 f"{value}")
         criteria.parse(self.criterion)
         return self
+
+
+def check_devices(devices: Sequence[str] | str) -> tuple[str, ...]:
+    """`cpu`, `cuda`, `cuda:N`, each once; a comma-separated string is a list too."""
+    given = devices.split(",") if isinstance(devices, str) else list(devices)
+    for d in given:
+        if not isinstance(d, str) or not DEVICE_RE.match(d.strip()):
+            raise UsageError(f"unknown device {d!r}; accepted: cpu, cuda, cuda:N")
+    names = tuple(d.strip() for d in given)
+    if not names:
+        raise UsageError("no device to run on; accepted: cpu, cuda, cuda:N")
+    if len(set(names)) != len(names):
+        raise UsageError(f"device listed twice in {', '.join(names)}; name each once")
+    return names
 
 
 def _check_known(kind: str, given: Sequence[str], known: Sequence[str]) -> None:
@@ -135,7 +157,9 @@ def from_pyproject(path: Path = Path("pyproject.toml")) -> dict[str, Any]:
     return {k: tuple(v) if isinstance(v, list) else v for k, v in table.items()}
 
 
-def build(flags: Mapping[str, Any], pyproject: Path = Path("pyproject.toml")) -> RunConfig:
-    """Defaults, overridden by `[tool.gpuvs]`, overridden by the flags that were given."""
+def build(flags: Mapping[str, Any], pyproject: Path = Path("pyproject.toml"),
+          defaults: Mapping[str, Any] | None = None) -> RunConfig:
+    """RunConfig's defaults, overridden by the command's own (`defaults`: a seeds run's
+    shorter budget), by `[tool.gpuvs]`, then by the flags that were given."""
     given = {k: v for k, v in flags.items() if v not in (None, ())}
-    return RunConfig(**(from_pyproject(pyproject) | given)).validate()
+    return RunConfig(**(dict(defaults or {}) | from_pyproject(pyproject) | given)).validate()

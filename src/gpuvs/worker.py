@@ -15,12 +15,11 @@ import json
 import os
 import sys
 import time
-import traceback
 from contextlib import nullcontext
 from dataclasses import replace
 from typing import Any, TextIO
 
-from gpuvs import backends, criteria, workloads
+from gpuvs import backends, criteria, policy, workloads
 from gpuvs.backends.base import Backend, host_memory_free
 from gpuvs.errors import BackendUnavailable
 from gpuvs.model import Case, Caveat, Measurement, Status
@@ -70,9 +69,7 @@ def _measured(backend: Backend, case: Case, request: dict[str, Any]
     except BackendUnavailable as e:  # e.g. no way to flush this device's caches
         return Measurement(case, Status.SKIPPED, reason=str(e)), False
     except Exception as e:  # every failure becomes a recorded status, with its reason
-        if backend.is_oom(e):
-            return Measurement(case, Status.OOM, reason=_one_line(e)), False
-        return Measurement(case, Status.CRASHED, reason=_tail(e)), backend.is_fatal(e)
+        return policy.failure(backend, case, e)
     finally:
         prepared = None
         gc.collect()
@@ -133,16 +130,6 @@ def _why_not(backend: Backend, case: Case) -> tuple[Status, str] | None:
     if need > MEMORY_HEADROOM * free:
         return Status.SKIPPED, f"needs {nbytes(need)}, {nbytes(free)} free on {case.device}"
     return None
-
-
-def _one_line(e: BaseException) -> str:
-    first = str(e).strip().splitlines()[0] if str(e).strip() else ""
-    return f"{type(e).__name__}: {first}"[:500]
-
-
-def _tail(e: BaseException) -> str:
-    tb = traceback.format_exception(type(e), e, e.__traceback__)
-    return (_one_line(e) + " | " + " ".join(tb[-3:]).replace("\n", " "))[:2000]
 
 
 def serve(backend: Backend, requests: TextIO, channel: TextIO) -> int:

@@ -58,3 +58,24 @@ def test_bad_seed_options_are_one_line_and_exit_2(args, message, tmp_path) -> No
                                 env={"COLUMNS": "200"})
     assert result.exit_code == 2, result.output
     assert message in result.output and len(result.output.strip().splitlines()) == 1
+
+
+def test_seeds_take_their_budget_from_the_projects_pyproject(tmp_path, monkeypatch) -> None:
+    """[tool.gpuvs] budget_s is the user's default for every command, seeds included; a
+    seeds run's own shorter budget applies only where nothing was set."""
+    from gpuvs.store import open_store
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pyproject.toml").write_text("[tool.gpuvs]\nbudget_s = 0.03\n")
+    db = str(tmp_path / "s.sqlite")
+    result = CliRunner().invoke(app, ["seeds", "--seed", "0", "--quick", "--device", "cpu",
+                                      "--db", db], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    with open_store(db) as store:
+        assert store.get_run(store.latest_run_id()).config["budget_s"] == 0.03
+
+
+def test_a_seeds_budget_of_zero_is_refused_not_replaced(db) -> None:
+    result = CliRunner().invoke(app, ["seeds", "--budget", "0", "--db", db])
+    assert result.exit_code == 2
+    assert "--budget must be a positive number of seconds; got 0.0" in result.output

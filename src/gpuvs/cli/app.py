@@ -142,8 +142,6 @@ def wrap_up(out: Any, run: Any, measurements: list[Any], counts: Mapping[str, in
         write_json(json_path, run.stored(), measurements, ceilings)
         out.print(f"wrote {json_path}")
     if report_path:
-        from gpuvs.cli.report import write_report
-
         with usage_errors():
             try:
                 write_report(report_path, run.stored(), measurements, list(ceilings))
@@ -153,3 +151,33 @@ def wrap_up(out: Any, run: Any, measurements: list[Any], counts: Mapping[str, in
         out.print(f"wrote {report_path}")
     failed = counts.get(Status.WRONG_RESULT.value, 0) + counts.get(Status.CRASHED.value, 0)
     return EXIT_FAILED_RUN if failed else 0
+
+
+def stored_ceilings(store: Any, record: Any) -> list[Any]:
+    """This machine's measured ceilings, if `gpuvs ceilings` has run on it."""
+    from gpuvs.analysis.ceilings import read
+    from gpuvs.store.runs import find_ceilings_run
+
+    found = find_ceilings_run(store, record.environment.fingerprint)
+    return read(store.measurements(found.run_id)) if found else []
+
+
+def write_report(path: Path, record: Any, measurements: list[Any], ceilings: list[Any]) -> None:
+    """Render and write atomically; a path that cannot be written is bad usage."""
+    from gpuvs.report.html import render_html
+
+    write_file(path, render_html(record, measurements, ceilings), "report")
+
+
+def write_file(path: Path, content: str | bytes, what: str) -> None:
+    """Write atomically; a path that cannot be written is bad usage, said in one line."""
+    from gpuvs.store.export import write_atomic
+
+    try:
+        write_atomic(path, content)
+    except OSError as e:
+        # mkdir under a file says only "File exists": name the file in the way instead.
+        blocker = next((p for p in path.parents if p.exists()), None)
+        why = (f"{blocker} is a file, not a directory" if blocker and not blocker.is_dir()
+               else e.strerror or str(e))
+        raise UsageError(f"cannot write the {what} to {path}: {why}") from None

@@ -33,6 +33,7 @@ def ceilings(
     from gpuvs import env
     from gpuvs.analysis import ceilings as ceil
     from gpuvs.config import RunConfig
+    from gpuvs.store.runs import find_ceilings_run
 
     with usage_errors():
         store = open_store(db)
@@ -41,7 +42,7 @@ def ceilings(
             registry.get(name)
         config = RunConfig(budget_s=budget or 1.0, timeout_s=600.0).validate()
     facts = env.collect()
-    record = None if refresh else cached_ceilings(store, facts.fingerprint)
+    record = None if refresh else find_ceilings_run(store, facts.fingerprint)
     if record is None:
         from gpuvs import runner
         from gpuvs.model import RunKind
@@ -54,24 +55,6 @@ def ceilings(
         run.finish()
         record = run.stored()
     _print_ceilings(store, record)
-
-
-def stored_ceilings(store: Any, record: Any) -> list[Any]:
-    """This machine's measured ceilings, if `gpuvs ceilings` has run on it."""
-    from gpuvs.analysis.ceilings import read
-
-    cached = cached_ceilings(store, record.environment.fingerprint)
-    return read(store.measurements(cached.run_id)) if cached else []
-
-
-def cached_ceilings(store: Any, fingerprint: str) -> Any:
-    from gpuvs.model import RunKind
-
-    for record in store.runs(200):
-        if (record.kind is RunKind.CEILINGS and record.status == "finished"
-                and record.environment.fingerprint == fingerprint):
-            return record
-    return None
 
 
 def _print_ceilings(store: Any, record: Any) -> None:

@@ -8,8 +8,16 @@ from typing import Annotated, Any
 
 import typer
 
-from gpuvs.cli.app import DbOption, app, console, open_store, usage_errors
-from gpuvs.cli.ceilings import stored_ceilings
+from gpuvs.cli.app import (
+    DbOption,
+    app,
+    console,
+    open_store,
+    stored_ceilings,
+    usage_errors,
+    write_file,
+    write_report,
+)
 from gpuvs.errors import UsageError
 
 RunIdArg = Annotated[str | None, typer.Argument(
@@ -53,7 +61,7 @@ def plot(
         folder = png or Path(f"{record.run_id}-plots")
         plots = all_plots(measurements, ceilings)
         for p in plots:
-            _write(folder / f"{p.name}.png", to_png(p), "plot")
+            write_file(folder / f"{p.name}.png", to_png(p), "plot")
     out = console()
     if not plots:
         out.print(f"no plot: no case of run {record.run_id} finished")
@@ -75,23 +83,3 @@ def load_run(run_id: str | None, from_json: Path | None, db: str | None
         run_id = store.latest_run_id() or run_id
     record = store.get_run(run_id)
     return record, store.measurements(record.run_id), stored_ceilings(store, record)
-
-
-def write_report(path: Path, record: Any, measurements: list[Any], ceilings: list[Any]) -> None:
-    """Render and write atomically; a path that cannot be written is bad usage."""
-    from gpuvs.report.html import render_html
-
-    _write(path, render_html(record, measurements, ceilings), "report")
-
-
-def _write(path: Path, content: str | bytes, what: str) -> None:
-    from gpuvs.store.export import write_atomic
-
-    try:
-        write_atomic(path, content)
-    except OSError as e:
-        # mkdir under a file says only "File exists": name the file in the way instead.
-        blocker = next((p for p in path.parents if p.exists()), None)
-        why = (f"{blocker} is a file, not a directory" if blocker and not blocker.is_dir()
-               else e.strerror or str(e))
-        raise UsageError(f"cannot write the {what} to {path}: {why}") from None

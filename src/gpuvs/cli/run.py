@@ -27,10 +27,10 @@ from gpuvs.cli.app import (
     open_store,
     progress,
     split,
+    stored_ceilings,
     usage_errors,
     wrap_up,
 )
-from gpuvs.cli.ceilings import stored_ceilings
 from gpuvs.errors import UsageError
 from gpuvs.model import RunKind
 

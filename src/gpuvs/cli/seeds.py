@@ -73,9 +73,8 @@ def seeds(
                              "cifar-100-python.tar.gz")
         options = SeedOptions(quick=quick, cifar=str(data) if data else None, epochs=epochs,
                               compile=compile_step)
-        config = cfg.build({
-            "devices": split(device), "timeout_s": timeout,
-            "budget_s": budget or BUDGET_S})
+        config = cfg.build({"devices": split(device), "timeout_s": timeout,
+                            "budget_s": budget}, defaults={"budget_s": BUDGET_S})
         cases = _cases(chosen, options, config.devices)
         store = open_store(db)
     raise typer.Exit(_run(store, config, cases, chosen, options, json_path))

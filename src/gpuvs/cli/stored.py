@@ -12,9 +12,9 @@ from gpuvs.cli.app import (
     app,
     console,
     open_store,
+    stored_ceilings,
     usage_errors,
 )
-from gpuvs.cli.ceilings import stored_ceilings
 from gpuvs.errors import UsageError
 from gpuvs.model import RunKind
 

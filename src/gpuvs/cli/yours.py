@@ -23,7 +23,6 @@ from gpuvs.cli.app import (
     split,
     usage_errors,
 )
-from gpuvs.errors import UsageError
 from gpuvs.yours.run_file import DEFAULT_INPUTS
 
 
@@ -57,8 +56,8 @@ def run_file(
     output must agree with the CPU's. Example: `gpuvs run-file mlp.py::jacobian --sizes
     1e2:1e4`, with `def inputs(size): return model, torch.rand(size, 1)` in mlp.py.
     """
-    from gpuvs.config import parse_sizes
-    from gpuvs.yours.compare import check_devices, run
+    from gpuvs.config import RunConfig, check_devices, parse_sizes
+    from gpuvs.yours.compare import run
     from gpuvs.yours.run_file import check_builder, load_target, spread
 
     with usage_errors():
@@ -66,14 +65,13 @@ def run_file(
         chosen = parse_sizes(split(sizes))
         devices = check_devices(split(device) or ("cpu", "cuda"))
         check_builder(builder, inputs, bool(chosen))
-        if budget is not None and not budget > 0:
-            raise UsageError(f"--budget must be a positive number of seconds; got {budget}")
+        budget_s = RunConfig(budget_s=1.0 if budget is None else budget).validate().budget_s
         store = open_store(db)
         total = max(len(chosen), 1) * sum(1 if d == "cpu" else 2 for d in devices)
         with progress(total) as advance:
             args = () if chosen else spread(builder())
             result = run(fn, args, {}, devices=devices, batch=builder if chosen else None,
-                         sizes=chosen or None, budget_s=budget or 1.0, tolerance=tolerance,
+                         sizes=chosen or None, budget_s=budget_s, tolerance=tolerance,
                          name=fn.__name__, on_result=advance)
     raise typer.Exit(_report(result, store, target, json_path))
 

@@ -66,9 +66,7 @@ def torchrun_command(spec_path: str, nproc: int) -> list[str]:
 def rank_environment() -> dict[str, str]:
     """This process's environment (NCCL_* included), with the directory this gpuvs was
     imported from first on PYTHONPATH: the ranks run the same gpuvs, installed or not."""
-    import gpuvs
-
-    source = str(Path(gpuvs.__file__).resolve().parents[1])
+    source = str(Path(__file__).resolve().parents[2])  # the directory holding gpuvs/
     path = os.pathsep.join(p for p in (source, os.environ.get("PYTHONPATH", "")) if p)
     return os.environ | {"PYTHONPATH": path, "PYTHONUNBUFFERED": "1"}
 

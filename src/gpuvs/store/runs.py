@@ -90,3 +90,14 @@ def start_run(store: Any, kind: RunKind, config: Mapping[str, Any],
 def resume_run(store: Any, run_id: str) -> RunHandle:
     """The stored run `run_id`, to record its remaining cases into."""
     return RunHandle(store, store.get_run(run_id))
+
+
+def find_ceilings_run(store: Any, fingerprint: str) -> Run | None:
+    """The latest finished `gpuvs ceilings` run of this environment fingerprint, if any:
+    a machine's ceilings are measured once and reused by every run on it."""
+    for record in store.runs(200):
+        if (record.kind is RunKind.CEILINGS and record.status == "finished"
+                and record.environment.fingerprint == fingerprint):
+            found: Run = record
+            return found
+    return None

@@ -20,12 +20,12 @@ from __future__ import annotations
 
 import hashlib
 import inspect
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from gpuvs import backends, criteria
+from gpuvs import backends, criteria, policy
+from gpuvs.config import KEYWORDS, RunConfig, check_devices
 from gpuvs.errors import BackendUnavailable, UsageError, WrongResult
 from gpuvs.model import Case, Measurement, Status
 from gpuvs.protocol import Budget, Prepared
@@ -34,7 +34,6 @@ from gpuvs.yours import moving
 from gpuvs.yours.agreement import agreement
 from gpuvs.yours.comparison import Comparison
 
-DEVICE_RE = re.compile(r"^(cpu|cuda(:\d+)?)$")
 DEFAULT_SIZES = (10, 100, 1_000, 10_000)
 WORKLOAD_PREFIX = "yours:"
 
@@ -62,9 +61,7 @@ def run(fn: Callable[..., object], args: tuple[Any, ...], kwargs: Mapping[str, A
     devices = check_devices(devices)
     if not callable(fn):
         raise UsageError(f"compare needs a function to call; got {type(fn).__name__} {fn!r}")
-    if not budget_s > 0:
-        raise UsageError(f"budget_s must be a positive number of seconds; got {budget_s}")
-    criteria.parse(criterion)
+    RunConfig(budget_s=budget_s, criterion=criterion, devices=devices).validate(KEYWORDS)
     settings = _Settings(fn, name or function_name(fn), budget_s, tolerance, criterion,
                          source_hash(fn), on_result)
     settings.fn, prefix = _unbound(fn)
@@ -88,19 +85,6 @@ def run(fn: Callable[..., object], args: tuple[Any, ...], kwargs: Mapping[str, A
     return Comparison(settings.name, tuple(measurements), devices,
                       replay=lambda case: _resident_call(settings.fn, plan.inputs(case.size),
                                                          case.device))
-
-
-def check_devices(devices: Sequence[str] | str) -> tuple[str, ...]:
-    given = devices.split(",") if isinstance(devices, str) else list(devices)
-    for d in given:
-        if not isinstance(d, str) or not DEVICE_RE.match(d.strip()):
-            raise UsageError(f"unknown device {d!r}; accepted: cpu, cuda, cuda:N")
-    names = tuple(d.strip() for d in given)
-    if not names:
-        raise UsageError("no device to run on; accepted: cpu, cuda, cuda:N")
-    if len(set(names)) != len(names):
-        raise UsageError(f"device listed twice in {', '.join(names)}; name each once")
-    return names
 
 
 def _unbound(fn: Callable[..., object]) -> tuple[Callable[..., object], tuple[Any, ...]]:
@@ -292,7 +276,7 @@ def _placed(a: tuple[Any, ...], kw: dict[str, Any], device: str, name: str,
     except UsageError:
         raise
     except Exception as e:
-        if out_of_memory(backend, e):
+        if policy.out_of_memory(backend, e):
             backend.empty_cache(device)
             return f"out of memory copying the arguments to {device}: {_line(e)}", place
         raise UsageError(f"cannot move the arguments to {device}: {type(e).__name__}: "
@@ -309,25 +293,15 @@ def _measure(s: _Settings, call: Callable[[], object], case: Case, backend: Any,
         m = protocol_measure(prepared, case, clock, criteria.parse(s.criterion)(),
                              Budget(seconds=s.budget_s))
     except Exception as e:
-        if out_of_memory(backend, e):
-            backend.empty_cache(case.device)
-            return Measurement(case, Status.OOM, f"out of memory: {_line(e)}")
         what = f"{s.name} raised {type(e).__name__} on {case.device}: {_line(e)}"
-        if first:
+        failed, _ = policy.failure(backend, case, e, crashed=what)
+        if first and failed.status is Status.CRASHED:
             raise UsageError(what) from e
-        return Measurement(case, Status.CRASHED, what)
+        return failed
     extra = dict(counters)
     if case.key in reference.errors:
         extra["rel_error"] = reference.errors[case.key]
     return replace(m, counters={**m.counters, **extra}, workload_version=s.version)
-
-
-def out_of_memory(backend: Any, e: BaseException) -> bool:
-    """The backend's out-of-memory errors, and the host allocator's (torch raises a plain
-    RuntimeError when the CPU cannot allocate)."""
-    text = str(e).lower()
-    return bool(backend.is_oom(e)) or isinstance(e, RuntimeError) and (
-        "can't allocate memory" in text or "out of memory" in text)
 
 
 def _resident_call(fn: Callable[..., object], inputs: Inputs, device: str

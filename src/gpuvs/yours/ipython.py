@@ -21,7 +21,6 @@ from __future__ import annotations
 import ast
 import itertools
 import linecache
-import math
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
@@ -29,12 +28,13 @@ from types import CodeType
 from typing import Any
 
 from gpuvs import criteria, units
-from gpuvs.api import clock_for
+from gpuvs.config import RunConfig, check_devices
 from gpuvs.errors import GpuvsError, UsageError
 from gpuvs.model import Case, Measurement
 from gpuvs.protocol import Budget, Prepared
 from gpuvs.protocol import measure as protocol_measure
 from gpuvs.yours import moving
+from gpuvs.yours.moving import clock_for
 from gpuvs.yours.timer import synchronize_all
 
 NAIVE_FACTOR = 2.0
@@ -152,14 +152,11 @@ def parse_options(opts: Mapping[str, Any]) -> Options:
         try:
             budget = float(opts["budget"])
         except ValueError:
-            budget = math.nan
-        if not (math.isfinite(budget) and budget > 0):
-            raise UsageError(f"--budget needs a positive number of seconds; got "
-                             f"{opts['budget']!r}")
+            raise UsageError(f"--budget must be a positive number of seconds; got "
+                             f"{opts['budget']!r}") from None
+        RunConfig(budget_s=budget).validate()
     devices: tuple[str, ...] = ()
     if "compare" in opts:
-        from gpuvs.yours.compare import check_devices
-
         devices = check_devices(str(opts["compare"]))
     return Options(count("n"), count("r"), budget, devices)
 

@@ -19,12 +19,14 @@ from __future__ import annotations
 
 import copy
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
-from gpuvs.errors import UsageError
+from gpuvs import backends
+from gpuvs.errors import BackendUnavailable, UsageError
+from gpuvs.protocol import Clock, HostClock
 from gpuvs.workloads.base import TOLERANCE
 
 MOVABLE = ("torch tensors, torch.nn.Modules, NumPy and CuPy arrays, and lists, tuples and "
@@ -236,3 +238,18 @@ def snapshot(obj: object) -> Any:
     if isinstance(obj, np.ndarray):
         return obj.copy()
     return obj
+
+
+def clock_for(device: str, objs: Sequence[object]) -> tuple[str, Clock]:
+    """The backend name and clock for work on `device` over these tensors and arrays:
+    the host clock on the CPU; CUDA events through torch (tensors, modules) or CuPy."""
+    if device == "cpu":
+        return (backend_for(objs, "cpu") if leaves(objs) else "python"), HostClock()
+    if not device.startswith("cuda"):
+        raise UsageError(f"unknown device {device!r}; accepted: cpu, cuda, cuda:N")
+    name = "torch" if any(is_tensor(x) or is_module(x) for x in objs) else "cupy"
+    backend = backends.get(name)
+    reason = backend.unavailable_reason(device)
+    if reason is not None:
+        raise BackendUnavailable(reason)
+    return name, backend.clock(device)

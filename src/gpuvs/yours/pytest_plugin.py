@@ -91,9 +91,14 @@ class GpuvsSession:
     def __init__(self, config: pytest.Config) -> None:
         opt = config.getoption
         self.budget_s = float(opt("--gpuvs-budget"))
-        if not self.budget_s > 0:
-            raise pytest.UsageError(f"--gpuvs-budget must be a positive number of seconds; "
-                                    f"got {self.budget_s}")
+        from gpuvs.config import RunConfig
+        from gpuvs.errors import UsageError
+
+        try:
+            RunConfig(budget_s=self.budget_s).validate({"budget_s": "--gpuvs-budget",
+                                                        "timeout_s": "--timeout"})
+        except UsageError as e:
+            raise pytest.UsageError(str(e)) from None
         self.disabled = bool(opt("--gpuvs-disable"))
         spec = opt("--gpuvs-fail")
         self.fail = FailRule.parse(spec) if spec else None
@@ -222,12 +227,12 @@ def measure_call(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any], name: s
     from dataclasses import replace
 
     from gpuvs import criteria
-    from gpuvs.api import clock_for
     from gpuvs.model import Case
     from gpuvs.protocol import Budget, Prepared
     from gpuvs.protocol import measure as protocol_measure
     from gpuvs.yours import moving
     from gpuvs.yours.compare import source_hash
+    from gpuvs.yours.moving import clock_for
 
     data = (args, kwargs)
     where = device or (moving.data_devices(data) or ["cpu"])[0]

@@ -1,0 +1,48 @@
+"""The case policy: what a case that raised is recorded as, the same in a worker process
+(`gpuvs run`, `seeds`, `ceilings`) and in the user's own process (`gpuvs.compare`,
+`run-file`). Failures are data: a case ends `oom` only with evidence of running out of
+memory, otherwise `crashed` with the error's own words."""
+
+from __future__ import annotations
+
+import traceback
+from typing import Any
+
+from gpuvs.model import Case, Measurement, Status
+
+# What the host allocators say when they cannot allocate: torch raises a plain
+# RuntimeError ("DefaultCPUAllocator: can't allocate memory"), Python a MemoryError.
+_HOST_OOM_WORDS = ("can't allocate memory", "out of memory")
+
+
+def out_of_memory(backend: Any, e: BaseException) -> bool:
+    """Evidence of running out of memory: the backend's own out-of-memory error (CUDA's,
+    CuPy's, XLA's), a MemoryError, or a host allocator's error that says so."""
+    if backend.is_oom(e) or isinstance(e, MemoryError):
+        return True
+    text = str(e).lower()
+    return isinstance(e, RuntimeError) and any(w in text for w in _HOST_OOM_WORDS)
+
+
+def failure(backend: Any, case: Case, e: BaseException, crashed: str | None = None
+            ) -> tuple[Measurement, bool]:
+    """The measurement of a case that raised `e`, and whether the process that ran it
+    must be replaced (a sticky device error poisons every later case there). `crashed`
+    words a crash for the caller (whose function raised); by default the error's tail."""
+    if out_of_memory(backend, e):
+        backend.empty_cache(case.device)
+        return Measurement(case, Status.OOM, reason=f"out of memory: {one_line(e)}"), False
+    return (Measurement(case, Status.CRASHED, reason=crashed or tail(e)),
+            bool(backend.is_fatal(e)))
+
+
+def one_line(e: BaseException) -> str:
+    """'RuntimeError: the first line of its message' (at most 500 characters)."""
+    first = str(e).strip().splitlines()[0] if str(e).strip() else ""
+    return f"{type(e).__name__}: {first}"[:500]
+
+
+def tail(e: BaseException) -> str:
+    """The first line and the last frames of the traceback, on one line."""
+    tb = traceback.format_exception(type(e), e, e.__traceback__)
+    return (one_line(e) + " | " + " ".join(tb[-3:]).replace("\n", " "))[:2000]
