@@ -1,4 +1,4 @@
-"""The measurement protocol, as five named steps (DESIGN.md's measure.py; renamed so that
+"""The measurement protocol, as five named steps (named `protocol`, not `measure`, so that
 `gpuvs.measure`, the public function, is not shadowed by a submodule of the same name).
 
 `measure()` reads as its table of contents:

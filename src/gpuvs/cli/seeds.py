@@ -34,7 +34,7 @@ BudgetOpt = Annotated[float | None, typer.Option(
 def seeds(
     seed: Annotated[list[str] | None, typer.Option(
         "--seed", metavar="NNN",
-        help="Which posts, by number: 000 … 004 (see ../shared/SEEDS.md); repeat the "
+        help="Which posts, by number: 000 … 004 (see docs/seeds.md); repeat the "
              "option or give a list (0,2). Default: all five.")] = None,
     quick: Annotated[bool, typer.Option(
         help="A short run: smaller sizes and fewer steps; the posts' own shapes are kept "

@@ -1,4 +1,4 @@
-"""The five posts gpuvs grew from (`../shared/SEEDS.md`), one file each."""
+"""The five posts gpuvs grew from (docs/seeds.md), one file each."""
 
 from __future__ import annotations
 

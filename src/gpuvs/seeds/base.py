@@ -111,7 +111,7 @@ class Seed(ABC):
     name: ClassVar[str]        # "000"
     title: ClassVar[str]       # what the post set out to show
     hardware: ClassVar[str]    # as the post states it
-    mistake: ClassVar[str]     # SEEDS.md's "what is wrong", in one line
+    mistake: ClassVar[str]     # what the post got wrong, in one line (docs/seeds.md)
 
     @abstractmethod
     def cases(self, options: SeedOptions) -> tuple[Case, ...]:
