@@ -1,0 +1,47 @@
+"""Tables as GitHub-flavoured markdown (a pull request, `$GITHUB_STEP_SUMMARY`) and as
+JSON (a script). Pure: strings in, a string out; the console draws the same tables."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+
+from gpuvs.table import Table
+
+# Columns that hold numbers: right-aligned in markdown, as in the terminal.
+_LEFT = frozenset({"backend", "device", "data", "note", "why", "sweep", "who wins", "over",
+                   "GPU series", "collective", "case", "verdict", "workload"})
+
+
+def _cell(text: str) -> str:
+    """A cell on one line, its pipes escaped, so that no row breaks the table."""
+    return " ".join(text.split()).replace("|", "\\|")
+
+
+def to_markdown(tables: Iterable[Table]) -> str:
+    """Each table under its title in bold, then its notes; columns empty in every row are
+    left out, as the console leaves them out."""
+    out: list[str] = []
+    for t in tables:
+        keep = [i for i, _ in enumerate(t.columns) if any(row[i].strip() for row in t.rows)]
+        if t.title:
+            out += [f"**{_cell(t.title)}**", ""]
+        out.append("| " + " | ".join(_cell(t.columns[i]) for i in keep) + " |")
+        out.append("|" + "|".join(":---" if t.columns[i] in _LEFT or not _numeric(t, i)
+                                  else "---:" for i in keep) + "|")
+        out += ["| " + " | ".join(_cell(row[i]) for i in keep) + " |" for row in t.rows]
+        out += [""] + [f"{_cell(n)}  " for n in t.notes] + [""]
+    return "\n".join(out).rstrip() + "\n"
+
+
+def _numeric(t: Table, i: int) -> bool:
+    """A column whose filled cells start with a digit (or a sign, or '≤'/'≈')."""
+    cells = [row[i].strip() for row in t.rows if row[i].strip()]
+    return bool(cells) and all(c[0].isdigit() or c[0] in "+-−≤≈<>~" for c in cells)
+
+
+def to_json(tables: Iterable[Table]) -> str:
+    """[{title, columns, rows, notes}, …]: every cell as printed."""
+    return json.dumps([{"title": t.title, "columns": list(t.columns),
+                        "rows": [list(r) for r in t.rows], "notes": list(t.notes)}
+                       for t in tables], indent=1, ensure_ascii=False) + "\n"
