@@ -160,3 +160,19 @@ def test_export_writes_json_that_round_trips_and_a_tidy_csv(db, tmp_path) -> Non
     assert float(rows[0]["median_s"]) == pytest.approx(again[0].summary.median)
     bad = invoke("export", "latest", "-f", "xml", "--db", db)
     assert bad.exit_code == 2 and "unknown format 'xml'; accepted: json, csv" in bad.output
+
+
+def test_tables_as_markdown_also_reach_the_github_step_summary(tmp_path, monkeypatch) -> None:
+    from rich.console import Console
+
+    from gpuvs.cli.app import emit_tables
+    from gpuvs.table import Table
+
+    summary = tmp_path / "summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    out = Console(file=(tmp_path / "out.md").open("w"), width=80)
+    emit_tables([Table("t", ("size", "note"), (("1", "ok"),))], "md", out)
+    out.file.close()
+    printed = (tmp_path / "out.md").read_text()
+    assert printed == "**t**\n\n| size | note |\n|---:|:---|\n| 1 | ok |\n"
+    assert summary.read_text() == printed + "\n"

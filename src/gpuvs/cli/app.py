@@ -87,6 +87,11 @@ CriterionOpt = Annotated[str | None, typer.Option(
     metavar="NAME[:K=V]",
     help="When to stop sampling: median-ci[:rel=0.01], stdrel[:max_noise=0.005], "
          "fixed[:n=7].")]
+FORMATS = ("plain", "md", "json")
+FormatOpt = Annotated[str, typer.Option(
+    "--format", metavar="plain|md|json",
+    help="How tables print: plain text (the terminal's), md (GitHub-flavoured markdown, "
+         "also appended to $GITHUB_STEP_SUMMARY when it is set) or json.")]
 JsonOpt = Annotated[Path | None, typer.Option(
     "--json", metavar="PATH",
     help="Also write the run (config, environment, raw samples) here.")]
@@ -181,3 +186,29 @@ def write_file(path: Path, content: str | bytes, what: str) -> None:
         why = (f"{blocker} is a file, not a directory" if blocker and not blocker.is_dir()
                else e.strerror or str(e))
         raise UsageError(f"cannot write the {what} to {path}: {why}") from None
+
+
+def check_format(fmt: str) -> str:
+    """One of FORMATS, or a UsageError naming what would be accepted."""
+    if fmt not in FORMATS:
+        raise UsageError(f"unknown format {fmt!r}; accepted: {', '.join(FORMATS)}")
+    return fmt
+
+
+def emit_tables(tables: Sequence[Any], fmt: str, out: Any) -> None:
+    """Print tables as `fmt` asks. Markdown also goes to $GITHUB_STEP_SUMMARY when a
+    GitHub Actions step sets it, so a CI run's summary page shows the tables."""
+    import os
+
+    from gpuvs.report import console as con
+    from gpuvs.report.markdown import to_json, to_markdown
+
+    if fmt == "plain":
+        con.print_tables(tables, out)
+        return
+    text = to_markdown(tables) if fmt == "md" else to_json(tables)
+    out.print(text, markup=False, highlight=False, soft_wrap=True, end="")
+    summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if fmt == "md" and summary:
+        with open(summary, "a", encoding="utf-8") as f:
+            f.write(text + "\n")
