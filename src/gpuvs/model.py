@@ -220,8 +220,9 @@ class Run:
     started_at: str
     config: Mapping[str, Any]
     environment: Environment
-    status: str = "running"  # running → finished | aborted
+    status: str = "running"  # running → finished | interrupted | failed (store.RUN_STATUSES)
     finished_at: str | None = None
+    reason: str = ""  # why a run ended early
 
     @property
     def kind(self) -> RunKind:

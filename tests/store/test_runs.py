@@ -36,7 +36,7 @@ def test_a_started_run_is_stored_at_once_and_keeps_each_case_it_records(tmp_path
 def test_a_sweep_is_stored_without_a_kind_and_reads_back_as_one(tmp_path: Path) -> None:
     with open_store(str(tmp_path / "r.sqlite")) as store:
         run = start_run(store, RunKind.SWEEP, {"budget_s": 1.0})
-        run.interrupt()
+        run.interrupt("SIGINT after 3 of 9 cases")
         stored = run.stored()
     assert "kind" not in stored.config and stored.kind is RunKind.SWEEP
-    assert stored.status == "aborted"
+    assert (stored.status, stored.reason) == ("interrupted", "SIGINT after 3 of 9 cases")

@@ -96,9 +96,10 @@ def test_a_run_round_trips_and_finishing_it_records_status_and_time(
         store: SqliteStore) -> None:
     started = store.get_run("r1")
     assert started == a_run()
-    store.finish_run("r1", "aborted", "2026-01-01T00:05:00+0000")
+    store.finish_run("r1", "interrupted", "2026-01-01T00:05:00+0000", "SIGTERM")
     ended = store.get_run("r1")
-    assert (ended.status, ended.finished_at) == ("aborted", "2026-01-01T00:05:00+0000")
+    assert (ended.status, ended.finished_at, ended.reason) == (
+        "interrupted", "2026-01-01T00:05:00+0000", "SIGTERM")
 
 
 def test_values_json_cannot_hold_are_stored_as_text(tmp_path: Path) -> None:
@@ -319,3 +320,20 @@ def test_writers_that_create_a_new_file_together_all_succeed(tmp_path: Path) -> 
         assert p.returncode == 0, err
     with sqlite3.connect(db) as raw:
         assert raw.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+
+
+def test_a_version_1_database_is_upgraded_in_place_and_keeps_its_runs(tmp_path: Path) -> None:
+    from gpuvs.store.schema import MIGRATIONS
+
+    db = tmp_path / "v1.sqlite"
+    with sqlite3.connect(db) as raw:
+        for statement in MIGRATIONS[0]:
+            raw.execute(statement)
+        raw.execute("INSERT INTO runs VALUES ('old', '2026-01-01T00:00:00+0000', NULL, "
+                    "'finished', '{}', '{}', 'fp', '0.1.0')")
+        raw.execute("PRAGMA user_version = 1")
+    with SqliteStore(db) as s:
+        old = s.get_run("old")
+    assert (old.status, old.reason) == ("finished", "")
+    with sqlite3.connect(db) as raw:
+        assert raw.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 2

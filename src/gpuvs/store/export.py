@@ -27,7 +27,7 @@ def run_document(run: Run, measurements: Iterable[Measurement],
         "format_version": FORMAT_VERSION,
         "run": {"run_id": run.run_id, "started_at": run.started_at,
                 "finished_at": run.finished_at, "status": run.status,
-                "config": dict(run.config)},
+                "reason": run.reason, "config": dict(run.config)},
         "environment": {"fingerprint": run.environment.fingerprint,
                         "facts": dict(run.environment.facts)},
         "measurements": [m.to_dict() for m in measurements],
@@ -45,7 +45,8 @@ def run_from_document(doc: Any) -> tuple[Run, list[Measurement]]:
         r, e = doc["run"], doc["environment"]
         run = Run(str(r["run_id"]), str(r["started_at"]), dict(r["config"]),
                   Environment(str(e["fingerprint"]), dict(e["facts"])), str(r["status"]),
-                  None if r.get("finished_at") is None else str(r["finished_at"]))
+                  None if r.get("finished_at") is None else str(r["finished_at"]),
+                  str(r.get("reason", "")))
         return run, [Measurement.from_dict(m) for m in doc["measurements"]]
     except KeyError as err:
         raise UsageError(f"not a gpuvs run export: it has no {err.args[0]!r}") from None

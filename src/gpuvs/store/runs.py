@@ -61,9 +61,13 @@ class RunHandle:
     def finish(self) -> None:
         self.store.finish_run(self.run_id, "finished", now())
 
-    def interrupt(self) -> None:
-        """The run stopped before its last case (a signal, a failure outside any case)."""
-        self.store.finish_run(self.run_id, "aborted", now())
+    def interrupt(self, reason: str = "") -> None:
+        """The run stopped before its last case, by a signal: `--resume` finishes it."""
+        self.store.finish_run(self.run_id, "interrupted", now(), reason)
+
+    def fail(self, reason: str) -> None:
+        """The run cannot go on (its store failed mid-run); every case recorded stays."""
+        self.store.finish_run(self.run_id, "failed", now(), reason)
 
     def stored(self) -> Run:
         """The run as the store holds it now (status and finish time included)."""

@@ -11,7 +11,7 @@ from contextlib import suppress
 
 from gpuvs.errors import StoreError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 # Only the case columns are broken out, for SQL queries across runs; `data` holds the
 # whole measurement (`Measurement.to_json`), which is what gpuvs reads back. Statistics
@@ -47,9 +47,12 @@ _V1: tuple[str, ...] = (
     "CREATE INDEX measurements_by_case ON measurements (workload, backend, device, dtype)",
 )
 
+# Version 2: a run that ended early says why (interrupted by a signal, failed storage).
+_V2: tuple[str, ...] = ("ALTER TABLE runs ADD COLUMN reason TEXT NOT NULL DEFAULT ''",)
+
 # MIGRATIONS[n] takes a database at version n to version n + 1. Never edit a shipped
 # step: add the next one and bump SCHEMA_VERSION.
-MIGRATIONS: dict[int, tuple[str, ...]] = {0: _V1}
+MIGRATIONS: dict[int, tuple[str, ...]] = {0: _V1, 1: _V2}
 
 
 def user_version(conn: sqlite3.Connection) -> int:

@@ -25,10 +25,13 @@ from gpuvs.store.schema import migrate
 # How long a writer waits for another one's lock. Cases take seconds to measure and a
 # save takes milliseconds, so a writer that waits this long is looking at a stuck peer.
 BUSY_TIMEOUT_S = 30.0
-RUN_STATUSES = ("running", "finished", "aborted")
+# running → finished; or interrupted (a signal: --resume finishes it), failed (the store
+# itself failed mid-run, reason recorded); aborted is what older gpuvs wrote.
+RUN_STATUSES = ("running", "finished", "interrupted", "failed", "aborted")
 RECENT_IN_ERRORS = 5
 
-_RUN_COLUMNS = "run_id, started_at, finished_at, status, config, environment, fingerprint"
+_RUN_COLUMNS = ("run_id, started_at, finished_at, status, config, environment, fingerprint, "
+                "reason")
 
 
 class SqliteStore:
@@ -79,19 +82,20 @@ class SqliteStore:
                 raise StoreError(f"run {run.run_id!r} is already in the results database "
                                  f"{self.path}")
             c.execute(f"INSERT INTO runs ({_RUN_COLUMNS}, gpuvs_version) "
-                      "VALUES (?, ?, ?, ?, ?, ?, ?, ?)", (
+                      "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", (
                           run.run_id, run.started_at, run.finished_at, run.status,
                           _json(run.config), _json(run.environment.facts),
-                          run.environment.fingerprint, __version__))
+                          run.environment.fingerprint, run.reason, __version__))
 
-    def finish_run(self, run_id: str, status: str, finished_at: str) -> None:
-        """Close the run honestly: a run that never gets here stays 'running'."""
+    def finish_run(self, run_id: str, status: str, finished_at: str, reason: str = "") -> None:
+        """Close the run honestly: a run that never gets here stays 'running'; one that
+        ends early says why (`reason`)."""
         if status not in RUN_STATUSES:
             raise UsageError(f"unknown run status {status!r}; use one of "
                              f"{', '.join(RUN_STATUSES)}")
         with self._transaction(f"finish run {run_id!r}") as c:
-            done = c.execute("UPDATE runs SET status = ?, finished_at = ? WHERE run_id = ?",
-                             (status, finished_at, run_id))
+            done = c.execute("UPDATE runs SET status = ?, finished_at = ?, reason = ? "
+                             "WHERE run_id = ?", (status, finished_at, reason, run_id))
             if done.rowcount == 0:
                 raise self._unknown_run(run_id)
 
@@ -217,6 +221,6 @@ def _utc_now() -> str:
 
 
 def _run(row: Any) -> Run:
-    run_id, started, finished, status, config, environment, fingerprint = row
+    run_id, started, finished, status, config, environment, fingerprint, reason = row
     return Run(run_id, started, json.loads(config),
-               Environment(fingerprint, json.loads(environment)), status, finished)
+               Environment(fingerprint, json.loads(environment)), status, finished, reason)
