@@ -28,6 +28,8 @@ from gpuvs.units import nbytes
 from gpuvs.workloads.base import Workload
 
 EXIT_FATAL = 3
+# Calls up to this long are replayed as a CUDA graph to measure the GPU's busy time.
+BUSY_GRAPH_MAX_S = 0.01
 # Leave this share of free memory unused: allocators round up, and the OS needs some.
 MEMORY_HEADROOM = 0.9
 
@@ -66,6 +68,8 @@ def _measured(backend: Backend, case: Case, request: dict[str, Any]
         if m.status is Status.OK and case.variant != "as_written":
             extra |= _parts_s(prepared, case, clock, request)
             extra |= backend.profile(prepared.call, case.device)
+            if _graph_worth_it(m, prepared):
+                extra |= backend.busy_time(prepared.call, case.device)
     except BackendUnavailable as e:  # e.g. no way to flush this device's caches
         return Measurement(case, Status.SKIPPED, reason=str(e)), False
     except Exception as e:  # every failure becomes a recorded status, with its reason
@@ -89,6 +93,14 @@ def _parts_s(prepared: Prepared, case: Case, clock: Clock, request: dict[str, An
         if m.summary is not None:
             out[f"{name}_s"] = m.summary.median
     return out
+
+
+def _graph_worth_it(m: Measurement, prepared: Prepared) -> bool:
+    """A graph replay tells launch cost from work for short calls; a call this long is
+    busy nearly all of it, and capturing it would cost another call. Cold cases flush
+    between calls, which a replay would not."""
+    return (m.summary is not None and m.summary.median <= BUSY_GRAPH_MAX_S
+            and prepared.flush is None)
 
 
 def _unchecked(out: object) -> None:

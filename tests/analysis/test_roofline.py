@@ -52,3 +52,23 @@ def test_intensity_against_the_ridge_separates_memory_from_compute() -> None:
 
 def test_without_ceilings_nothing_is_claimed() -> None:
     assert classify(_m(1e-3, flops=1e9, bytes_moved=1e9), []) is None
+
+
+def test_a_gpu_busy_for_a_third_of_the_call_is_launch_bound_and_says_both_numbers() -> None:
+    """Seed 000's product on an H100: kernel 6.6 µs, 18.6 µs a call in a loop."""
+    f = classify(_m(18.6e-6, flops=5.1e6, bytes_moved=1.0e7, busy_graph_s=6.6e-6), CEILINGS)
+    assert f is not None and f.bound is Bound.LAUNCH
+    assert f.why.startswith("GPU busy 6.6 µs of 18.6 µs a call; the rest is the host issuing")
+
+
+def test_a_gpu_busy_for_most_of_the_call_is_judged_by_its_work() -> None:
+    f = classify(_m(2.7e-3, flops=1.37e11, bytes_moved=2e8, busy_kernels_s=2.65e-3), CEILINGS)
+    assert f is not None and f.bound is Bound.COMPUTE
+
+
+def test_a_graph_replay_is_preferred_to_the_profilers_kernel_time() -> None:
+    from gpuvs.analysis.roofline import busy_seconds
+
+    assert busy_seconds(_m(1e-5, busy_graph_s=4e-6, busy_kernels_s=3e-6)) == 4e-6
+    assert busy_seconds(_m(1e-5, busy_kernels_s=3e-6)) == 3e-6
+    assert busy_seconds(_m(1e-5)) is None

@@ -156,3 +156,34 @@ def test_cuda_facts_and_a_missing_device_index(b: Backend) -> None:
                                                  f"(cuda:0..cuda:{n - 1})"
     facts = b.facts("cuda:0")
     assert facts["device_name"] and facts["cuda"]
+
+
+def test_kernels_on_two_streams_that_overlap_keep_the_device_busy_once() -> None:
+    from gpuvs.backends.torch_ import union_ns
+
+    assert union_ns([(0, 10), (5, 15), (20, 30)]) == 25
+    assert union_ns([(20, 30), (0, 10)]) == 20
+    assert union_ns([(0, 100), (10, 20)]) == 100
+
+
+@pytest.mark.gpu
+def test_busy_time_tells_a_tiny_launch_bound_op_from_a_product_that_fills_the_gpu(
+        b: Backend) -> None:
+    """A graph replay takes the host's launches away: an elementwise op on 10⁴ elements
+    keeps the GPU busy for a small part of a call in a loop, a 4096² product for nearly
+    all of it; the profiler's kernel time says the same."""
+    import torch
+
+    from gpuvs.api import measure
+
+    x = torch.rand(10_000, device="cuda")
+    small = measure(lambda: x.mul_(1.0), device="cuda", budget_s=0.3)
+    small_busy = b.busy_time(lambda: x.mul_(1.0), "cuda:0")["busy_graph_s"]
+    assert small.summary is not None and small_busy < 0.5 * small.summary.median
+    a = torch.rand(4096, 4096, device="cuda")
+    big = measure(lambda: a @ a, device="cuda", budget_s=0.5)
+    big_busy = b.busy_time(lambda: a @ a, "cuda:0")["busy_graph_s"]
+    kernels = b.profile(lambda: a @ a, "cuda:0")["busy_kernels_s"]
+    assert big.summary is not None
+    assert big_busy == pytest.approx(big.summary.median, rel=0.05)
+    assert kernels == pytest.approx(big.summary.median, rel=0.05)

@@ -2,8 +2,10 @@
 
 Rules, in order, each citing measured numbers:
 
-1. **launch-bound**: the time per call is within LAUNCH_FACTOR of the backend's measured
-   per-op dispatch cost times the ops the call launches;
+1. **launch-bound**: the GPU is busy for less than BUSY_SHARE of a call (its busy time
+   measured by a CUDA-graph replay or the profiler's kernel time, `busy_seconds`): the
+   rest is the host issuing work; or, where no busy time was measured, the time per call
+   is within LAUNCH_FACTOR of the backend's per-op dispatch cost times the ops launched;
 2. **transfer-bound**: an end-to-end case spends over TRANSFER_SHARE of its time on
    host↔device copies (its time against the same case with the data resident);
 3. otherwise **memory-** or **compute-bound** by arithmetic intensity (FLOP per byte)
@@ -22,6 +24,10 @@ from gpuvs.model import Case, Caveat, Ceiling, Measurement, Status
 
 LAUNCH_FACTOR = 2.0
 TRANSFER_SHARE = 0.5
+# Below this share of a call on the GPU, the call is the host issuing it.
+BUSY_SHARE = 0.5
+# Where a busy time comes from, best first: a CUDA-graph replay, the profiler's kernels.
+BUSY_COUNTERS = ("busy_graph_s", "busy_kernels_s")
 
 
 class Bound(str, Enum):
@@ -65,6 +71,14 @@ def classify(m: Measurement, ceilings: Iterable[Ceiling],
         return None
     ceilings = list(ceilings)
     t = m.summary.median
+    busy = busy_seconds(m)
+    if busy is not None and m.case.param("data") != "end_to_end":
+        if busy < BUSY_SHARE * t:
+            return Finding(m.case, Bound.LAUNCH, (
+                f"GPU busy {units.seconds(busy)} of {units.seconds(t)} a call; the rest is "
+                "the host issuing the work: more work per call, batching, fusion or a "
+                "CUDA graph is what helps"))
+        return _by_intensity(m, t, ceilings)
     launches = m.counters.get("launches", 1.0)
     dispatch = _dispatch(m.case, ceilings)
     if dispatch is not None and t <= LAUNCH_FACTOR * dispatch * launches:
@@ -80,6 +94,15 @@ def classify(m: Measurement, ceilings: Iterable[Ceiling],
                 f"{_copies(m)} (the work alone takes {units.seconds(resident.summary.median)}"
                 "); keep the data on the device"))
     return _by_intensity(m, t, ceilings)
+
+
+def busy_seconds(m: Measurement) -> float | None:
+    """The GPU's own busy time per call (kernels, without the host's launches), where it
+    was measured: a CUDA-graph replay first, else the profiler's kernel time."""
+    for counter in BUSY_COUNTERS:
+        if counter in m.counters:
+            return m.counters[counter]
+    return None
 
 
 def _dispatch(case: Case, ceilings: Sequence[Ceiling]) -> float | None:

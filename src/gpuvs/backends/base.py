@@ -206,7 +206,13 @@ class Backend(ABC):
         return flush
 
     def profile(self, call: Callable[[], object], device: str) -> dict[str, float]:
-        """Kernels and host↔device copies one call launches, where a profiler can tell."""
+        """Kernels and host↔device copies one call launches, where a profiler can tell,
+        and `busy_kernels_s`: the time its kernels kept the device busy."""
+        return {}
+
+    def busy_time(self, call: Callable[[], object], device: str) -> dict[str, float]:
+        """`busy_graph_s`: the device's busy time per call with the launches taken away
+        (the call replayed as a CUDA graph), where the call can be captured; else {}."""
         return {}
 
     def uses_tf32(self, device: str) -> bool:

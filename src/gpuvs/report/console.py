@@ -13,7 +13,8 @@ from gpuvs.table import Table
 
 # Columns that may wrap on a narrow terminal (at their ", " and spaces).
 WRAPPING = {"throughput", "of peak", "GPU vs CPU", "note"}
-RIGHT = {"size", "threads", "time ±CI", "wall", "throughput", "of peak", "GPU vs CPU"}
+RIGHT = {"size", "threads", "time ±CI", "wall", "GPU busy", "throughput", "of peak",
+         "GPU vs CPU"}
 
 
 def to_rich(table: Table) -> RichTable:

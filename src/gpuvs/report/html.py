@@ -25,7 +25,7 @@ from gpuvs.table import Table
 
 TEMPLATE = "report.html.j2"
 # Columns of numbers: right-aligned so that digits line up.
-NUMERIC = frozenset({"size", "threads", "time ±CI", "wall", "throughput", "of peak",
+NUMERIC = frozenset({"size", "threads", "time ±CI", "wall", "GPU busy", "throughput", "of peak",
                      "GPU vs CPU", "from size", "by (95 % CI)"})
 PROTOCOL = (
     ("first call", "timed alone and reported apart (compilation, handles, caches), never "

@@ -18,13 +18,13 @@ from gpuvs.analysis.crossover import (
     crossovers,
     group_key,
 )
-from gpuvs.analysis.roofline import Finding, findings
+from gpuvs.analysis.roofline import Finding, busy_seconds, findings
 from gpuvs.analysis.speedup import best_cpu_by_size
 from gpuvs.model import Case, Caveat, Ceiling, Measurement, Status
 from gpuvs.table import Table
 
-COLUMNS = ("size", "backend", "device", "threads", "data", "time ±CI", "wall", "throughput",
-           "of peak", "GPU vs CPU", "note")
+COLUMNS = ("size", "backend", "device", "threads", "data", "time ±CI", "wall", "GPU busy",
+           "throughput", "of peak", "GPU vs CPU", "note")
 
 
 def _title(key: GroupKey) -> str:
@@ -133,11 +133,19 @@ def _row(m: Measurement, cpu: Measurement | None, ceilings: Sequence[Ceiling],
             c.param("data", "resident") if c.device != "cpu" else "")
     s = m.summary
     if s is None:
-        return (*head, "—", "", "", "", "", f"{m.status.value}: {m.reason}")
+        return (*head, "—", "", "", "", "", "", f"{m.status.value}: {m.reason}")
     wall = units.seconds(m.wall_summary.median) if m.wall_summary else ""
     return (*head, f"{units.seconds(s.median)} ±{100 * s.ci_halfwidth_rel:.1f}%", wall,
-            throughput(m), of_peak(m, ceilings), _speedup(m, cpu),
+            busy_cell(m), throughput(m), of_peak(m, ceilings), _speedup(m, cpu),
             _note(m, finding, wins_from))
+
+
+def busy_cell(m: Measurement) -> str:
+    """'6.6 µs (36 %)': the GPU's own busy time per call and its share of a call."""
+    busy = busy_seconds(m)
+    if busy is None or m.summary is None or m.summary.median <= 0:
+        return ""
+    return f"{units.seconds(busy)} ({100 * min(busy / m.summary.median, 1):.0f}%)"
 
 
 def _note(m: Measurement, finding: Finding | None, wins_from: int | None) -> str:

@@ -9,6 +9,7 @@ of its runs timed one unsynchronised launch.
 
 from __future__ import annotations
 
+from gpuvs.analysis.roofline import BUSY_SHARE, busy_seconds
 from gpuvs.model import Case
 from gpuvs.seeds import register
 from gpuvs.seeds.base import Found, Pick, Ratio, Row, Seed, SeedOptions
@@ -46,11 +47,17 @@ def _s(v: float | None) -> str:
 def _gpu_why(f: Found) -> str:
     if f.written is None or f.correct is None:
         return "needs a CUDA device: the post's point is about GPU timing"
+    measured = TORCH_GPU.find(f.ms)
+    busy = busy_seconds(measured) if measured is not None else None
+    per_call = f"a call in a loop takes {_s(f.correct)}" + (
+        f", the GPU busy {_s(busy)} of it" if busy is not None else "")
     if f.written < MISSED * f.correct:
         return (f"%timeit without a sync timed the launch ({_s(f.written)}), not the "
-                f"product: the device needs {_s(f.correct)}")
-    return (f"here one launch ({_s(f.written)}) costs as much as the product on the device "
-            f"({_s(f.correct)}), so the missing sync hid little on this GPU")
+                f"product: {per_call}")
+    launch_bound = busy is not None and busy < BUSY_SHARE * f.correct
+    return (f"here one launch ({_s(f.written)}) costs about what {per_call}"
+            + (": launch-bound, so" if launch_bound else ", so")
+            + " the missing sync hid little on this GPU")
 
 
 def _cpu_why(f: Found) -> str:
@@ -65,8 +72,8 @@ def _numpy_why(f: Found) -> str:
 
 
 def _speedup_why(f: Found) -> str:
-    return ("as written: a launch time against float64 NumPy; correct: device time against "
-            "NumPy at the same dtype (float32)")
+    return ("as written: a launch time against float64 NumPy; correct: the time per call in "
+            "a loop (CUDA events) against NumPy at the same dtype (float32)")
 
 
 def _e2e_why(f: Found) -> str:
