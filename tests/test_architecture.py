@@ -35,12 +35,13 @@ ALLOWED: dict[str, set[str]] = {
     "backends": {"errors", "model", "protocol", "registry", "units"},
     "workloads": {"backends", "errors", "model", "protocol", "registry", "replay", "units"},
     "policy": {"model"},
+    "telemetry": set(),
     "env": {"backends", "model", "units"},
     "config": {"backends", "criteria", "errors", "workloads"},
     # many cases, each in a worker process
     "plan": {"backends", "config", "model", "workloads"},
-    "worker": {"backends", "criteria", "errors", "model", "policy", "protocol", "units",
-               "workloads"},
+    "worker": {"backends", "criteria", "errors", "model", "policy", "protocol", "telemetry",
+               "units", "workloads"},
     "runner": {"backends", "config", "model", "protocol"},
     # results kept, and what they mean
     "store": {"_version", "env", "errors", "model"},

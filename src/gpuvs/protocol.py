@@ -130,7 +130,9 @@ class Prepared:
     of the protocol. `parts` are pieces of the call timed apart after it, by the same
     protocol (two models run together: each one alone), stored as `<name>_s` counters.
     `counters` are what the work itself records while it runs (a fit's epoch times and
-    accuracies), stored with the measurement once it is taken.
+    accuracies), stored with the measurement once it is taken. `clocks_settled`, on a
+    GPU with sensors, keeps the warm-up going (within its share of the budget) until the
+    device's clocks stop rising.
     """
 
     call: Callable[[], object]
@@ -140,6 +142,7 @@ class Prepared:
     self_timed: SelfTimed | None = None
     parts: tuple[tuple[str, Callable[[], object]], ...] = ()
     counters: dict[str, float] = field(default_factory=dict)
+    clocks_settled: Callable[[], bool] | None = None  # True once the clocks stop moving
 
 
 def measure(prepared: Prepared, case: Case, clock: Clock, criterion: StoppingCriterion,
@@ -217,6 +220,9 @@ def _warm_up(prepared: Prepared, clock: Clock, budget: Budget) -> WarmUp:
         times.append(_one_sample_s(prepared, clock, None, 1))
         if len(times) >= 2 * w and min(times[-w:]) >= WARMUP_STABLE_FACTOR * min(times[-2 * w:-w]):
             break
+    settled = prepared.clocks_settled
+    while settled is not None and clock.now() < end and not settled():
+        times.append(_one_sample_s(prepared, clock, None, 1))
     return WarmUp(len(times), min(times[-w:]))
 
 

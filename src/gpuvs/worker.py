@@ -19,7 +19,7 @@ from contextlib import nullcontext
 from dataclasses import replace
 from typing import Any, TextIO
 
-from gpuvs import backends, criteria, policy, workloads
+from gpuvs import backends, criteria, policy, telemetry, workloads
 from gpuvs.backends.base import Backend, host_memory_free
 from gpuvs.errors import BackendUnavailable
 from gpuvs.model import Case, Caveat, Measurement, Status
@@ -61,9 +61,16 @@ def _measured(backend: Backend, case: Case, request: dict[str, Any]
         if case.variant == "as_written":
             m = replay(prepared, case, clock)
         else:
+            watch = telemetry.Watch(case.device)
+            if watch.active:
+                prepared = replace(prepared, clocks_settled=watch.settled)
             m = measure(prepared, case, clock, criteria.parse(request["criterion"])(),
                         Budget(**request["budget"]))
-        extra = dict(prepared.counters)  # filled while the calls ran
+            watch.finish()
+            extra = watch.counters()
+            if watch.throttled():
+                m = replace(m, caveats=(*m.caveats, Caveat.THROTTLED))
+        extra = dict(prepared.counters) | extra  # filled while the calls ran
         # More calls, after the record was taken; a replay's counts are its correct twin's.
         if m.status is Status.OK and case.variant != "as_written":
             extra |= _parts_s(prepared, case, clock, request)

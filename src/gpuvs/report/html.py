@@ -160,7 +160,22 @@ def _method(run: Run, ms: Sequence[Measurement]) -> list[tuple[str, str]]:
         ("CPU threads", ", ".join(f"{b} {n}" for b, n in threads) or "—"),
         ("dtypes", ", ".join(sorted({m.case.dtype for m in done})) or "—"),
         ("timers", ", ".join(timers) or "—"),
+        ("GPU clocks", _clocks(done)),
     ]
+
+
+def _clocks(done: Sequence[Measurement]) -> str:
+    """The SM and memory clocks NVML read after each GPU case's samples, and how many
+    cases the driver slowed down."""
+    sm = [m.counters["sm_clock_mhz"] for m in done if "sm_clock_mhz" in m.counters]
+    if not sm:
+        return "not read (no NVML on the machine, or no GPU case)"
+    memory = sorted({m.counters["memory_clock_mhz"] for m in done
+                     if "memory_clock_mhz" in m.counters})
+    slowed = sum(Caveat.THROTTLED in m.caveats for m in done)
+    return (f"SM {_spread(round(x) for x in sm)} MHz, memory "
+            f"{', '.join(f'{x:.0f}' for x in memory)} MHz after the samples; "
+            f"{slowed} case(s) throttled")
 
 
 def _spread(values: Iterable[int]) -> str:

@@ -1,0 +1,129 @@
+"""What the GPU's own sensors say around a measurement: clocks, power, temperature and
+throttle reasons, read through NVML (nvidia-ml-py, `pip install 'gpuvs[nvml]'`).
+
+A number is only as good as the clock it ran at. The worker reads the device before the
+warm-up and after the samples; a case whose SM clock fell, or that the driver throttled
+for power or heat, carries `Caveat.THROTTLED`. The warm-up also waits (briefly) for the
+SM clock to stop rising, so that samples do not start while a card climbs out of idle.
+Without NVML, or on the CPU, every reading is None and nothing is claimed.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Any
+
+# NVML's throttle ("clocks event") reason bits that mean the card was slowed down. GPU
+# idle (0x1), application clock settings (0x2), display (0x100) and sync boost (0x10)
+# are not slow-downs of work in progress.
+SLOWDOWNS = {0x4: "power cap", 0x8: "hardware slowdown", 0x20: "thermal (software)",
+             0x40: "thermal (hardware)", 0x80: "power brake"}
+# An SM clock that falls by more than this between the readings is throttling too.
+CLOCK_DROP = 0.05
+# Clocks within this share of each other in two readings have settled.
+SETTLED = 0.02
+
+
+@dataclass(frozen=True)
+class Reading:
+    sm_mhz: float
+    memory_mhz: float
+    power_w: float
+    temperature_c: float
+    slowdowns: tuple[str, ...]
+
+
+@functools.cache
+def _nvml() -> Any:
+    """The initialised pynvml module, or None (not installed, no driver)."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+    except Exception:  # no NVML is a normal state: a CPU, a laptop, a container
+        return None
+    return pynvml
+
+
+def _handle(nvml: Any, device: str) -> Any:
+    """The NVML handle of `cuda:N`: matched by PCI bus id where torch knows it, since
+    CUDA's numbering and NVML's differ when CUDA_DEVICE_ORDER is not PCI_BUS_ID."""
+    index = int(device.partition(":")[2] or 0)
+    try:
+        import torch
+
+        p = torch.cuda.get_device_properties(index)
+        bus_id = f"{p.pci_domain_id:08x}:{p.pci_bus_id:02x}:{p.pci_device_id:02x}.0"
+        return nvml.nvmlDeviceGetHandleByPciBusId(bus_id)
+    except Exception:  # an older torch without PCI ids: NVML's index
+        return nvml.nvmlDeviceGetHandleByIndex(index)
+
+
+def read(device: str, nvml: Any = None) -> Reading | None:
+    """The device's clocks, power, temperature and active slow-downs now; None on the CPU
+    or without NVML."""
+    nvml = nvml if nvml is not None else (_nvml() if device.startswith("cuda") else None)
+    if nvml is None:
+        return None
+    try:
+        h = _handle(nvml, device)
+        reasons = _reasons(nvml, h)
+        return Reading(
+            float(nvml.nvmlDeviceGetClockInfo(h, nvml.NVML_CLOCK_SM)),
+            float(nvml.nvmlDeviceGetClockInfo(h, nvml.NVML_CLOCK_MEM)),
+            nvml.nvmlDeviceGetPowerUsage(h) / 1000.0,
+            float(nvml.nvmlDeviceGetTemperature(h, nvml.NVML_TEMPERATURE_GPU)),
+            tuple(name for bit, name in SLOWDOWNS.items() if reasons & bit))
+    except Exception:  # a sensor the driver does not expose: say nothing
+        return None
+
+
+def _reasons(nvml: Any, handle: Any) -> int:
+    get = (getattr(nvml, "nvmlDeviceGetCurrentClocksEventReasons", None)
+           or nvml.nvmlDeviceGetCurrentClocksThrottleReasons)
+    return int(get(handle))
+
+
+class Watch:
+    """One case's readings: the warm-up asks `settled()` until the SM clock stops moving
+    (each answer is a reading); `finish()` reads once more after the samples. The last
+    warm-up reading is the baseline the end is compared with."""
+
+    def __init__(self, device: str, nvml: Any = None) -> None:
+        self.device, self.nvml = device, nvml
+        first = read(device, nvml)
+        self.readings: list[Reading] = [first] if first is not None else []
+        self.after: Reading | None = None
+
+    @property
+    def active(self) -> bool:
+        return bool(self.readings)
+
+    def settled(self) -> bool:
+        now = read(self.device, self.nvml)
+        if now is None:
+            return True
+        self.readings.append(now)
+        a, b = self.readings[-2].sm_mhz, now.sm_mhz
+        return abs(b - a) <= SETTLED * max(a, 1.0)
+
+    def finish(self) -> None:
+        self.after = read(self.device, self.nvml)
+
+    def counters(self) -> dict[str, float]:
+        """The SM clock when sampling began and ended, and the memory clock, power and
+        temperature at the end."""
+        if not self.readings or self.after is None:
+            return {}
+        before, after = self.readings[-1], self.after
+        return {"sm_clock_mhz_before": before.sm_mhz, "sm_clock_mhz": after.sm_mhz,
+                "memory_clock_mhz": after.memory_mhz, "power_w": after.power_w,
+                "temperature_c": after.temperature_c}
+
+    def throttled(self) -> bool:
+        """A slow-down reason at the end of the samples, or an SM clock that fell."""
+        if not self.readings or self.after is None:
+            return False
+        return (bool(self.after.slowdowns)
+                or self.after.sm_mhz < (1 - CLOCK_DROP) * self.readings[-1].sm_mhz)

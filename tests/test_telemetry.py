@@ -1,0 +1,77 @@
+"""The GPU's sensors around a case. NVML does not exist on a machine without an NVIDIA
+driver, so the CPU tests hand `telemetry` a stand-in for the NVML module that reports
+clocks as a card does; the `gpu` test reads a real card."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from gpuvs import telemetry
+
+
+def fake_nvml(sm_mhz: list[float], reasons: int = 0) -> SimpleNamespace:
+    """An NVML whose SM clock reads the given values in turn (then stays at the last)."""
+    clocks = iter(sm_mhz)
+    last = [sm_mhz[0]]
+
+    def clock(handle: object, which: int) -> float:
+        if which == 0:
+            last[0] = next(clocks, last[0])
+            return last[0]
+        return 2619.0
+
+    return SimpleNamespace(
+        NVML_CLOCK_SM=0, NVML_CLOCK_MEM=1, NVML_TEMPERATURE_GPU=0,
+        nvmlDeviceGetHandleByPciBusId=lambda bus: "h", nvmlDeviceGetHandleByIndex=lambda i: "h",
+        nvmlDeviceGetClockInfo=clock, nvmlDeviceGetPowerUsage=lambda h: 350_000,
+        nvmlDeviceGetTemperature=lambda h, kind: 61,
+        nvmlDeviceGetCurrentClocksEventReasons=lambda h: reasons)
+
+
+def test_the_warm_up_waits_until_the_sm_clock_stops_rising() -> None:
+    watch = telemetry.Watch("cuda:0", fake_nvml([345, 1200, 1755, 1980, 1980]))
+    answers = [watch.settled() for _ in range(4)]
+    assert answers == [False, False, False, True]
+    watch.finish()
+    assert watch.counters() == {"sm_clock_mhz_before": 1980, "sm_clock_mhz": 1980,
+                                "memory_clock_mhz": 2619, "power_w": 350.0,
+                                "temperature_c": 61}
+    assert not watch.throttled()
+
+
+def test_a_clock_that_falls_during_the_samples_is_throttling() -> None:
+    watch = telemetry.Watch("cuda:0", fake_nvml([1980, 1980, 1600]))
+    while not watch.settled():
+        pass
+    watch.finish()
+    assert watch.throttled()
+
+
+def test_a_power_cap_reason_is_throttling_and_an_idle_reason_is_not() -> None:
+    capped = telemetry.Watch("cuda:0", fake_nvml([1980], reasons=0x4 | 0x1))
+    capped.finish()
+    assert capped.throttled() and capped.after is not None
+    assert capped.after.slowdowns == ("power cap",)
+    idle = telemetry.Watch("cuda:0", fake_nvml([1980], reasons=0x1))
+    idle.finish()
+    assert not idle.throttled()
+
+
+def test_without_nvml_or_on_the_cpu_nothing_is_read_or_claimed() -> None:
+    watch = telemetry.Watch("cpu")
+    assert not watch.active and watch.settled()
+    watch.finish()
+    assert watch.counters() == {} and not watch.throttled()
+
+
+@pytest.mark.gpu
+def test_a_real_gpu_reports_its_clocks() -> None:
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("pynvml")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    reading = telemetry.read("cuda:0")
+    assert reading is not None and reading.sm_mhz > 0 and reading.memory_mhz > 0
+    assert 0 < reading.power_w < 2000 and 0 < reading.temperature_c < 120
