@@ -1,0 +1,309 @@
+"""gpuvs against the tools people use instead, on one panel of cases (docs/accuracy.md).
+
+Each case is timed R times (`--repeats`) by each tool that applies:
+
+- gpuvs: `gpuvs.measure` (events back to back, the median, its 95 % CI);
+- torch.utils.benchmark `Timer.blocked_autorange` and `adaptive_autorange` (host clock,
+  synchronised; the median);
+- triton `do_bench` and `do_bench_cudagraph` (events; `return_mode="median"`);
+- `cupyx.profiler.benchmark` (CuPy cases; its GPU times, the median);
+- the profiler's kernel time: torch.profiler over PROFILE_CALLS calls, the union of the
+  kernels' intervals per call (what the GPU itself was busy with).
+
+It prints, per case and tool, the median of the R answers, their spread (max/min − 1),
+the median time to answer, and for gpuvs how often its CI covered the peers' median (the
+median of do_bench, the two torch.utils.benchmark answers and the profiler's) and its
+worst distance from it. A last section times the command line: `gpuvs run -w matmul -b
+torch -d cuda -s 4096` end to end against a one-line `python -c` with do_bench.
+
+    PYTHONPATH=src python3 benchmarks/peers.py [--repeats 10] [--budget 1] [--out DIR]
+
+Runs on a CPU too (the CPU case only; every GPU tool says why it was skipped).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+PROFILE_CALLS = 20
+PEERS = ("do_bench", "tub_blocked", "tub_adaptive", "profiler_kernels")
+Fn = Callable[[], object]
+
+
+@dataclass
+class Case:
+    name: str
+    device: str
+    build: Callable[[], Fn]
+    needs: str = "torch"  # the library whose absence skips it
+    answers: dict[str, list[float]] = field(default_factory=dict)
+    seconds: dict[str, list[float]] = field(default_factory=dict)
+    ci: list[tuple[float, float]] = field(default_factory=list)
+    skipped: dict[str, str] = field(default_factory=dict)
+
+
+def _torch_cases() -> list[Case]:
+    def product(n: int, dtype: str) -> Callable[[], Fn]:
+        def build() -> Fn:
+            import torch
+
+            torch.backends.cuda.matmul.allow_tf32 = False
+            a = torch.rand(n, n, device="cuda", dtype=getattr(torch, dtype))
+            b = torch.rand(n, n, device="cuda", dtype=getattr(torch, dtype))
+            return lambda: a @ b
+        return build
+
+    def scale(n: int) -> Callable[[], Fn]:
+        def build() -> Fn:
+            import torch
+
+            x = torch.rand(n, device="cuda")
+            return lambda: x.mul_(5)
+        return build
+
+    def seed000() -> Fn:
+        import torch
+
+        torch.manual_seed(1004)
+        x, y = torch.rand(1, 25600, device="cuda"), torch.rand(25600, 100, device="cuda")
+        return lambda: x @ y
+
+    def gru_pair() -> Fn:
+        import torch
+
+        g1 = torch.nn.GRU(10, 20, batch_first=True).cuda()
+        g2 = torch.nn.GRU(10, 20, batch_first=True).cuda()
+        x1, x2 = torch.randn(32, 5, 10, device="cuda"), torch.randn(32, 5, 10, device="cuda")
+
+        def pair() -> object:
+            with torch.no_grad():
+                g1(x1)
+                return g2(x2)
+        return pair
+
+    return [Case("matmul 4096³ float32 (TF32 off)", "cuda", product(4096, "float32")),
+            Case("matmul 8192³ bfloat16", "cuda", product(8192, "bfloat16")),
+            Case("x.mul_(5), 10⁴ float32", "cuda", scale(10_000)),
+            Case("x.mul_(5), 10⁸ float32", "cuda", scale(100_000_000)),
+            Case("seed 000: (1×25600)@(25600×100)", "cuda", seed000),
+            Case("seed 001: two GRUs, no_grad", "cuda", gru_pair)]
+
+
+def _other_cases() -> list[Case]:
+    def cupy_scale() -> Fn:
+        import cupy as cp
+
+        x = cp.ones(100_000_000, dtype=cp.float64)
+        return lambda: cp.multiply(x, 5, out=x)
+
+    def cpu_product() -> Fn:
+        import numpy as np
+
+        rng = np.random.default_rng(0)
+        a, b = (rng.random((1024, 1024), dtype=np.float32) for _ in range(2))
+        return lambda: a @ b
+
+    return [Case("CuPy x *= 5, 10⁸ float64", "cuda", cupy_scale, needs="cupy"),
+            Case("NumPy matmul 1024³ float32 (CPU)", "cpu", cpu_product, needs="numpy")]
+
+
+def _gpuvs(fn: Fn, case: Case, budget: float) -> float:
+    import gpuvs
+
+    m = gpuvs.measure(fn, device=case.device, budget_s=budget)
+    assert m.summary is not None, m.reason
+    case.ci.append((m.summary.ci_low, m.summary.ci_high))
+    return m.summary.median
+
+
+def _tub(fn: Fn, adaptive: bool) -> float:
+    from torch.utils.benchmark import Timer
+
+    timer = Timer(stmt="fn()", globals={"fn": fn})
+    m = timer.adaptive_autorange(max_run_time=2.0) if adaptive else timer.blocked_autorange(
+        min_run_time=0.2)
+    return float(m.median)
+
+
+def _do_bench(fn: Fn, graph: bool) -> float:
+    import triton.testing as tt
+
+    ms = (tt.do_bench_cudagraph(fn, return_mode="median") if graph
+          else tt.do_bench(fn, return_mode="median"))
+    return float(ms) / 1e3
+
+
+def _cupyx(fn: Fn) -> float:
+    import cupyx.profiler
+
+    result = cupyx.profiler.benchmark(fn, n_repeat=100, n_warmup=10)
+    return float(statistics.median(result.gpu_times[0]))
+
+
+def _profiler_kernels(fn: Fn) -> float:
+
+    from gpuvs.backends.torch_ import TorchBackend
+
+    for _ in range(3):
+        fn()
+    busy = TorchBackend().profile(lambda: [fn() for _ in range(PROFILE_CALLS)], "cuda:0")
+    return busy["busy_kernels_s"] / PROFILE_CALLS if "busy_kernels_s" in busy else float("nan")
+
+
+def _tools(case: Case, budget: float) -> dict[str, Callable[[Fn], float]]:
+    tools: dict[str, Callable[[Fn], float]] = {"gpuvs": lambda fn: _gpuvs(fn, case, budget)}
+    has = {name: _importable(name) for name in ("torch", "triton", "cupy")}
+    if has["torch"]:
+        tools |= {"tub_blocked": lambda fn: _tub(fn, False),
+                  "tub_adaptive": lambda fn: _tub(fn, True)}
+    if case.device == "cuda":
+        if has["triton"]:
+            tools |= {"do_bench": lambda fn: _do_bench(fn, False),
+                      "do_bench_cudagraph": lambda fn: _do_bench(fn, True)}
+        if case.needs == "cupy":
+            tools |= {"cupyx": _cupyx}
+        if has["torch"]:
+            tools["profiler_kernels"] = _profiler_kernels
+    return tools
+
+
+def _importable(name: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(name) is not None
+
+
+def _cuda() -> str | None:
+    """Why no CUDA case can run here, or None."""
+    if not _importable("torch"):
+        return "torch is not installed"
+    import torch
+
+    return None if torch.cuda.is_available() else "no CUDA device"
+
+
+def run_case(case: Case, repeats: int, budget: float) -> None:
+    fn = case.build()
+    fn()
+    for name, tool in _tools(case, budget).items():
+        for _ in range(repeats):
+            start = time.perf_counter()
+            try:
+                value = tool(fn)
+            except Exception as e:  # one tool failing must not hide the others' answers
+                case.skipped[name] = f"{type(e).__name__}: {str(e).splitlines()[0][:120]}"
+                break
+            case.seconds.setdefault(name, []).append(time.perf_counter() - start)
+            case.answers.setdefault(name, []).append(value)
+
+
+def summary(case: Case) -> dict[str, Any]:
+    """Per tool: median answer, spread over repeats, median time to answer; for gpuvs,
+    how often its CI covered the peers' median, and its worst distance from it."""
+    out: dict[str, Any] = {"case": case.name, "device": case.device, "tools": {},
+                           "skipped": case.skipped}
+    for name, values in case.answers.items():
+        out["tools"][name] = {"median_s": statistics.median(values),
+                              "spread": max(values) / min(values) - 1,
+                              "time_to_answer_s": statistics.median(case.seconds[name])}
+    peers = [out["tools"][p]["median_s"] for p in PEERS if p in out["tools"]]
+    if peers and case.ci:
+        consensus = statistics.median(peers)
+        out["peers_median_s"] = consensus
+        out["gpuvs_covered"] = sum(lo <= consensus <= hi for lo, hi in case.ci)
+        out["gpuvs_repeats"] = len(case.ci)
+        out["gpuvs_worst_off"] = max(abs(v / consensus - 1) for v in case.answers["gpuvs"])
+    return out
+
+
+def cli_timing(repeats: int) -> dict[str, Any]:
+    """Process time to a first answer: the gpuvs command against a do_bench one-liner."""
+    env = os.environ | {"PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")}
+    with tempfile.TemporaryDirectory() as tmp:
+        commands = {
+            "gpuvs run": [sys.executable, "-m", "gpuvs", "run", "-w", "matmul", "-b", "torch",
+                          "-d", "cuda", "-s", "4096", "--budget", "1", "--db",
+                          str(Path(tmp, "cli.sqlite"))],
+            "do_bench one-liner": [sys.executable, "-c", (
+                "import torch, triton.testing as t; torch.backends.cuda.matmul.allow_tf32 = "
+                "False; a = torch.rand(4096, 4096, device='cuda'); "
+                "print(t.do_bench(lambda: a @ a, return_mode='median'))")]}
+        out = {}
+        for name, cmd in commands.items():
+            took = []
+            for _ in range(repeats):
+                start = time.perf_counter()
+                done = subprocess.run(cmd, capture_output=True, text=True, env=env)
+                took.append(time.perf_counter() - start)
+                if done.returncode != 0:
+                    out[name] = {"error": done.stderr.strip().splitlines()[-1:]}
+                    break
+            else:
+                out[name] = {"median_s": statistics.median(took), "all_s": took}
+    return out
+
+
+def _fmt(s: float) -> str:
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
+        if s >= scale:
+            return f"{s / scale:.4g} {unit}"
+    return f"{s / 1e-9:.4g} ns"
+
+
+def table(results: list[dict[str, Any]]) -> str:
+    lines = ["| case | tool | median | spread over repeats | time to answer | note |",
+             "|:---|:---|---:|---:|---:|:---|"]
+    for r in results:
+        for name, t in r["tools"].items():
+            note = ""
+            if name == "gpuvs" and "peers_median_s" in r:
+                note = (f"CI covered the peers' {_fmt(r['peers_median_s'])} in "
+                        f"{r['gpuvs_covered']} of {r['gpuvs_repeats']}; worst "
+                        f"{100 * r['gpuvs_worst_off']:.2f} % off")
+            lines.append(f"| {r['case']} | {name} | {_fmt(t['median_s'])} | "
+                         f"{100 * t['spread']:.2f} % | {_fmt(t['time_to_answer_s'])} | {note} |")
+        for name, why in r["skipped"].items():
+            lines.append(f"| {r['case']} | {name} | — | — | — | failed: {why} |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    args = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    args.add_argument("--repeats", type=int, default=10)
+    args.add_argument("--budget", type=float, default=1.0, help="gpuvs.measure's budget_s")
+    args.add_argument("--out", default=os.environ.get("OUT", "out"))
+    a = args.parse_args()
+    no_cuda = _cuda()
+    results = []
+    for case in _torch_cases() + _other_cases():
+        if case.device == "cuda" and no_cuda:
+            print(f"skipped {case.name}: {no_cuda}", flush=True)
+            continue
+        if not _importable(case.needs):
+            print(f"skipped {case.name}: {case.needs} is not installed", flush=True)
+            continue
+        started = time.perf_counter()
+        run_case(case, a.repeats, a.budget)
+        results.append(summary(case))
+        print(f"done {case.name} in {time.perf_counter() - started:.1f} s", flush=True)
+    doc = {"repeats": a.repeats, "budget_s": a.budget, "cases": results,
+           "cli": cli_timing(3) if not no_cuda else {"skipped": no_cuda}}
+    Path(a.out).mkdir(parents=True, exist_ok=True)
+    Path(a.out, "peers.json").write_text(json.dumps(doc, indent=1))
+    print(table(results))
+    print("command line, process time to an answer:", json.dumps(doc["cli"]))
+
+
+if __name__ == "__main__":
+    main()
