@@ -42,7 +42,7 @@ ALLOWED: dict[str, set[str]] = {
     "plan": {"backends", "config", "model", "workloads"},
     "worker": {"backends", "criteria", "errors", "model", "policy", "protocol", "telemetry",
                "units", "workloads"},
-    "runner": {"backends", "config", "model", "protocol"},
+    "runner": {"backends", "config", "model", "policy", "protocol"},
     # results kept, and what they mean
     "store": {"_version", "env", "errors", "model"},
     "analysis": {"backends", "criteria", "model", "protocol", "stats", "units", "workloads"},

@@ -5,7 +5,10 @@ memory, otherwise `crashed` with the error's own words."""
 
 from __future__ import annotations
 
+import re
+import subprocess
 import traceback
+from pathlib import Path
 from typing import Any
 
 from gpuvs.model import Case, Measurement, Status
@@ -46,3 +49,53 @@ def tail(e: BaseException) -> str:
     """The first line and the last frames of the traceback, on one line."""
     tb = traceback.format_exception(type(e), e, e.__traceback__)
     return (one_line(e) + " | " + " ".join(tb[-3:]).replace("\n", " "))[:2000]
+
+
+def oom_kills(cgroups: Path = Path("/sys/fs/cgroup"),
+              membership: Path = Path("/proc/self/cgroup")) -> int | None:
+    """How many processes the out-of-memory killer has killed in this process's memory
+    cgroup (v2 `memory.events`, v1 `memory.oom_control`); None where it cannot be read."""
+    try:
+        lines = membership.read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        rel = path.lstrip("/")
+        if controllers == "":
+            found = _oom_kill_count(cgroups / rel / "memory.events")
+        elif "memory" in controllers.split(","):
+            found = _oom_kill_count(cgroups / "memory" / rel / "memory.oom_control")
+        else:
+            continue
+        if found is not None:
+            return found
+    return None
+
+
+def _oom_kill_count(path: Path) -> int | None:
+    try:
+        text = path.read_text()
+    except OSError:
+        return None
+    found = re.search(r"^oom_kill (\d+)$", text, re.M)
+    return int(found.group(1)) if found else None
+
+
+def oom_evidence(pid: int, kills_before: int | None, kernel_log: str | None = None) -> str:
+    """Why a process killed by SIGKILL ran out of memory, or '' when nothing says so: the
+    cgroup's OOM-kill count rose since it started, or the kernel log names its pid."""
+    now = oom_kills()
+    if kills_before is not None and now is not None and now > kills_before:
+        return f"the memory cgroup's out-of-memory killer fired ({kills_before} → {now} kills)"
+    log = kernel_log if kernel_log is not None else _kernel_log()
+    line = next((x for x in log.splitlines()
+                 if re.search(rf"(Killed process |oom-kill:.*pid=){pid}\b", x)), "")
+    return f"the kernel log says: {line.strip()}" if line else ""
+
+
+def _kernel_log() -> str:
+    try:
+        return subprocess.run(["dmesg"], capture_output=True, text=True, timeout=2).stdout
+    except (OSError, subprocess.SubprocessError):  # no dmesg, or not allowed to read it
+        return ""

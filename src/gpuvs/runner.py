@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
-from gpuvs import backends
+from gpuvs import backends, policy
 from gpuvs.backends.base import NO_GPU
 from gpuvs.config import RunConfig
 from gpuvs.model import Case, Measurement, Status
@@ -60,6 +60,7 @@ class Worker:
         )
         self.fresh = True
         self.killed_by_us = False
+        self.oom_kills_at_start = policy.oom_kills()
         self.ran: set[tuple[str, str]] = set()  # (workload, device) of each replay it ran
         self._lines: queue.Queue[str | None] = queue.Queue()
         self.stderr_tail: deque[str] = deque(maxlen=STDERR_TAIL_LINES)
@@ -109,9 +110,14 @@ class Worker:
         code = self.proc.wait()
         tail = " | ".join(list(self.stderr_tail)[-5:])
         if code == -signal.SIGKILL:
-            return Measurement(case, Status.OOM,
-                               reason="the worker was killed by SIGKILL, most likely by "
-                                      f"the host's out-of-memory killer. {tail}".strip())
+            evidence = policy.oom_evidence(self.proc.pid, self.oom_kills_at_start)
+            if evidence:
+                return Measurement(case, Status.OOM, reason=(
+                    f"the worker was killed by SIGKILL: {evidence}. {tail}").strip())
+            return Measurement(case, Status.CRASHED, reason=(
+                "the worker was killed by SIGKILL, not by gpuvs; nothing says it ran out of "
+                f"memory (no out-of-memory kill in its cgroup or the kernel log). {tail}"
+            ).strip())
         how = f"signal {signal.Signals(-code).name}" if code < 0 else f"exit code {code}"
         return Measurement(case, Status.CRASHED, reason=f"the worker died ({how}). {tail}"
                            .strip())
