@@ -36,12 +36,13 @@ ALLOWED: dict[str, set[str]] = {
     "workloads": {"backends", "errors", "model", "protocol", "registry", "replay", "units"},
     "policy": {"model"},
     "telemetry": set(),
+    "contention": set(),
     "env": {"backends", "model", "units"},
     "config": {"backends", "criteria", "errors", "workloads"},
     # many cases, each in a worker process
     "plan": {"backends", "config", "model", "workloads"},
-    "worker": {"backends", "criteria", "errors", "model", "policy", "protocol", "telemetry",
-               "units", "workloads"},
+    "worker": {"backends", "contention", "criteria", "errors", "model", "policy", "protocol",
+               "telemetry", "units", "workloads"},
     "runner": {"backends", "config", "model", "policy", "protocol"},
     # results kept, and what they mean
     "store": {"_version", "env", "errors", "model"},
@@ -58,7 +59,8 @@ ALLOWED: dict[str, set[str]] = {
               "workloads"},
     # the public faces
     "api": {"backends", "config", "criteria", "errors", "model", "protocol", "yours"},
-    "cli": {"analysis", "backends", "config", "criteria", "distributed", "env", "errors",
+    "cli": {"analysis", "backends", "config", "contention", "criteria", "distributed", "env",
+            "errors",
             "model", "plan", "report", "runner", "seeds", "store", "units", "workloads",
             "yours"},
     "__main__": {"cli"},

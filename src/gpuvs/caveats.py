@@ -27,6 +27,9 @@ ADVICE: dict[Caveat, str] = {
                     "TF32 off or say so",
     Caveat.OUTLIERS: "over 10 % of samples are outliers; something else is using the "
                      "machine",
+    Caveat.CONTENDED: "other processes used the CPUs (or the GPU) while this case ran, "
+                      "and did again when it was measured a second time; the number is "
+                      "the busy machine's: stop them and rerun",
 }
 
 UNSTABLE_IQR_REL = 0.10

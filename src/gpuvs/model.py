@@ -46,6 +46,7 @@ class Caveat(str, Enum):
     DTYPE_MISMATCH = "dtype_mismatch"
     TF32_ON = "tf32_on"
     OUTLIERS = "outliers"
+    CONTENDED = "contended"
 
     def __str__(self) -> str:
         return self.value

@@ -95,6 +95,7 @@ class Watch:
         first = read(device, nvml)
         self.readings: list[Reading] = [first] if first is not None else []
         self.after: Reading | None = None
+        self.other_processes: tuple[int, ...] = ()  # other pids computing on this GPU
 
     @property
     def active(self) -> bool:
@@ -110,6 +111,8 @@ class Watch:
 
     def finish(self) -> None:
         self.after = read(self.device, self.nvml)
+        if self.after is not None:
+            self.other_processes = _others_on(self.device, self.nvml or _nvml())
 
     def counters(self) -> dict[str, float]:
         """The SM clock when sampling began and ended, and the memory clock, power and
@@ -127,3 +130,15 @@ class Watch:
             return False
         return (bool(self.after.slowdowns)
                 or self.after.sm_mhz < (1 - CLOCK_DROP) * self.readings[-1].sm_mhz)
+
+
+def _others_on(device: str, nvml: Any) -> tuple[int, ...]:
+    """Pids of other processes with compute work on the device (a shared GPU)."""
+    import os
+
+    try:
+        procs = nvml.nvmlDeviceGetComputeRunningProcesses(_handle(nvml, device))
+    except Exception:  # not exposed (some containers): say nothing
+        return ()
+    mine = {os.getpid(), os.getppid()}
+    return tuple(sorted({int(p.pid) for p in procs} - mine))

@@ -19,7 +19,7 @@ from contextlib import nullcontext
 from dataclasses import replace
 from typing import Any, TextIO
 
-from gpuvs import backends, criteria, policy, telemetry, workloads
+from gpuvs import backends, contention, criteria, policy, telemetry, workloads
 from gpuvs.backends.base import Backend, host_memory_free
 from gpuvs.errors import BackendUnavailable
 from gpuvs.model import Case, Caveat, Measurement, Status
@@ -61,15 +61,7 @@ def _measured(backend: Backend, case: Case, request: dict[str, Any]
         if case.variant == "as_written":
             m = replay(prepared, case, clock)
         else:
-            watch = telemetry.Watch(case.device)
-            if watch.active:
-                prepared = replace(prepared, clocks_settled=watch.settled)
-            m = measure(prepared, case, clock, criteria.parse(request["criterion"])(),
-                        Budget(**request["budget"]))
-            watch.finish()
-            extra = watch.counters()
-            if watch.throttled():
-                m = replace(m, caveats=(*m.caveats, Caveat.THROTTLED))
+            m, extra = _watched(prepared, case, clock, request)
         extra = dict(prepared.counters) | extra  # filled while the calls ran
         # More calls, after the record was taken; a replay's counts are its correct twin's.
         if m.status is Status.OK and case.variant != "as_written":
@@ -100,6 +92,30 @@ def _parts_s(prepared: Prepared, case: Case, clock: Clock, request: dict[str, An
         if m.summary is not None:
             out[f"{name}_s"] = m.summary.median
     return out
+
+
+def _watched(prepared: Prepared, case: Case, clock: Clock, request: dict[str, Any]
+             ) -> tuple[Measurement, dict[str, float]]:
+    """The protocol, with the machine watched while it runs: the GPU's clocks and
+    throttling (telemetry, whose settling also ends the warm-up), and other processes'
+    CPU time and GPU use (contention)."""
+    watch = telemetry.Watch(case.device)
+    if watch.active:
+        prepared = replace(prepared, clocks_settled=watch.settled)
+    before = contention.snapshot()
+    m = measure(prepared, case, clock, criteria.parse(request["criterion"])(),
+                Budget(**request["budget"]))
+    share = contention.others_share(before, contention.snapshot())
+    watch.finish()
+    caveats = list(m.caveats)
+    if watch.throttled():
+        caveats.append(Caveat.THROTTLED)
+    if share > contention.OTHERS_SHARE or watch.other_processes:
+        caveats.append(Caveat.CONTENDED)
+    extra = watch.counters() | {"others_cpu_share": share} | (
+        {"gpu_other_processes": float(len(watch.other_processes))}
+        if watch.other_processes else {})
+    return replace(m, caveats=tuple(caveats)), extra
 
 
 def _graph_worth_it(m: Measurement, prepared: Prepared) -> bool:

@@ -96,7 +96,7 @@ def _execute(store: Any, config: Any, run_record: Any, json_path: Path | None,
              report_path: Path | None, refine_factor: float | None = None) -> int:
     from collections import Counter
 
-    from gpuvs import plan, runner
+    from gpuvs import contention, plan, runner
     from gpuvs.report import console as con
     from gpuvs.report.layout import result_tables, status_line
     from gpuvs.store.runs import RunHandle, start_run
@@ -109,6 +109,9 @@ def _execute(store: Any, config: Any, run_record: Any, json_path: Path | None,
         run = RunHandle(store, run_record)
         skip = frozenset(run.finished_keys())
     out = console()
+    busy = contention.busy_line()
+    if busy:
+        out.print(busy, markup=False, highlight=False)
     out.print(f"run {run.run_id}: {len(cases) - len(skip)} cases ({len(skip)} already "
               "recorded)" if skip else f"run {run.run_id}: {len(cases)} cases")
     counts: Counter[str] = Counter()

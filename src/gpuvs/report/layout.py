@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 
 from gpuvs import units
 from gpuvs.analysis import speedup
@@ -52,7 +53,13 @@ def result_tables(measurements: Iterable[Measurement],
         wins_from = {c.gpu: c.size for c in found if c.size is not None}
         tables.append(_table(key, ms, ceilings, findings(ms, ceilings), wins_from))
         if found:
-            tables.append(crossover_table(key, found))
+            crossing = crossover_table(key, found)
+            contended = sum(Caveat.CONTENDED in m.caveats for m in ms)
+            if contended:
+                crossing = replace(crossing, notes=(*crossing.notes, (
+                    f"{contended} case(s) of this sweep were measured while other processes "
+                    "held the machine (contended): the crossover may move on a quiet one")))
+            tables.append(crossing)
     return tables
 
 
@@ -190,7 +197,8 @@ def _speedup(m: Measurement, cpu: Measurement | None) -> str:
     if m.case.device == "cpu" or cpu is None or not m.samples:
         return ""
     s = speedup.of(cpu, m)
-    return f"{s.estimate:.3g}× [{s.low:.3g}, {s.high:.3g}]"
+    busy = Caveat.CONTENDED in m.caveats or Caveat.CONTENDED in cpu.caveats
+    return f"{s.estimate:.3g}× [{s.low:.3g}, {s.high:.3g}]" + (" (contended)" if busy else "")
 
 
 def status_line(counts: dict[str, int]) -> str:

@@ -21,7 +21,7 @@ from gpuvs.analysis.crossover import (
     measured_crossover,
 )
 from gpuvs.analysis.speedup import Speedup
-from gpuvs.model import Case, Measurement, Status
+from gpuvs.model import Case, Caveat, Measurement, Status
 from gpuvs.report.layout import _title as section_title
 from gpuvs.report.plots import series_label
 from gpuvs.table import Table
@@ -40,14 +40,23 @@ def verdict_table(measurements: Iterable[Measurement]) -> Table:
         title = section_title(key)
         done = [m for m in ms if m.status is Status.OK and m.summary is not None]
         found = crossovers(done)
-        if found:
-            rows += [_gpu_row(title, c) for c in sorted(found, key=_resident_first)]
-        else:
-            rows.append(_cpu_row(title, done))
+        made = ([_gpu_row(title, c) for c in sorted(found, key=_resident_first)] if found
+                else [_cpu_row(title, done)])
+        rows += [_busy(row, done) for row in made]
     return Table("", COLUMNS, tuple(rows), notes=(
         "from size: the smallest size from which the winner's 95 % CI stays above 1× up to "
         "the largest size measured; by: the ratio of medians at the largest size, with its "
         "bootstrap 95 % CI",), wrapping=frozenset(COLUMNS))
+
+
+def _busy(row: tuple[str, ...], done: Sequence[Measurement]) -> tuple[str, ...]:
+    """A verdict built on cases measured while other work held the machine says so."""
+    contended = sum(Caveat.CONTENDED in m.caveats for m in done)
+    if not contended:
+        return row
+    by = COLUMNS.index("by (95 % CI)")
+    return (*row[:by], f"{row[by]}; {contended} case(s) of this sweep contended: measured "
+                       "on a busy machine", *row[by + 1:])
 
 
 def _resident_first(c: Crossover) -> tuple[str, str, bool]:

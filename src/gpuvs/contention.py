@@ -1,0 +1,90 @@
+"""Whether other work shared the machine while a case was measured.
+
+Two busy processes on a 2-core machine turned a 36 µs elementwise case into 7.99 ms
+±0.4 %: a tight interval around the wrong number, stored `ok`. A case is **contended**
+when, during its samples, other processes used more than OTHERS_SHARE of the CPUs that
+the case did not use itself (system-wide busy CPU time minus this process's own, from
+psutil), or when another process held the GPU it ran on (NVML, in `telemetry`). The
+runner measures such a case again after a pause; if the contention persists the case is
+stored with `Caveat.CONTENDED`, and everything built on it says so.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+
+# Other processes' share of the machine's CPU time above which a case was contended.
+OTHERS_SHARE = 0.25
+# `gpuvs run` names a busy machine at the start when the 1-minute load is this share of
+# the cores or more.
+BUSY_LOAD_SHARE = 0.75
+TOP_PROCESSES = 3
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """CPU time at one instant: the machine's busy seconds (all cores) and this
+    process's own (its threads included), with the wall clock."""
+
+    wall_s: float
+    machine_busy_s: float
+    own_s: float
+
+
+def snapshot() -> Snapshot:
+    import psutil
+
+    total = psutil.cpu_times()
+    idle = total.idle + getattr(total, "iowait", 0.0)
+    busy = sum(total) - idle - getattr(total, "guest", 0.0) - getattr(total, "guest_nice", 0.0)
+    own = psutil.Process().cpu_times()
+    children = own.children_user + own.children_system
+    return Snapshot(time.monotonic(), busy, own.user + own.system + children)
+
+
+def others_share(before: Snapshot, after: Snapshot, cores: int | None = None) -> float:
+    """Other processes' CPU time during the interval, as a share of the machine's CPU
+    time that this process left free (so a case using every core is not blamed on)."""
+    if cores is None:
+        import psutil
+
+        cores = psutil.cpu_count() or 1
+    wall = max(after.wall_s - before.wall_s, 1e-9)
+    own = max(after.own_s - before.own_s, 0.0)
+    others = max(after.machine_busy_s - before.machine_busy_s - own, 0.0)
+    free = max(cores * wall - own, 1e-9)
+    return min(others / free, 1.0)
+
+
+def busy_line() -> str | None:
+    """One line naming a busy machine before a run starts ('' when it is quiet): the load
+    against the cores and the processes using the most CPU."""
+    import psutil
+
+    cores = psutil.cpu_count() or 1
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
+    if load < BUSY_LOAD_SHARE * cores:
+        return None
+    me = os.getpid()
+    procs = list(psutil.process_iter(["pid", "name"]))
+    for p in procs:
+        try:
+            p.cpu_percent(None)
+        except psutil.Error:
+            continue
+    time.sleep(0.3)
+    usage = []
+    for p in procs:
+        try:
+            if p.pid != me:
+                usage.append((p.cpu_percent(None), p.info["name"] or str(p.pid)))
+        except psutil.Error:
+            continue
+    top = ", ".join(f"{name} ({pct:.0f} %)" for pct, name in sorted(usage, reverse=True)
+                    [:TOP_PROCESSES] if pct >= 1)
+    return (f"this machine is busy: load {load:.1f} on {cores} cores"
+            + (f"; using the CPU: {top}" if top else "")
+            + "; timings may be slow and noisy, and cases measured under contention are "
+              "marked 'contended'")

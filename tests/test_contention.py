@@ -1,0 +1,55 @@
+"""A machine that lies is named: a case measured while other processes hog the CPUs is
+`contended` (after one more try), never a plain `ok` with a tight interval."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from gpuvs import contention
+from gpuvs.config import RunConfig
+from gpuvs.contention import Snapshot
+from gpuvs.model import Case, Caveat, Status
+from gpuvs.runner import execute
+from tests.test_runner import Collected
+
+
+def test_other_processes_share_is_what_they_took_of_what_the_case_left() -> None:
+    before = Snapshot(wall_s=0.0, machine_busy_s=0.0, own_s=0.0)
+    quiet = Snapshot(wall_s=1.0, machine_busy_s=1.05, own_s=1.0)  # one core, ours
+    busy = Snapshot(wall_s=1.0, machine_busy_s=2.0, own_s=1.0)  # the other core, theirs
+    assert contention.others_share(before, quiet, cores=2) == pytest.approx(0.05)
+    assert contention.others_share(before, busy, cores=2) == pytest.approx(1.0)
+
+
+@pytest.mark.usefixtures("worker_env")
+def test_a_case_measured_while_two_processes_hog_the_cores_says_so() -> None:
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
+    try:
+        sink = Collected()
+        case = Case("elementwise", "correct", "numpy", "cpu", "float32", 1_000_000,
+                    (("op", "scale"),))
+        execute(sink, [case], RunConfig(budget_s=0.3, timeout_s=120))
+    finally:
+        for h in hogs:
+            h.kill()
+            h.wait()
+    (m,) = sink.saved
+    assert m.status is Status.OK, m.reason
+    assert m.counters["contended_retries"] == 1  # measured again after a pause
+    assert Caveat.CONTENDED in m.caveats
+    assert m.counters["others_cpu_share"] > contention.OTHERS_SHARE
+
+
+def test_gpuvs_run_names_a_busy_machine_before_it_starts(monkeypatch) -> None:
+    import os
+
+    import psutil
+
+    monkeypatch.setattr(os, "getloadavg", lambda: (4.0 * psutil.cpu_count(), 0.0, 0.0))
+    line = contention.busy_line()
+    assert line is not None and line.startswith("this machine is busy: load ")
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.0, 0.0, 0.0))
+    assert contention.busy_line() is None
