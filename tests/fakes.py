@@ -328,3 +328,20 @@ class Pid(_TestWorkload):
 
     def counters(self, case: Case) -> dict[str, float]:
         return {"pid": float(os.getpid())}
+
+
+@workloads.register
+class Bimodal(_TestWorkload):
+    """Every third call takes a third of the others' time: two groups of samples."""
+
+    name = "test_bimodal"
+    description = "alternates fast and slow calls (size µs the slow ones)"
+
+    def prepare(self, backend: Backend, case: Case) -> Prepared:
+        calls = [0]
+
+        def call() -> None:
+            calls[0] += 1
+            spin(case.size * 1e-6 / (3 if calls[0] % 3 == 0 else 1))
+
+        return Prepared(call=call, check=_ok, single_call=True)

@@ -41,14 +41,15 @@ ALLOWED: dict[str, set[str]] = {
     "config": {"backends", "criteria", "errors", "workloads"},
     # many cases, each in a worker process
     "plan": {"backends", "config", "model", "workloads"},
-    "worker": {"backends", "contention", "criteria", "errors", "model", "policy", "protocol",
+    "worker": {"backends", "caveats", "contention", "criteria", "errors", "model", "policy",
+               "protocol",
                "telemetry", "units", "workloads"},
     "runner": {"backends", "config", "model", "policy", "protocol"},
     # results kept, and what they mean
     "store": {"_version", "env", "errors", "model"},
     "analysis": {"backends", "criteria", "model", "protocol", "stats", "units", "workloads"},
     # the five posts; several processes at once
-    "seeds": {"analysis", "model", "registry", "table", "units", "workloads"},
+    "seeds": {"analysis", "caveats", "model", "registry", "table", "units", "workloads"},
     "distributed": {"caveats", "criteria", "errors", "model", "store", "units", "workloads"},
     # everything drawn for a person
     "report": {"analysis", "caveats", "distributed", "env", "model", "seeds", "table",

@@ -7,13 +7,13 @@ import subprocess
 import sys
 
 import pytest
+from tests.test_runner import Collected
 
 from gpuvs import contention
 from gpuvs.config import RunConfig
 from gpuvs.contention import Snapshot
 from gpuvs.model import Case, Caveat, Status
 from gpuvs.runner import execute
-from tests.test_runner import Collected
 
 
 def test_other_processes_share_is_what_they_took_of_what_the_case_left() -> None:

@@ -7,7 +7,7 @@ import time
 import pytest
 
 from gpuvs.config import RunConfig
-from gpuvs.model import Case, Measurement, Status
+from gpuvs.model import Case, Caveat, Measurement, Status
 from gpuvs.runner import execute
 
 
@@ -172,3 +172,13 @@ def test_an_out_of_memory_kill_needs_evidence(tmp_path) -> None:
     log = "[ 91.2] Out of memory: Killed process 4242 (python) total-vm:99kB\n"
     assert policy.oom_evidence(4242, None, log).startswith("the kernel log says: [ 91.2] Out")
     assert policy.oom_evidence(4243, None, log) == ""
+
+
+@pytest.mark.usefixtures("worker_env")
+def test_two_groups_of_samples_are_measured_again_longer_and_then_named() -> None:
+    sink = Collected()
+    execute(sink, [case("test_bimodal", 3000)], RunConfig(budget_s=0.2, timeout_s=60))
+    (m,) = sink.saved
+    assert m.status is Status.OK and m.counters["remeasured"] == 1
+    assert Caveat.MULTIMODAL in m.caveats
+    assert m.summary is not None and m.summary.n > 40  # the second look had 3× the budget

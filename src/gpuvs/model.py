@@ -47,6 +47,8 @@ class Caveat(str, Enum):
     TF32_ON = "tf32_on"
     OUTLIERS = "outliers"
     CONTENDED = "contended"
+    MULTIMODAL = "multimodal"
+    DRIFTING = "drifting"
 
     def __str__(self) -> str:
         return self.value

@@ -67,6 +67,10 @@ def summarize(samples: Sequence[float]) -> Summary:
     )
 
 
+def median_of(samples: Sequence[float]) -> float:
+    return float(np.median(np.asarray(samples, dtype=float)))
+
+
 def bootstrap_median_ci(samples: Sequence[float] | np.ndarray, confidence: float = CONFIDENCE,
                         resamples: int = BOOTSTRAP_RESAMPLES) -> tuple[float, float]:
     """Percentile-bootstrap CI of the median (deterministic: fixed seed)."""

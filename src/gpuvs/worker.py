@@ -19,7 +19,7 @@ from contextlib import nullcontext
 from dataclasses import replace
 from typing import Any, TextIO
 
-from gpuvs import backends, contention, criteria, policy, telemetry, workloads
+from gpuvs import backends, caveats, contention, criteria, policy, telemetry, workloads
 from gpuvs.backends.base import Backend, host_memory_free
 from gpuvs.errors import BackendUnavailable
 from gpuvs.model import Case, Caveat, Measurement, Status
@@ -28,6 +28,9 @@ from gpuvs.units import nbytes
 from gpuvs.workloads.base import Workload
 
 EXIT_FATAL = 3
+# A case whose samples split into groups or drifted is measured again with this many
+# times the budget before it is stored.
+REMEASURE_BUDGET_FACTOR = 3
 # Calls up to this long are replayed as a CUDA graph to measure the GPU's busy time.
 BUSY_GRAPH_MAX_S = 0.01
 # Leave this share of free memory unused: allocators round up, and the OS needs some.
@@ -103,19 +106,23 @@ def _watched(prepared: Prepared, case: Case, clock: Clock, request: dict[str, An
     if watch.active:
         prepared = replace(prepared, clocks_settled=watch.settled)
     before = contention.snapshot()
-    m = measure(prepared, case, clock, criteria.parse(request["criterion"])(),
-                Budget(**request["budget"]))
+    budget = Budget(**request["budget"])
+    m = measure(prepared, case, clock, criteria.parse(request["criterion"])(), budget)
+    remeasured = caveats.REMEASURE & set(m.caveats)
+    if remeasured:  # two groups or a drift: look longer before calling it a number
+        budget = replace(budget, seconds=REMEASURE_BUDGET_FACTOR * budget.seconds)
+        m = measure(prepared, case, clock, criteria.parse(request["criterion"])(), budget)
     share = contention.others_share(before, contention.snapshot())
     watch.finish()
-    caveats = list(m.caveats)
+    found = list(m.caveats)
     if watch.throttled():
-        caveats.append(Caveat.THROTTLED)
+        found.append(Caveat.THROTTLED)
     if share > contention.OTHERS_SHARE or watch.other_processes:
-        caveats.append(Caveat.CONTENDED)
+        found.append(Caveat.CONTENDED)
     extra = watch.counters() | {"others_cpu_share": share} | (
         {"gpu_other_processes": float(len(watch.other_processes))}
-        if watch.other_processes else {})
-    return replace(m, caveats=tuple(caveats)), extra
+        if watch.other_processes else {}) | ({"remeasured": 1.0} if remeasured else {})
+    return replace(m, caveats=tuple(found)), extra
 
 
 def _graph_worth_it(m: Measurement, prepared: Prepared) -> bool:

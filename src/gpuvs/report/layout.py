@@ -10,7 +10,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 
-from gpuvs import units
+from gpuvs import caveats, units
 from gpuvs.analysis import speedup
 from gpuvs.analysis.ceilings import peak_for
 from gpuvs.analysis.crossover import (
@@ -142,7 +142,8 @@ def _row(m: Measurement, cpu: Measurement | None, ceilings: Sequence[Ceiling],
     if s is None:
         return (*head, "—", "", "", "", "", "", f"{m.status.value}: {m.reason}")
     wall = units.seconds(m.wall_summary.median) if m.wall_summary else ""
-    return (*head, f"{units.seconds(s.median)} ±{100 * s.ci_halfwidth_rel:.1f}%", wall,
+    return (*head, f"{units.seconds(s.median)} ±{100 * s.ci_halfwidth_rel:.1f}%"
+            + caveats.doubts(m.caveats), wall,
             busy_cell(m), throughput(m), of_peak(m, ceilings), _speedup(m, cpu),
             _note(m, finding, wins_from))
 
@@ -157,13 +158,13 @@ def busy_cell(m: Measurement) -> str:
 
 def _note(m: Measurement, finding: Finding | None, wins_from: int | None) -> str:
     """The bound and why (with where this GPU series starts to win), then the caveats."""
-    caveats = ", ".join(str(cv).replace("_", " ") for cv in m.caveats)
+    named = ", ".join(str(cv).replace("_", " ") for cv in m.caveats)
     if finding is None:
-        return caveats
+        return named
     why = f"{finding.bound}: {finding.why}"
     if wins_from is not None and m.case.size < wins_from:
         why += f"; here the GPU is faster only from {units.size(wins_from)}"
-    return f"{why}. {caveats}" if caveats else why
+    return f"{why}. {named}" if named else why
 
 
 def throughput(m: Measurement) -> str:

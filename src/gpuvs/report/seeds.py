@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from gpuvs import seeds, units
+from gpuvs import caveats, seeds, units
 from gpuvs.caveats import ADVICE
 from gpuvs.model import Caveat, Measurement, Status
 from gpuvs.seeds.base import Figure, Found, Pick, Ratio, Row, Seed, value_of
@@ -47,8 +47,16 @@ def _cell(figure: Figure | None, value: float | None, ms: Sequence[Measurement])
     if figure is None:
         return "—"
     if value is not None:
-        return f"{value:.3g}×" if isinstance(figure, Ratio) else units.seconds(value)
+        shown = f"{value:.3g}×" if isinstance(figure, Ratio) else units.seconds(value)
+        return shown + _doubts(figure, ms)
     return _missing(figure, ms)
+
+
+def _doubts(figure: Figure, ms: Sequence[Measurement]) -> str:
+    """The caveats that doubt the figure's cases, beside the figure."""
+    found = [cv for pick in _picks(figure) if (m := pick.find(ms)) is not None
+             for cv in m.caveats]
+    return caveats.doubts(list(dict.fromkeys(found)))
 
 
 def _missing(figure: Figure, ms: Sequence[Measurement]) -> str:

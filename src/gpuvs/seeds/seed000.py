@@ -10,6 +10,7 @@ of its runs timed one unsynchronised launch.
 from __future__ import annotations
 
 from gpuvs.analysis.roofline import BUSY_SHARE, busy_seconds
+from gpuvs.caveats import doubts
 from gpuvs.model import Case
 from gpuvs.seeds import register
 from gpuvs.seeds.base import Found, Pick, Ratio, Row, Seed, SeedOptions
@@ -38,6 +39,8 @@ TORCH_GPU_E2E = _pick("correct", "torch", GPU, "float32", ("data", "end_to_end")
 
 # As-written below this share of the correct time: the replay timed something else.
 MISSED = 0.8
+# Two timings of the same synchronous CPU calls agree within this factor.
+AGREE = 1.25
 
 
 def _s(v: float | None) -> str:
@@ -63,6 +66,12 @@ def _gpu_why(f: Found) -> str:
 def _cpu_why(f: Found) -> str:
     one = f.of(TORCH_CPU_1T)
     threads = f" (1 thread: {_s(one)})" if one else ""
+    if f.written and f.correct and not 1 / AGREE <= f.written / f.correct <= AGREE:
+        measured = TORCH_CPU.find(f.ms)
+        flagged = doubts(measured.caveats) if measured is not None else ""
+        return (f"%timeit ({_s(f.written)}) and gpuvs ({_s(f.correct)}{flagged}) time the "
+                "same synchronous calls yet disagree: the machine changed pace between "
+                f"them (busy cores, clock steps); rerun it on a quiet machine{threads}")
     return f"CPU calls are synchronous, so %timeit is right on the CPU{threads}"
 
 
