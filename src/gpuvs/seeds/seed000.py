@@ -68,8 +68,9 @@ def _cpu_why(f: Found) -> str:
     threads = f" (1 thread: {_s(one)})" if one else ""
     if f.written and f.correct and not 1 / AGREE <= f.written / f.correct <= AGREE:
         measured = TORCH_CPU.find(f.ms)
-        flagged = doubts(measured.caveats) if measured is not None else ""
-        return (f"%timeit ({_s(f.written)}) and gpuvs ({_s(f.correct)}{flagged}) time the "
+        flagged = doubts(measured.caveats).strip(" ()") if measured is not None else ""
+        return (f"%timeit ({_s(f.written)}) and gpuvs ({_s(f.correct)}"
+                f"{', ' + flagged if flagged else ''}) time the "
                 "same synchronous calls yet disagree: the machine changed pace between "
                 f"them (busy cores, clock steps); rerun it on a quiet machine{threads}")
     return f"CPU calls are synchronous, so %timeit is right on the CPU{threads}"
