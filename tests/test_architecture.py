@@ -47,7 +47,8 @@ ALLOWED: dict[str, set[str]] = {
     "runner": {"backends", "config", "model", "policy", "protocol"},
     # results kept, and what they mean
     "store": {"_version", "env", "errors", "model"},
-    "analysis": {"backends", "criteria", "model", "protocol", "stats", "units", "workloads"},
+    "analysis": {"backends", "criteria", "env", "model", "protocol", "stats", "units",
+                 "workloads"},
     # the five posts; several processes at once
     "seeds": {"analysis", "caveats", "model", "registry", "table", "units", "workloads"},
     "distributed": {"caveats", "criteria", "errors", "model", "store", "units", "workloads"},

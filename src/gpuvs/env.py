@@ -16,6 +16,7 @@ import json
 import os
 import platform
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 from gpuvs.backends.base import Backend, GiB
@@ -42,6 +43,7 @@ def collect(backends: Iterable[Backend] | None = None) -> Environment:
         "os": f"{platform.system()} {platform.release()}",
         "machine": platform.machine(),
         "cpu_model": _cpu_model(),
+        "cpu_caches": cpu_caches(),
         **_cores_and_memory(),
         "blas": _blas(),
         "blas_build": _blas_build(),
@@ -80,6 +82,39 @@ def _cpu_model() -> str:
     except OSError:
         pass
     return platform.processor() or platform.machine() or "unknown"
+
+
+def cpu_caches(root: str = "/sys/devices/system/cpu/cpu0/cache") -> list[dict[str, Any]]:
+    """The data caches one core sees, smallest first: level, size in bytes, and how many
+    logical CPUs share it (Linux sysfs; [] elsewhere). Instruction caches are left out."""
+    found = []
+    for index in sorted(os.listdir(root)) if os.path.isdir(root) else []:
+        folder = os.path.join(root, index)
+        try:
+            read = {k: Path(folder, k).read_text().strip()
+                    for k in ("level", "type", "size", "shared_cpu_list")}
+        except OSError:
+            continue
+        if read["type"] == "Instruction" or not read["size"]:
+            continue
+        found.append({"level": int(read["level"]), "size": _size_bytes(read["size"]),
+                      "shared_by": _count_cpus(read["shared_cpu_list"])})
+    return sorted(found, key=lambda c: c["level"])
+
+
+def _size_bytes(text: str) -> int:
+    """'48K', '1024K', '32768K', '2M' → bytes."""
+    scale = {"K": 1024, "M": 1024**2, "G": 1024**3}.get(text[-1:].upper(), 1)
+    return int(text.rstrip("KMGkmg")) * scale
+
+
+def _count_cpus(listed: str) -> int:
+    """'0-1,4' → 3."""
+    total = 0
+    for part in filter(None, listed.split(",")):
+        lo, _, hi = part.partition("-")
+        total += int(hi or lo) - int(lo) + 1
+    return total
 
 
 def _cores_and_memory() -> dict[str, Any]:

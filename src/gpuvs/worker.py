@@ -146,6 +146,9 @@ def _annotated(backend: Backend, workload: Workload, m: Measurement,
         counters["launches"] = extra["kernels"]
     if case.device == "cpu" and (threads := backend.threads()) is not None:
         counters["threads"] = float(threads)
+    if case.device == "cpu":  # which cache, if any, holds the case's data
+        counters["working_set_bytes"] = float(
+            workload.memory_needed(case.size, case.params, case.dtype))
     caveats = m.caveats
     if workload.matrix_units and case.dtype == "float32" and backend.uses_tf32(case.device):
         caveats += (Caveat.TF32_ON,)

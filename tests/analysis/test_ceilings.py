@@ -16,7 +16,7 @@ def test_cpu_probes_cover_gemm_at_all_cores_and_one_thread_and_the_triad() -> No
     keys = {c.key for c in probe_cases(["numpy"])}
     assert "peak_matmul/correct/numpy/cpu/float64/2048,threads=1,tf32=off" in keys
     assert "peak_matmul/correct/numpy/cpu/float32/2048,threads=all,tf32=off" in keys
-    assert "triad/correct/numpy/cpu/float64/33554432" in keys
+    assert "triad/correct/numpy/cpu/float64/33554432,threads=1" in keys
     assert "dispatch/correct/numpy/cpu/float32/1,mode=latency" in keys
 
 
@@ -26,7 +26,8 @@ def test_gpu_probes_cover_each_dtype_tf32_both_ways_copies_and_transfers() -> No
         assert f"peak_matmul/correct/torch/cuda:0/{dtype}/8192,threads=all,tf32=off" in keys
     assert "peak_matmul/correct/torch/cuda:0/float32/8192,threads=all,tf32=on" in keys
     assert "transfer/correct/torch/cuda:0/float32/67108864,direction=d2h,memory=pinned" in keys
-    assert "triad/correct/torch/cpu/float64/33554432" in keys  # all threads, unlike NumPy
+    assert "triad/correct/torch/cpu/float64/33554432,threads=all" in keys  # every core
+    assert "triad/correct/torch/cpu/float64/33554432,threads=1" in keys  # and one
     assert "peak_matmul/correct/torch/cpu/float32/2048,threads=all,tf32=off" in keys
 
 
@@ -77,3 +78,29 @@ def test_gpuvs_ceilings_measures_once_per_machine_and_runs_show_the_share(db) ->
     resumed = runner.invoke(app, ["run", "--resume", ceilings_run, "--db", db])
     assert resumed.exit_code == 2
     assert "is a ceilings run, not a sweep; `gpuvs ceilings --refresh`" in resumed.output
+
+
+def test_each_cache_from_l2_up_gets_a_triad_that_fills_half_of_it() -> None:
+    from gpuvs.analysis.ceilings import cache_probes
+
+    caches = [{"level": 1, "size": 49152, "shared_by": 1},
+              {"level": 2, "size": 1048576, "shared_by": 1},
+              {"level": 3, "size": 33554432, "shared_by": 2}]
+    keys = [c.key for c in cache_probes(caches)]
+    assert keys == ["triad/correct/numpy/cpu/float64/21845,cache=L2,cache_bytes=1048576,"
+                    "threads=1",
+                    "triad/correct/numpy/cpu/float64/699050,cache=L3,cache_bytes=33554432,"
+                    "threads=1"]
+
+
+def test_a_cpu_case_is_held_against_the_smallest_cache_that_holds_its_data() -> None:
+    ceilings = [Ceiling("memory bandwidth (triad) threads=all", "cpu", "torch", 2e10, "B/s",
+                        ""),
+                Ceiling("L2 cache bandwidth (1048576 B)", "cpu", "numpy", 9e10, "B/s", ""),
+                Ceiling("L3 cache bandwidth (33554432 B)", "cpu", "numpy", 4e10, "B/s", "")]
+    cpu = Case("elementwise", "correct", "torch", "cpu", "float32", 10_000)
+    assert peak_for(cpu, ceilings, tf32=False, working_set=40e3) == {
+        "bytes": 9e10, "cache_level": 2.0, "caches_known": 1.0}
+    assert peak_for(cpu, ceilings, tf32=False, working_set=4e6)["cache_level"] == 3.0
+    assert peak_for(cpu, ceilings, tf32=False, working_set=4e8) == {"bytes": 2e10,
+                                                                   "caches_known": 1.0}

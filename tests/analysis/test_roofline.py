@@ -72,3 +72,28 @@ def test_a_graph_replay_is_preferred_to_the_profilers_kernel_time() -> None:
     assert busy_seconds(_m(1e-5, busy_graph_s=4e-6, busy_kernels_s=3e-6)) == 4e-6
     assert busy_seconds(_m(1e-5, busy_kernels_s=3e-6)) == 3e-6
     assert busy_seconds(_m(1e-5)) is None
+
+
+def test_a_cpu_array_that_fits_a_cache_is_held_against_that_caches_roof() -> None:
+    """A 39 KiB array is no memory-bound case at 90 % of memory bandwidth: it sits in L2."""
+    ceilings = [Ceiling("memory bandwidth (triad) threads=all", "cpu", "torch", 2e10, "B/s",
+                        ""),
+                Ceiling("L2 cache bandwidth (1048576 B)", "cpu", "numpy", 9e10, "B/s", "")]
+    case = Case("elementwise", "correct", "torch", "cpu", "float32", 10_000)
+    m = Measurement(case, Status.OK, samples=(4.4e-6,) * 5,
+                    counters={"bytes_moved": 8e4, "working_set_bytes": 4e4})
+    f = classify(m, ceilings)
+    assert f is not None and f.bound is Bound.MEMORY
+    assert "20% of the L2 cache's measured bandwidth (its 39.1 KiB fit there)" in f.why
+
+
+def test_over_100_percent_of_memory_with_data_beyond_every_cache_is_called_suspicious() -> None:
+    """400 MB sits in no cache: 113 % of the memory roof means the roof is wrong."""
+    ceilings = [Ceiling("memory bandwidth (triad) threads=1", "cpu", "numpy", 1e10, "B/s", ""),
+                Ceiling("L3 cache bandwidth (33554432 B)", "cpu", "numpy", 4e10, "B/s", "")]
+    case = Case("elementwise", "correct", "torch", "cpu", "float32", 100_000_000)
+    m = Measurement(case, Status.OK, samples=(7.08e-2,) * 5,
+                    counters={"bytes_moved": 8e8, "working_set_bytes": 4e8})
+    f = classify(m, ceilings)
+    assert f is not None and "113% of measured bandwidth" in f.why
+    assert "more data than any cache holds: the bandwidth ceiling was measured low" in f.why

@@ -8,7 +8,9 @@ every analysis of the same machine reuses them.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 from gpuvs.model import Case, Ceiling, Measurement, Status
 
@@ -17,7 +19,8 @@ CPU_DTYPES = ("float32", "float64")
 GPU_MATMUL_N = 8192
 CPU_MATMUL_N = 2048
 GPU_COPY_ELEMENTS = 1 << 28   # 1 GiB of float32: far beyond any L2
-CPU_STREAM_ELEMENTS = 1 << 25
+CPU_STREAM_ELEMENTS = 1 << 25  # 3 arrays of float64: 805 MB, far beyond any CPU cache
+CACHE_TRIAD_BYTES_PER_ELEMENT = 3 * 8
 TRANSFER_ELEMENTS = 1 << 26
 
 
@@ -28,7 +31,8 @@ def probe_cases(backends: Iterable[str]) -> list[Case]:
     if "torch" in names:
         # NumPy runs elementwise work on one thread; torch's CPU triad uses them all. Its
         # GEMM may also beat NumPy's BLAS: the CPU's peak is the larger of the two.
-        cases.append(Case("triad", "correct", "torch", "cpu", "float64", CPU_STREAM_ELEMENTS))
+        cases += [Case("triad", "correct", "torch", "cpu", "float64", CPU_STREAM_ELEMENTS,
+                       (("threads", threads),)) for threads in ("all", "1")]
         cases += [Case("peak_matmul", "correct", "torch", "cpu", dtype, CPU_MATMUL_N,
                        (("threads", "all"), ("tf32", "off"))) for dtype in CPU_DTYPES]
         cases += _gpu_probes()
@@ -43,7 +47,22 @@ def _cpu_probes() -> list[Case]:
     cases = [Case("peak_matmul", "correct", "numpy", "cpu", dtype, CPU_MATMUL_N,
                   (("threads", threads), ("tf32", "off")))
              for dtype in CPU_DTYPES for threads in ("all", "1")]
-    return [*cases, Case("triad", "correct", "numpy", "cpu", "float64", CPU_STREAM_ELEMENTS)]
+    return [*cases, Case("triad", "correct", "numpy", "cpu", "float64", CPU_STREAM_ELEMENTS,
+                         (("threads", "1"),)), *cache_probes()]
+
+
+def cache_probes(caches: Iterable[Mapping[str, Any]] | None = None) -> list[Case]:
+    """A one-thread triad whose three float64 arrays fill half of each cache from L2 up
+    (an L1-sized triad is a few µs of dispatch, not a bandwidth)."""
+    if caches is None:
+        from gpuvs.env import cpu_caches
+
+        caches = cpu_caches()
+    return [Case("triad", "correct", "numpy", "cpu", "float64",
+                 int(c["size"]) // 2 // CACHE_TRIAD_BYTES_PER_ELEMENT,
+                 (("cache", f"L{c['level']}"), ("cache_bytes", str(c["size"])),
+                  ("threads", "1")))
+            for c in caches if int(c["level"]) >= 2]
 
 
 def _gpu_probes() -> list[Case]:
@@ -83,8 +102,12 @@ def _ceiling(m: Measurement) -> Ceiling | None:
         if c.device == "cpu":
             label += f" threads={c.param('threads')}"
         return Ceiling(label, c.device, c.backend, m.counters["flops"] / median, "FLOP/s", key)
+    if c.workload == "triad" and c.param("cache"):
+        return Ceiling(f"{c.param('cache')} cache bandwidth ({c.param('cache_bytes')} B)",
+                       c.device, c.backend, m.counters["bytes_moved"] / median, "B/s", key)
     if c.workload in ("copy", "triad"):
-        return Ceiling(f"memory bandwidth ({c.workload})", c.device, c.backend,
+        threads = f" threads={c.param('threads')}" if c.param("threads") else ""
+        return Ceiling(f"memory bandwidth ({c.workload}){threads}", c.device, c.backend,
                        m.counters["bytes_moved"] / median, "B/s", key)
     if c.workload == "transfer":
         return Ceiling(f"{c.param('direction')} {c.param('memory')}", c.device, c.backend,
@@ -97,11 +120,20 @@ def _ceiling(m: Measurement) -> Ceiling | None:
     return None
 
 
-def peak_for(case: Case, ceilings: Iterable[Ceiling], tf32: bool) -> Mapping[str, float]:
-    """The ceilings that bound `case`: its device's matmul peak at its dtype and its
-    memory bandwidth (empty where none was measured)."""
+def peak_for(case: Case, ceilings: Iterable[Ceiling], tf32: bool,
+             working_set: float | None = None) -> Mapping[str, float]:
+    """The ceilings that bound `case`: its device's matmul peak at its dtype (`flops`)
+    and its memory roof (`bytes`): on the CPU, the bandwidth of the smallest cache its
+    working set fits in (`cache_level` says which), else the memory's at every core
+    (empty where none was measured)."""
     kind = "cpu" if case.device == "cpu" else "gpu"
     found: dict[str, float] = {}
+    ceilings = list(ceilings)
+    cache = _fitting_cache(ceilings, working_set) if kind == "cpu" else None
+    if cache is not None:
+        found["bytes"], found["cache_level"] = cache
+    if kind == "cpu" and any(_CACHE.match(c.name) for c in ceilings):
+        found["caches_known"] = 1.0  # a working set beyond them all is in memory
     for c in ceilings:
         if ("cpu" if c.device == "cpu" else "gpu") != kind:
             continue
@@ -110,6 +142,20 @@ def peak_for(case: Case, ceilings: Iterable[Ceiling], tf32: bool) -> Mapping[str
                 or kind == "gpu" and (case.dtype != "float32"
                                       or c.name.endswith(f"tf32={'on' if tf32 else 'off'}"))):
             found["flops"] = max(found.get("flops", 0.0), c.value)
-        elif c.name.startswith("memory bandwidth"):
+        elif c.name.startswith("memory bandwidth") and cache is None:
             found["bytes"] = max(found.get("bytes", 0.0), c.value)
     return found
+
+
+_CACHE = re.compile(r"^L(\d) cache bandwidth \((\d+) B\)$")
+
+
+def _fitting_cache(ceilings: Iterable[Ceiling], working_set: float | None
+                   ) -> tuple[float, float] | None:
+    """(bandwidth, level) of the smallest measured CPU cache that holds `working_set`."""
+    if not working_set:
+        return None
+    fits = [(int(found.group(2)), c.value, float(found.group(1))) for c in ceilings
+            if c.device == "cpu" and (found := _CACHE.match(c.name))
+            and working_set <= int(found.group(2))]
+    return min(fits)[1:] if fits else None

@@ -14,7 +14,7 @@ Rules, in order, each citing measured numbers:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 
@@ -114,27 +114,42 @@ def _dispatch(case: Case, ceilings: Sequence[Ceiling]) -> float | None:
 
 
 def _by_intensity(m: Measurement, t: float, ceilings: Sequence[Ceiling]) -> Finding | None:
-    peaks = peak_for(m.case, ceilings, tf32=Caveat.TF32_ON in m.caveats)
+    working_set = m.counters.get("working_set_bytes")
+    peaks = peak_for(m.case, ceilings, tf32=Caveat.TF32_ON in m.caveats,
+                     working_set=working_set)
     flops, moved = m.counters.get("flops", 0.0), m.counters.get("bytes_moved", 0.0)
     if not moved or "bytes" not in peaks:
         return None
     bw_share = moved / t / peaks["bytes"]
+    roof = (f"the L{peaks['cache_level']:.0f} cache's measured bandwidth (its "
+            f"{units.nbytes(working_set or 0)} fit there)" if "cache_level" in peaks
+            else "measured bandwidth")
     if not flops or "flops" not in peaks:
         return Finding(m.case, Bound.MEMORY, (
             f"no arithmetic to speak of: it moves {units.nbytes(moved)} at "
-            f"{bw_share:.0%} of the measured bandwidth" + _cached(bw_share)))
+            f"{bw_share:.0%} of {roof}" + _beyond(bw_share, peaks, working_set)))
     intensity, ridge = flops / moved, peaks["flops"] / peaks["bytes"]
     flop_share = flops / t / peaks["flops"]
     bound = Bound.COMPUTE if intensity >= ridge else Bound.MEMORY
     reached = (f"{flop_share:.0%} of peak FLOP/s" if bound is Bound.COMPUTE
-               else f"{bw_share:.0%} of measured bandwidth" + _cached(bw_share))
+               else f"{bw_share:.0%} of {roof}" + _beyond(bw_share, peaks, working_set))
     return Finding(m.case, bound, (
         f"{intensity:.3g} FLOP/byte against a ridge point of {ridge:.3g}: it reaches "
         f"{reached}"))
 
 
-def _cached(share: float) -> str:
-    return " (over 100 %: its data sits in cache)" if share > 1 else ""
+def _beyond(share: float, peaks: Mapping[str, float], working_set: float | None) -> str:
+    """Over 100 % of a roof needs a reason, given only when it is true."""
+    if share <= 1:
+        return ""
+    if "cache_level" in peaks:
+        return (" (over 100 % of that cache's: part of its data may sit in a smaller, "
+                "faster cache, whose bandwidth is not measured)")
+    if working_set and peaks.get("caches_known"):
+        return (" (over 100 %, with more data than any cache holds: the bandwidth ceiling "
+                "was measured low or the bytes are overcounted; rerun `gpuvs ceilings "
+                "--refresh` on a quiet machine)")
+    return " (over 100 %: no cache was measured here, so its data may sit in one)"
 
 
 def _copies(m: Measurement) -> str:

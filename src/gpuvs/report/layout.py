@@ -183,7 +183,8 @@ def of_peak(m: Measurement, ceilings: Sequence[Ceiling]) -> str:
     """Shares of the matching FLOP/s and bandwidth ceilings; empty without ceilings."""
     if m.summary is None or m.summary.median <= 0:
         return ""
-    peaks = peak_for(m.case, ceilings, tf32=Caveat.TF32_ON in m.caveats)
+    peaks = peak_for(m.case, ceilings, tf32=Caveat.TF32_ON in m.caveats,
+                     working_set=m.counters.get("working_set_bytes"))
     shares = []
     if m.counters.get("flops") and peaks.get("flops"):
         shares.append(f"{100 * m.counters['flops'] / m.summary.median / peaks['flops']:.0f}% "

@@ -249,7 +249,8 @@ def _roofs(cases: Sequence[Measurement], ceilings: Sequence[Ceiling], xs: Sequen
     """One roof per distinct (peak, bandwidth) that binds a plotted case."""
     found: dict[tuple[float, float], str] = {}
     for m in cases:
-        peaks = peak_for(m.case, ceilings, tf32=Caveat.TF32_ON in m.caveats)
+        peaks = peak_for(m.case, ceilings, tf32=Caveat.TF32_ON in m.caveats,
+                         working_set=m.counters.get("working_set_bytes"))
         if "bytes" in peaks:
             label = f"{m.case.dtype} peak {units.rate(peaks['flops'], 'FLOP/s')}, " \
                 if "flops" in peaks else ""
