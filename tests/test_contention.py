@@ -22,6 +22,15 @@ def test_other_processes_share_is_what_they_took_of_what_the_case_left() -> None
     busy = Snapshot(wall_s=1.0, machine_busy_s=2.0, own_s=1.0)  # the other core, theirs
     assert contention.others_share(before, quiet, cores=2) == pytest.approx(0.05)
     assert contention.others_share(before, busy, cores=2) == pytest.approx(1.0)
+    assert contention.contended(before, busy, cores=2)
+    assert not contention.contended(before, quiet, cores=2)
+
+
+def test_a_share_made_of_a_few_clock_ticks_is_not_evidence() -> None:
+    before = Snapshot(wall_s=0.0, machine_busy_s=0.0, own_s=0.0)
+    short = Snapshot(wall_s=0.03, machine_busy_s=0.05, own_s=0.02)  # 3 ticks of others
+    assert contention.others_share(before, short, cores=2) > contention.OTHERS_SHARE
+    assert not contention.contended(before, short, cores=2)
 
 
 @pytest.mark.usefixtures("worker_env")

@@ -15,8 +15,11 @@ import os
 import time
 from dataclasses import dataclass
 
-# Other processes' share of the machine's CPU time above which a case was contended.
+# Other processes' share of the machine's CPU time above which a case was contended…
 OTHERS_SHARE = 0.25
+# … once they took at least this much CPU time: the kernel counts CPU time in ticks of
+# 10 ms, so over a case of a few tens of ms the share is noise, not evidence.
+OTHERS_MIN_S = 0.1
 # `gpuvs run` names a busy machine at the start when the 1-minute load is this share of
 # the cores or more.
 BUSY_LOAD_SHARE = 0.75
@@ -56,6 +59,14 @@ def others_share(before: Snapshot, after: Snapshot, cores: int | None = None) ->
     others = max(after.machine_busy_s - before.machine_busy_s - own, 0.0)
     free = max(cores * wall - own, 1e-9)
     return min(others / free, 1.0)
+
+
+def contended(before: Snapshot, after: Snapshot, cores: int | None = None) -> bool:
+    """Other processes took over OTHERS_SHARE of what the case left free, and enough CPU
+    time (OTHERS_MIN_S) for the share to be more than the kernel's tick counting."""
+    own = max(after.own_s - before.own_s, 0.0)
+    others = max(after.machine_busy_s - before.machine_busy_s - own, 0.0)
+    return others >= OTHERS_MIN_S and others_share(before, after, cores) > OTHERS_SHARE
 
 
 def busy_line() -> str | None:

@@ -15,6 +15,7 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import replace
 from typing import Any, TextIO
@@ -31,6 +32,10 @@ EXIT_FATAL = 3
 # A case whose samples split into groups or drifted is measured again with this many
 # times the budget before it is stored.
 REMEASURE_BUDGET_FACTOR = 3
+# Calls up to this long are profiled (kernels, copies, kernel time) unless their
+# workload's tables cite counted kernels: starting CUPTI costs seconds, and a longer call
+# is not decided by its launches (its busy time comes from a graph replay).
+PROFILE_MAX_S = 1e-3
 # Calls up to this long are replayed as a CUDA graph to measure the GPU's busy time.
 BUSY_GRAPH_MAX_S = 0.01
 # Leave this share of free memory unused: allocators round up, and the OS needs some.
@@ -56,20 +61,19 @@ def _measured(backend: Backend, case: Case, request: dict[str, Any]
     workload = workloads.get(case.workload)
     extra: dict[str, float] = {}
     try:
-        prepared = workload.prepare(backend, case)
-        if case.param("cache") == "cold":
-            prepared = replace(prepared, flush=backend.cache_flusher(case.device),
-                               single_call=True)
         clock = backend.clock(case.device)
         if case.variant == "as_written":
+            prepared = _prepare(workload, backend, case)
             m = replay(prepared, case, clock)
         else:
-            m, extra = _watched(prepared, case, clock, request)
+            m, extra, prepared = _watched(lambda: _prepare(workload, backend, case), case,
+                                          clock, request)
         extra = dict(prepared.counters) | extra  # filled while the calls ran
         # More calls, after the record was taken; a replay's counts are its correct twin's.
         if m.status is Status.OK and case.variant != "as_written":
             extra |= _parts_s(prepared, case, clock, request)
-            extra |= backend.profile(prepared.call, case.device)
+            if workload.counts_kernels or _short(m, PROFILE_MAX_S):
+                extra |= backend.profile(prepared.call, case.device)
             if _graph_worth_it(m, prepared):
                 extra |= backend.busy_time(prepared.call, case.device)
     except BackendUnavailable as e:  # e.g. no way to flush this device's caches
@@ -97,40 +101,58 @@ def _parts_s(prepared: Prepared, case: Case, clock: Clock, request: dict[str, An
     return out
 
 
-def _watched(prepared: Prepared, case: Case, clock: Clock, request: dict[str, Any]
-             ) -> tuple[Measurement, dict[str, float]]:
+def _prepare(workload: Workload, backend: Backend, case: Case) -> Prepared:
+    """Fresh inputs for the case (in-place work such as `x *= 5` changes them)."""
+    prepared = workload.prepare(backend, case)
+    if case.param("cache") == "cold":
+        prepared = replace(prepared, flush=backend.cache_flusher(case.device),
+                           single_call=True)
+    return prepared
+
+
+def _watched(make: Callable[[], Prepared], case: Case, clock: Clock,
+             request: dict[str, Any]) -> tuple[Measurement, dict[str, float], Prepared]:
     """The protocol, with the machine watched while it runs: the GPU's clocks and
     throttling (telemetry, whose settling also ends the warm-up), and other processes'
-    CPU time and GPU use (contention)."""
+    CPU time and GPU use (contention). Samples in two groups, or drifting, are taken
+    again on fresh inputs (`make`) with more budget; the prepared case measured last
+    is returned with the measurement."""
     watch = telemetry.Watch(case.device)
-    if watch.active:
-        prepared = replace(prepared, clocks_settled=watch.settled)
+    settled = watch.settled if watch.active else None
+    prepared = replace(make(), clocks_settled=settled)
     before = contention.snapshot()
     budget = Budget(**request["budget"])
     m = measure(prepared, case, clock, criteria.parse(request["criterion"])(), budget)
     remeasured = caveats.REMEASURE & set(m.caveats)
     if remeasured:  # two groups or a drift: look longer before calling it a number
         budget = replace(budget, seconds=REMEASURE_BUDGET_FACTOR * budget.seconds)
+        del prepared  # its inputs go before the fresh ones are made
+        gc.collect()
+        prepared = replace(make(), clocks_settled=settled)
         m = measure(prepared, case, clock, criteria.parse(request["criterion"])(), budget)
-    share = contention.others_share(before, contention.snapshot())
+    after = contention.snapshot()
+    share = contention.others_share(before, after)
     watch.finish()
     found = list(m.caveats)
     if watch.throttled():
         found.append(Caveat.THROTTLED)
-    if share > contention.OTHERS_SHARE or watch.other_processes:
+    if contention.contended(before, after) or watch.other_processes:
         found.append(Caveat.CONTENDED)
     extra = watch.counters() | {"others_cpu_share": share} | (
         {"gpu_other_processes": float(len(watch.other_processes))}
         if watch.other_processes else {}) | ({"remeasured": 1.0} if remeasured else {})
-    return replace(m, caveats=tuple(found)), extra
+    return replace(m, caveats=tuple(found)), extra, prepared
 
 
 def _graph_worth_it(m: Measurement, prepared: Prepared) -> bool:
     """A graph replay tells launch cost from work for short calls; a call this long is
     busy nearly all of it, and capturing it would cost another call. Cold cases flush
     between calls, which a replay would not."""
-    return (m.summary is not None and m.summary.median <= BUSY_GRAPH_MAX_S
-            and prepared.flush is None)
+    return _short(m, BUSY_GRAPH_MAX_S) and prepared.flush is None
+
+
+def _short(m: Measurement, limit_s: float) -> bool:
+    return m.summary is not None and m.summary.median <= limit_s
 
 
 def _unchecked(out: object) -> None:

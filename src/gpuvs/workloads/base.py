@@ -131,6 +131,10 @@ class Workload(ABC):
     matrix_units: ClassVar[bool] = False
     # Whether `gpuvs run` without --workload runs it (ceiling probes and tests do not).
     in_default_suite: ClassVar[bool] = True
+    # Whose tables cite counted kernels (a post's launches): profiled whatever the call's
+    # length. Others are profiled only when short, where launches can decide the time.
+    counts_kernels: ClassVar[bool] = False
+
     def param_sets(self) -> tuple[Params, ...]:
         """The non-size axes of this workload, one tuple of (name, value) pairs each."""
         return ((),)

@@ -414,6 +414,7 @@ def _int_param(case_params: Params, name: str, default: int) -> int:
 @register
 class Cnn(Workload):
     name = "cnn"
+    counts_kernels = True
     description = ("seed 003: training the post's CIFAR-100 CNN (975,692 parameters), Keras "
                    "on torch and plain PyTorch; size = batch")
     variants = ("as_written", "correct", "tuned")

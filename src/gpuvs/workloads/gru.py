@@ -115,6 +115,7 @@ def gru_reference(x: np.ndarray, w_ih: np.ndarray, w_hh: np.ndarray, b_ih: np.nd
 @register
 class Gru(Workload):
     name = "gru"
+    counts_kernels = True
     description = ("seed 001: two independent nn.GRU forwards — one after the other, on two "
                    "CUDA streams (two threads on the CPU), batched into one, in a CUDA graph")
     variants = ("as_written", "correct")

@@ -259,6 +259,7 @@ def placed(net: Any, t: Any, case: Case) -> tuple[Any, Any]:
 @register
 class Jacobian(Workload):
     name = "jacobian"
+    counts_kernels = True
     description = ("seed 004: Jacobian of a 1→20→20→400 tanh MLP over a batch of val inputs: "
                    "autograd's naive loop, vectorize=True, per-sample vmap(jacrev/jacfwd)")
     variants = ("as_written", "correct", "tuned")
