@@ -44,7 +44,7 @@ ALLOWED: dict[str, set[str]] = {
     "worker": {"backends", "caveats", "contention", "criteria", "errors", "model", "policy",
                "protocol",
                "telemetry", "units", "workloads"},
-    "runner": {"backends", "config", "model", "policy", "protocol"},
+    "runner": {"backends", "caveats", "config", "model", "policy", "protocol"},
     # results kept, and what they mean
     "store": {"_version", "env", "errors", "model"},
     "analysis": {"backends", "criteria", "env", "model", "protocol", "stats", "units",

@@ -19,7 +19,12 @@ class Collected:
         self.saved: list[Measurement] = []
 
     def record(self, m: Measurement) -> None:
-        self.saved.append(m)
+        """As the store does: a case recorded again replaces itself, in its place."""
+        keys = [x.case.key for x in self.saved]
+        if m.case.key in keys:
+            self.saved[keys.index(m.case.key)] = m
+        else:
+            self.saved.append(m)
 
 
 def case(workload: str, size: int = 1000, backend: str = "numpy") -> Case:
@@ -182,3 +187,36 @@ def test_two_groups_of_samples_are_measured_again_longer_and_then_named() -> Non
     assert m.status is Status.OK and m.counters["remeasured"] == 1
     assert Caveat.MULTIMODAL in m.caveats
     assert m.summary is not None and m.summary.n > 40  # the second look had 3× the budget
+
+
+@pytest.mark.usefixtures("worker_env")
+def test_a_second_pass_in_fresh_processes_merges_its_samples_and_replays_run_once() -> None:
+    """A CI from one process covers only that process; two passes, each in its own
+    workers, put both in the samples. A post's replay is its single timing: run once."""
+    sink = Collected()
+    cases = [case("test_spin", 300), Case("test_pid", "correct", "numpy", "cpu", "float32", 1),
+             Case("test_pid", "as_written", "numpy", "cpu", "float32", 1)]
+    execute(sink, cases, RunConfig(budget_s=0.2, timeout_s=60, passes=2))
+    spin, pid, replay = sink.saved
+    assert spin.counters["passes"] == 2 and pid.counters["passes"] == 2
+    assert "passes" not in replay.counters
+    one_pass = Collected()
+    execute(one_pass, cases[:1], RunConfig(budget_s=0.1, timeout_s=60, passes=1))
+    assert "passes" not in one_pass.saved[0].counters
+    assert len(spin.samples) > len(one_pass.saved[0].samples)
+
+
+def test_passes_merge_samples_in_order_and_keep_what_only_a_pass_could_see() -> None:
+    from gpuvs.runner import merged
+
+    c = case("test_spin", 1)
+    first = Measurement(c, Status.OK, samples=(1.0,) * 10, first_call_s=20.0, loops=3,
+                        counters={"case_s": 1.0})
+    later = Measurement(c, Status.OK, samples=(1.01,) * 10, first_call_s=0.1, loops=4,
+                        counters={"case_s": 0.9}, caveats=(Caveat.CONTENDED,))
+    m = merged(first, later)
+    assert m.samples == (1.0,) * 10 + (1.01,) * 10 and m.first_call_s == 20.0 and m.loops == 3
+    assert m.counters == {"case_s": 0.9, "passes": 2.0}
+    assert Caveat.CONTENDED in m.caveats and Caveat.FIRST_CALL_SLOW in m.caveats
+    crashed = Measurement(c, Status.CRASHED, reason="the worker died")
+    assert merged(first, crashed) is crashed

@@ -23,6 +23,7 @@ VARIANTS = ("as_written", "correct", "tuned")
 # How an entry point names each setting in its errors: the command line's flags, or the
 # Python API's keyword arguments (`gpuvs.measure(budget_s=…)`).
 FLAGS = {"budget_s": "--budget", "timeout_s": "--timeout"}
+MAX_PASSES = 4
 KEYWORDS = {"budget_s": "budget_s", "timeout_s": "timeout_s"}
 
 
@@ -40,6 +41,7 @@ class RunConfig:
     timeout_s: float = 300.0
     criterion: str = "median-ci"
     cold: bool = False                  # flush caches before every timed call
+    passes: int = 2                     # the plan again in fresh workers, samples merged
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -68,6 +70,9 @@ class RunConfig:
                 raise UsageError(f"{names[key]} must be a positive number of seconds; got "
                                  f"{value}")
         criteria.parse(self.criterion)
+        if not (isinstance(self.passes, int) and 1 <= self.passes <= MAX_PASSES):
+            raise UsageError(f"--passes must be a whole number from 1 to {MAX_PASSES}; got "
+                             f"{self.passes!r}")
         return self
 
 

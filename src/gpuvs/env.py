@@ -15,6 +15,7 @@ import hashlib
 import json
 import os
 import platform
+import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,8 @@ from gpuvs.model import Environment
 from gpuvs.units import nbytes
 
 FINGERPRINT_HEX = 16
+MACHINE_VARIABLE = "GPUVS_MACHINE"
+GIT_TIMEOUT_S = 5.0
 # Distributions whose versions change results; CuPy and JAX's GPU plug-ins publish one
 # distribution per CUDA major version.
 LIBRARIES = ("numpy", "torch", "cupy-cuda13x", "cupy-cuda12x", "cupy-cuda11x", "cupy", "jax",
@@ -54,6 +57,33 @@ def collect(backends: Iterable[Backend] | None = None) -> Environment:
     if backends is not None:
         facts["backends"] = {b.name: b.version() for b in backends}
     return Environment(fingerprint(facts), facts)
+
+
+def provenance(cwd: str | None = None) -> dict[str, Any]:
+    """What was run, and where, beside what it ran on: the git commit and dirty flag of
+    the repository in the current directory (None outside one, or without git), the
+    command line as typed, and a machine label ($GPUVS_MACHINE, else the hostname). Not
+    part of the fingerprint: a commit is not a machine."""
+    commit = _git(["rev-parse", "HEAD"], cwd)
+    dirty = None
+    if commit is not None:
+        status = _git(["status", "--porcelain", "--untracked-files=no"], cwd)
+        dirty = bool(status) if status is not None else None
+    return {"machine": os.environ.get(MACHINE_VARIABLE) or platform.node() or "unknown",
+            "git_commit": commit, "git_dirty": dirty,
+            "command": " ".join(sys.argv) if sys.argv and sys.argv[0] else ""}
+
+
+def _git(args: list[str], cwd: str | None) -> str | None:
+    """git's output, stripped; None where there is no git or no repository."""
+    import subprocess
+
+    try:
+        done = subprocess.run(["git", *args], capture_output=True, text=True, cwd=cwd,
+                              timeout=GIT_TIMEOUT_S)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout.strip() if done.returncode == 0 else None
 
 
 def fingerprint(facts: dict[str, Any]) -> str:

@@ -26,11 +26,18 @@ from typing import Any, Protocol
 
 from gpuvs import backends, policy
 from gpuvs.backends.base import NO_GPU
+from gpuvs.caveats import detect as caveats_of
 from gpuvs.config import RunConfig
 from gpuvs.model import Case, Caveat, Measurement, Status
 from gpuvs.protocol import Budget
 
 # A fresh worker imports its framework and initialises the device before its first case.
+# A case whose call took longer than this (a seconds-long Jacobian) is sampled in one
+# pass only.
+PASS_MAX_CASE_S = 3.0
+# Caveats a pass sees from outside the samples, kept when passes are merged.
+PASS_CAVEATS = frozenset({Caveat.CONTENDED, Caveat.THROTTLED, Caveat.TF32_ON,
+                          Caveat.MULTIMODAL, Caveat.DRIFTING})
 # A case measured while other processes held the machine is measured again after a
 # pause, at most this many times; if it stays contended it is stored with the caveat.
 CONTENDED_RETRIES = 1
@@ -162,29 +169,75 @@ class Worker:
 def execute(run: Recorder, cases: Iterable[Case], config: RunConfig,
             on_result: Callable[[Measurement], None] = lambda m: None,
             skip_keys: frozenset[str] = frozenset()) -> RunSummary:
-    """Run every case not in `skip_keys`, saving each measurement as it arrives."""
+    """Run every case not in `skip_keys`, saving each measurement as it arrives.
+
+    With `config.passes` above one, the plan runs again in fresh worker processes, each
+    pass with its share of the budget, and a case's samples from every pass are merged:
+    its CI then covers what a new process, a moment later, gives (a process's own memory
+    layout, a passing load) — a CI from one process covers only that process. Replays of
+    a post, cases that failed, and calls too long to sample twice run once."""
     summary = RunSummary()
     workers: dict[tuple[str, bool], Worker] = {}  # by backend, and whether it replays
     retired: list[Worker] = []
     oom_series: dict[Case, int] = {}
-    request_base = {"budget": Budget(seconds=config.budget_s).__dict__,
+    request_base = {"budget": Budget(seconds=config.budget_s / config.passes).__dict__,
                     "criterion": config.criterion}
+    todo = [c for c in cases if c.key not in skip_keys]
+    done: dict[str, Measurement] = {}
     try:
-        for case in cases:
-            if case.key in skip_keys:
-                continue
-            m = (_precheck(case, oom_series)
-                 or _dispatch(case, workers, retired, request_base, config))
-            if m.status is Status.OOM:
-                oom_series.setdefault(case.series, case.size)
-            run.record(m)
-            summary.counts[m.status.value] += 1
-            summary.measurements.append(m)
-            on_result(m)
+        for n in range(config.passes):
+            if n:
+                _retire_all(workers, retired)  # the next pass starts new processes
+            for case in todo:
+                if n and not _again(done[case.key]):
+                    continue
+                m = (_precheck(case, oom_series)
+                     or _dispatch(case, workers, retired, request_base, config))
+                if m.status is Status.OOM:
+                    oom_series.setdefault(case.series, case.size)
+                m = merged(done[case.key], m) if n else m
+                done[case.key] = m
+                run.record(m)  # each pass's result is kept as soon as it exists
+                if n == config.passes - 1 or not _again(m):
+                    summary.counts[m.status.value] += 1
+                    summary.measurements.append(m)
+                    on_result(m)
     finally:
         for w in (*retired, *workers.values()):
             w.close()
     return summary
+
+
+def _retire_all(workers: dict[tuple[str, bool], Worker], retired: list[Worker]) -> None:
+    retired.extend(workers.values())
+    for w in workers.values():
+        w.retire()
+    workers.clear()
+
+
+def _again(m: Measurement) -> bool:
+    """Whether a case is measured again in the next pass."""
+    return (m.status is Status.OK and m.case.variant != "as_written"
+            and m.counters.get("case_s", 0.0) <= PASS_MAX_CASE_S)
+
+
+def merged(first: Measurement, later: Measurement) -> Measurement:
+    """One case from two passes: samples in the order taken, the first pass's first call
+    and loops, the later pass's counters, and the caveats judged on all the samples (plus
+    those only a pass could see: contention, throttling, TF32). A later pass that failed
+    is the case's outcome: a number that could not be taken again is not kept."""
+    if later.status is not Status.OK:
+        return later
+    samples = (*first.samples, *later.samples)
+    seen = {cv for cv in (*first.caveats, *later.caveats) if cv in PASS_CAVEATS}
+    found = caveats_of(samples, first.first_call_s,
+                       Caveat.BUDGET_EXHAUSTED not in later.caveats)
+    return replace(first, samples=samples,
+                   wall_samples=(*first.wall_samples, *later.wall_samples),
+                   warmups=first.warmups + later.warmups,
+                   counters={**first.counters, **later.counters,
+                             "passes": first.counters.get("passes", 1.0) + 1},
+                   caveats=tuple(dict.fromkeys((*found, *sorted(seen)))))
 
 
 def _precheck(case: Case, oom_series: dict[Case, int]) -> Measurement | None:

@@ -4,6 +4,7 @@ module imports a framework at top level, so `gpuvs --help` stays instant."""
 from gpuvs.cli import (  # noqa: F401  (registers the commands)
     ceilings,
     dist,
+    history,
     report,
     run,
     seeds,

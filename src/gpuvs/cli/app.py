@@ -101,6 +101,11 @@ WorkloadsOpt = Annotated[list[str] | None, typer.Option(
 ColdOpt = Annotated[bool, typer.Option(
     "--cold", help="Flush the caches before every timed call (GPU L2, CPU last-level "
                    "cache); one call per sample.")]
+PassesOpt = Annotated[int | None, typer.Option(
+    metavar="N",
+    help="Measure the plan N times, each pass in fresh worker processes with 1/N of the "
+         "budget, and merge each case's samples, so that its CI covers what a new process "
+         "a moment later gives (default 2; 1 for one process).")]
 ResumeOpt = Annotated[str | None, typer.Option(
     metavar="RUN_ID", help="Finish an interrupted run: skip its recorded cases, run the rest.")]
 
@@ -108,14 +113,15 @@ ResumeOpt = Annotated[str | None, typer.Option(
 def build_config(workloads: tuple[str, ...], variant: list[str] | None,
                   backend: list[str] | None, device: list[str] | None,
                   dtype: list[str] | None, sizes: list[str] | None, budget: float | None,
-                  timeout: float | None, criterion: str | None, cold: bool = False) -> Any:
+                  timeout: float | None, criterion: str | None, cold: bool = False,
+                  passes: int | None = None) -> Any:
     from gpuvs import config as cfg
 
     return cfg.build({
         "workloads": workloads, "variants": split(variant), "backends": split(backend),
         "devices": split(device), "dtypes": split(dtype),
         "sizes": cfg.parse_sizes(split(sizes)), "budget_s": budget, "timeout_s": timeout,
-        "criterion": criterion, "cold": cold or None,
+        "criterion": criterion, "cold": cold or None, "passes": passes,
     })
 
 

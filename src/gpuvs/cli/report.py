@@ -33,10 +33,24 @@ def report(
     run_id: RunIdArg = None, from_json: FromOpt = None,
     output: Annotated[Path | None, typer.Option(
         "--output", "-o", metavar="PATH", help="Where to write; default RUN_ID.html.")] = None,
+    history: Annotated[bool, typer.Option(
+        "--history", help="Instead of one run: every case's time across the stored runs, "
+                          "with its CI, step changes marked (default gpuvs-history.html).")
+    ] = False,
+    workload: Annotated[str | None, typer.Option(
+        "--workload", "-w", metavar="WORKLOAD", help="With --history: one workload only.")
+    ] = None,
+    by: Annotated[str, typer.Option(
+        metavar="date|commit", help="With --history: runs along x by date or by commit.")
+    ] = "date",
     db: DbOption = None,
 ) -> None:
     """Write a run's report: one HTML file with the verdict, plots, tables, method and
-    environment; it makes no network request, so it opens anywhere and prints."""
+    environment; it makes no network request, so it opens anywhere and prints. With
+    --history, the store's runs over time instead."""
+    if history:
+        _history(run_id, from_json, output, workload, by, db)
+        return
     with usage_errors():
         record, measurements, ceilings = load_run(run_id, from_json, db)
         path = output or Path(f"{record.run_id}.html")
@@ -83,3 +97,27 @@ def load_run(run_id: str | None, from_json: Path | None, db: str | None
         run_id = store.latest_run_id() or run_id
     record = store.get_run(run_id)
     return record, store.measurements(record.run_id), stored_ceilings(store, record)
+
+
+HISTORY_RUNS = 200
+
+
+def _history(run_id: str | None, from_json: Path | None, output: Path | None,
+             workload: str | None, by: str, db: str | None) -> None:
+    from gpuvs.report.pages import render_history
+
+    with usage_errors():
+        if run_id is not None or from_json is not None:
+            raise UsageError("--history draws the whole store: give no RUN_ID or --from")
+        if by not in ("date", "commit"):
+            raise UsageError(f"--by {by!r}: accepted: date, commit")
+        store = open_store(db)
+        found = [(run, ms) for run in store.runs(HISTORY_RUNS)
+                 if (ms := store.measurements(run.run_id))
+                 and (workload is None or any(m.case.workload == workload for m in ms))]
+        if not found:
+            raise UsageError("no stored run to draw" + (f" with workload {workload!r}"
+                                                        if workload else ""))
+        path = output or Path("gpuvs-history.html")
+        write_file(path, render_history(found, by, workload), "history")
+    console().print(f"wrote {path}")

@@ -16,6 +16,7 @@ from gpuvs.cli.app import (
     DeviceOpt,
     DtypeOpt,
     JsonOpt,
+    PassesOpt,
     ResumeOpt,
     SizesOpt,
     TimeoutOpt,
@@ -46,7 +47,7 @@ def run(
     dtype: DtypeOpt = None, sizes: SizesOpt = None, budget: BudgetOpt = None,
     timeout: TimeoutOpt = None, criterion: CriterionOpt = None, db: DbOption = None,
     json_path: JsonOpt = None, resume: ResumeOpt = None, cold: ColdOpt = False,
-    report_path: ReportOpt = None,
+    report_path: ReportOpt = None, passes: PassesOpt = None,
 ) -> None:
     """Run workloads on every backend and device, and print a table per workload."""
     from gpuvs import config as cfg
@@ -61,7 +62,7 @@ def run(
             config = cfg.RunConfig(**_config_fields(run_record.config)).validate()
         else:
             config = build_config(split(workload), variant, backend, device, dtype, sizes,
-                                   budget, timeout, criterion, cold)
+                                   budget, timeout, criterion, cold, passes)
     raise typer.Exit(_execute(store, config, run_record, json_path, report_path))
 
 
@@ -72,6 +73,7 @@ def sweep(
     dtype: DtypeOpt = None, sizes: SizesOpt = None, budget: BudgetOpt = None,
     timeout: TimeoutOpt = None, criterion: CriterionOpt = None, db: DbOption = None,
     json_path: JsonOpt = None, cold: ColdOpt = False, report_path: ReportOpt = None,
+    passes: PassesOpt = None,
     refine: Annotated[bool, typer.Option(
         help="Add sizes around each crossover until it is bracketed within --factor.")] = False,
     factor: Annotated[float, typer.Option(
@@ -83,7 +85,7 @@ def sweep(
             raise UsageError(f"--factor must be a number above 1; got {factor}")
         store = open_store(db)
         config = build_config((workload,), variant, backend, device, dtype, sizes, budget,
-                               timeout, criterion, cold)
+                               timeout, criterion, cold, passes)
     raise typer.Exit(_execute(store, config, None, json_path, report_path,
                               factor if refine else None))
 

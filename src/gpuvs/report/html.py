@@ -68,25 +68,29 @@ class Sweep:
 def render_html(run: Run, measurements: Iterable[Measurement],
                 ceilings: Sequence[Ceiling] = ()) -> str:
     """The report page for `run`. Deterministic: same inputs, same bytes."""
+    return jinja().get_template(TEMPLATE).render(_page(run, list(measurements), ceilings))
+
+
+def jinja() -> Any:
+    """The templates of every gpuvs page, autoescaped, strict about missing values."""
     from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
-    jinja = Environment(loader=PackageLoader("gpuvs.report", "templates"),
-                        autoescape=select_autoescape(("html.j2",), default=True),
-                        undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
-    return jinja.get_template(TEMPLATE).render(_page(run, list(measurements), ceilings))
+    return Environment(loader=PackageLoader("gpuvs.report", "templates"),
+                       autoescape=select_autoescape(("html.j2",), default=True),
+                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
 
 
 def _page(run: Run, ms: list[Measurement], ceilings: Sequence[Ceiling]) -> dict[str, Any]:
     """Everything the template shows, in the order it shows it."""
     plots: dict[str, list[Figure]] = {}
     for p in all_plots(ms, ceilings):
-        plots.setdefault(p.section, []).append(_figure(p))
+        plots.setdefault(p.section, []).append(figure_of(p))
     return {
         "run": run,
         "kind": run.kind.value,
         "summary": _summary(run, ms),
-        "verdict": _view(verdict_table(ms)),
-        "seeds": [_view(t) for t in _seed_tables(run, ms)],
+        "verdict": view(verdict_table(ms)),
+        "seeds": [view(t) for t in _seed_tables(run, ms)],
         "sweeps": _sweeps(ms, ceilings, plots),
         "rooflines": plots.get(ROOFLINE, []),
         "has_ceilings": bool(ceilings),
@@ -99,13 +103,13 @@ def _page(run: Run, ms: list[Measurement], ceilings: Sequence[Ceiling]) -> dict[
     }
 
 
-def _figure(p: Plot) -> Figure:
+def figure_of(p: Plot) -> Figure:
     from markupsafe import Markup
 
     return Figure(p.name, Markup(to_svg(p)), p.caption)
 
 
-def _view(table: Table) -> TableView:
+def view(table: Table) -> TableView:
     keep = [i for i, _ in enumerate(table.columns) if any(row[i] for row in table.rows)]
     columns = tuple(table.columns[i] for i in keep)
     return TableView(table.title, columns, tuple(c in NUMERIC for c in columns),
@@ -135,7 +139,7 @@ def _sweeps(ms: Sequence[Measurement], ceilings: Sequence[Ceiling],
     sweeps: dict[str, list[TableView]] = {}
     for table in result_tables(ms, ceilings):
         sweep = table.title.removeprefix("crossover · ")
-        sweeps.setdefault(sweep, []).append(_view(table))
+        sweeps.setdefault(sweep, []).append(view(table))
     return [Sweep(title, tuple(plots.get(title, ())), tuple(tables))
             for title, tables in sweeps.items()]
 
@@ -217,4 +221,4 @@ def _problems(ms: Sequence[Measurement]) -> TableView | None:
              for (backend, device), reason in sorted(unavailable.items())]
     if not rows:
         return None
-    return _view(Table("failed, unavailable and unstable cases", PROBLEM_COLUMNS, tuple(rows)))
+    return view(Table("failed, unavailable and unstable cases", PROBLEM_COLUMNS, tuple(rows)))

@@ -80,6 +80,7 @@ class Plot:
     caption: str = ""
     xunit: str = "size"   # how tick labels read: see TICKS
     yunit: str = "s"
+    xlabels: tuple[str, ...] = ()  # a linear x axis, point i labelled xlabels[i] (runs)
 
 
 def all_plots(measurements: Iterable[Measurement], ceilings: Sequence[Ceiling] = ()
@@ -314,7 +315,7 @@ def _figure(plot: Plot, rc: dict[str, Any]) -> Iterator[Any]:
 
 
 def _draw(fig: Any, ax: Any, plot: Plot, legend_outside: bool) -> None:
-    ax.set_xscale("log")
+    ax.set_xscale("linear" if plot.xlabels else "log")
     ax.set_yscale("log")
     for s in plot.series:
         _draw_series(ax, s)
@@ -325,7 +326,10 @@ def _draw(fig: Any, ax: Any, plot: Plot, legend_outside: bool) -> None:
     ax.set_title(plot.title, fontsize=8.5, loc="left")
     ax.set_xlabel(plot.xlabel, fontsize=8)
     ax.set_ylabel(plot.ylabel, fontsize=8)
-    _ticks(ax.xaxis, ax.get_xlim(), plot.xunit)
+    if plot.xlabels:
+        ax.set_xticks(range(len(plot.xlabels)), plot.xlabels, rotation=30, ha="right")
+    else:
+        _ticks(ax.xaxis, ax.get_xlim(), plot.xunit)
     _ticks(ax.yaxis, ax.get_ylim(), plot.yunit)
     ax.tick_params(which="both", labelsize=7.5)
     ax.grid(True, which="major", linewidth=0.4, alpha=0.5)

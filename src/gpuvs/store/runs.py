@@ -80,11 +80,15 @@ def start_run(store: Any, kind: RunKind, config: Mapping[str, Any],
     """Create the run in `store` now, so that even a run killed at once leaves its trace.
     `config` is what the run measures; its kind is written into it (a sweep's is left
     implicit, as sweeps have always been stored). The environment is this machine's
-    unless given (a comparison made elsewhere)."""
-    if environment is None:
-        from gpuvs import env
+    unless given, and carries the run's provenance (`env.provenance`: git commit, command
+    line, machine label) under `facts["provenance"]`."""
+    from gpuvs import env
 
+    if environment is None:
         environment = env.collect()
+    if "provenance" not in environment.facts:  # a comparison made elsewhere keeps its own
+        environment = Environment(environment.fingerprint,
+                                  {**environment.facts, "provenance": env.provenance()})
     stored = dict(config) if kind is RunKind.SWEEP else {"kind": kind.value, **config}
     record = Run(new_run_id(), now(), stored, environment)
     store.create_run(record)

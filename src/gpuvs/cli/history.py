@@ -1,0 +1,273 @@
+"""`gpuvs runs`, `gpuvs compare` and `gpuvs check`: answers across runs, commits and
+machines. Runs are named by id, `latest`, or the path of a JSON export
+(`gpuvs export RUN -f json`), so runs made on two machines compare without a shared store.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from gpuvs.cli.app import (
+    EXIT_FAILED_RUN,
+    DbOption,
+    FormatOpt,
+    app,
+    check_format,
+    console,
+    emit_tables,
+    open_store,
+    usage_errors,
+    write_file,
+)
+from gpuvs.errors import UsageError
+
+ThresholdOpt = Annotated[str, typer.Option(
+    "--threshold", metavar="PERCENT",
+    help="How much slower or faster counts as a change: 5% (or 0.05).")]
+ForceOpt = Annotated[bool, typer.Option(
+    "--force", help="Compare anyway: cases whose workload versions differ, or (check) a "
+                    "baseline from another machine.")]
+RECENT_RUNS = 500
+_RELATIVE = re.compile(r"^(\d+)([dhw])$")
+
+
+def load(spec: str, store: Any) -> tuple[Any, list[Any]]:
+    """(run, measurements) from a run id, 'latest', or a JSON export's path."""
+    if spec.endswith(".json") or Path(spec).is_file():
+        from gpuvs.store.export import load_json
+
+        run, ms, _ = load_json(Path(spec))
+        return run, ms
+    run_id = (store.latest_run_id() or spec) if spec == "latest" else spec
+    record = store.get_run(run_id)
+    return record, store.measurements(record.run_id)
+
+
+def _threshold(text: str) -> float:
+    from gpuvs.analysis.regression import parse_threshold
+
+    try:
+        return parse_threshold(text)
+    except ValueError:
+        raise UsageError(f"--threshold/--fail-above {text!r} must be a positive percentage "
+                         "(5%) or fraction (0.05)") from None
+
+
+def _since(text: str | None) -> datetime | None:
+    if text is None:
+        return None
+    found = _RELATIVE.match(text)
+    if found:
+        n, unit = int(found.group(1)), found.group(2)
+        days = {"d": n, "h": n / 24, "w": 7 * n}[unit]
+        return datetime.now(timezone.utc) - timedelta(days=days)
+    try:
+        when = datetime.fromisoformat(text)
+    except ValueError:
+        raise UsageError(f"--since {text!r} is not a date; give 2026-11-20, "
+                         "2026-11-20T08:00 or a span such as 7d, 12h, 2w") from None
+    return when if when.tzinfo else when.replace(tzinfo=timezone.utc)
+
+
+def _started(run: Any) -> datetime:
+    when = datetime.strptime(run.started_at, "%Y-%m-%dT%H:%M:%S%z")
+    return when.astimezone(timezone.utc)
+
+
+@app.command()
+def runs(
+    workload: Annotated[str | None, typer.Option(
+        "--workload", "-w", metavar="WORKLOAD", help="Only runs that measured this workload.")
+    ] = None,
+    machine: Annotated[str | None, typer.Option(
+        metavar="LABEL", help="Only runs made on this machine label ($GPUVS_MACHINE or the "
+                              "host name when the run was made).")] = None,
+    gpu: Annotated[str | None, typer.Option(
+        metavar="TEXT", help="Only runs on a GPU whose name holds TEXT (H100, H200…).")
+    ] = None,
+    since: Annotated[str | None, typer.Option(
+        metavar="WHEN", help="Only runs started since a date (2026-11-20) or for a span "
+                             "(7d, 12h, 2w).")] = None,
+    limit: Annotated[int, typer.Option(metavar="N", help="At most N runs.")] = 20,
+    db: DbOption = None, fmt: FormatOpt = "plain",
+) -> None:
+    """List stored runs, most recent first: id, kind, when, machine, GPU, git commit, and
+    cases ok and failed."""
+    from gpuvs.report.history import gpus_of, machine_of, runs_table
+
+    with usage_errors():
+        check_format(fmt)
+        if limit < 1:
+            raise UsageError(f"--limit must be a whole number from 1; got {limit}")
+        after = _since(since)
+        store = open_store(db)
+        found = []
+        for run in store.runs(RECENT_RUNS):
+            if (machine and machine_of(run) != machine
+                    or gpu and gpu.lower() not in gpus_of(run).lower()
+                    or after and _started(run) < after):
+                continue
+            ms = store.measurements(run.run_id)
+            if workload and not any(m.case.workload == workload for m in ms):
+                continue
+            found.append((run, ms))
+            if len(found) == limit:
+                break
+    emit_tables([runs_table(found)], fmt, console())
+
+
+def _clock(ms: list[Any]) -> str:
+    """The SM clocks a run's GPU cases ran at, where NVML read them."""
+    clocks = sorted({round(m.counters["sm_clock_mhz"]) for m in ms
+                     if "sm_clock_mhz" in m.counters})
+    return f"{clocks[0]}–{clocks[-1]} MHz" if len(clocks) > 1 else (
+        f"{clocks[0]} MHz" if clocks else "")
+
+
+@app.command()
+def compare(
+    runs_: Annotated[list[str], typer.Argument(
+        metavar="A B [C …]", help="Runs: ids, 'latest', or JSON exports' paths. Each after "
+                                  "the first is compared with the first.")],
+    threshold: ThresholdOpt = "5%", force: ForceOpt = False,
+    report_path: Annotated[Path | None, typer.Option(
+        "--report", metavar="PATH", help="Also write the comparison as an HTML page.")
+    ] = None,
+    db: DbOption = None, fmt: FormatOpt = "plain",
+) -> None:
+    """Compare runs case by case: environments first, then each case's ratio with a 95 %
+    CI, a rank test, and a verdict (faster, slower, same, ambiguous), and a geometric mean
+    per workload. Runs from two machines compare by design (H100 against H200)."""
+    from gpuvs.analysis import regression
+
+    with usage_errors():
+        check_format(fmt)
+        if len(runs_) < 2:
+            raise UsageError("compare needs two runs or more: gpuvs compare A B [C …]")
+        t = _threshold(threshold)
+        store = open_store(db)
+        loaded = [load(spec, store) for spec in runs_]
+        base_run, base_ms = loaded[0]
+        results = []
+        for run, ms in loaded[1:]:
+            changes, unmatched = regression.compare(base_ms, ms, t, force)
+            refused = [u for u in unmatched if u.why.startswith("workload version")]
+            if refused and not force:
+                raise UsageError(f"{len(refused)} case(s) ran at other workload versions "
+                                 f"(e.g. {refused[0].key}: {refused[0].why}); their numbers "
+                                 "measure different code — pass --force to compare anyway")
+            results.append((run, ms, changes, unmatched))
+        if report_path is not None:
+            _page(report_path, base_run, results, t)
+    _print(base_run, base_ms, results, t, force, fmt)
+
+
+def _print(base_run: Any, base_ms: list[Any], results: list[Any], t: float, force: bool,
+           fmt: str) -> None:
+    from gpuvs.analysis.regression import geometric_means
+    from gpuvs.report.history import (
+        change_table,
+        environment_diff,
+        means_table,
+        unmatched_lines,
+        verdict_counts,
+    )
+
+    out = console()
+    for run, ms, changes, unmatched in results:
+        names = (base_run.run_id, run.run_id)
+        lines = environment_diff(base_run, run, (_clock(base_ms), _clock(ms)))
+        lines += unmatched_lines(unmatched, force)
+        tables = [change_table(changes, t, names), means_table(geometric_means(changes))]
+        if fmt == "json":
+            emit_tables(tables, fmt, out)
+            continue
+        for line in lines:
+            out.print(line, markup=False, highlight=False)
+        emit_tables(tables, fmt, out)
+        out.print(f"B ({run.run_id}) against A ({base_run.run_id}): {verdict_counts(changes)}",
+                  markup=False, highlight=False)
+
+
+def _page(path: Path, base_run: Any, results: list[Any], t: float) -> None:
+    from gpuvs.report.pages import render_compare
+
+    write_file(path, render_compare(base_run, results, t), "comparison")
+
+
+@app.command()
+def check(
+    baseline: Annotated[str, typer.Option(
+        "--baseline", metavar="RUN|latest",
+        help="The run to compare against: an id, a JSON export, or 'latest' (the newest "
+             "finished run before --run).")],
+    run_spec: Annotated[str, typer.Option(
+        "--run", metavar="RUN|latest", help="The run to judge; default the newest.")
+    ] = "latest",
+    fail_above: Annotated[str, typer.Option(
+        "--fail-above", metavar="PERCENT",
+        help="Fail (exit 1) when a case is slower by more than this, its whole CI above "
+             "it.")] = "5%",
+    force: ForceOpt = False, db: DbOption = None, fmt: FormatOpt = "plain",
+) -> None:
+    """The CI gate: exit 1 when a case got slower beyond --fail-above with its whole 95 %
+    CI above the threshold; 0 when every case is the same, faster, or only ambiguous."""
+    from gpuvs.analysis import regression
+
+    with usage_errors():
+        check_format(fmt)
+        t = _threshold(fail_above)
+        store = open_store(db)
+        run, ms = load(run_spec, store)
+        base, base_ms = (_previous(store, run) if baseline == "latest"
+                         else load(baseline, store))
+        if base.environment.fingerprint != run.environment.fingerprint and not force:
+            raise UsageError(f"baseline {base.run_id} ran on another set-up (fingerprint "
+                             f"{base.environment.fingerprint}, this run "
+                             f"{run.environment.fingerprint}): its numbers are another "
+                             "machine's; compare with `gpuvs compare`, or pass --force")
+        changes, _ = regression.compare(base_ms, ms, t, force)
+    raise typer.Exit(_verdict(base.run_id, run.run_id, changes, t, fmt))
+
+
+def _previous(store: Any, run: Any) -> tuple[Any, list[Any]]:
+    """The newest finished run before `run`."""
+    seen = False
+    for record in store.runs(RECENT_RUNS):
+        if record.run_id == run.run_id:
+            seen = True
+        elif seen and record.status == "finished":
+            return record, store.measurements(record.run_id)
+    raise UsageError(f"no finished run before {run.run_id} to use as the baseline; name one "
+                     "with --baseline RUN")
+
+
+def _verdict(base: str, run: str, changes: list[Any], t: float, fmt: str) -> int:
+    from gpuvs.report.history import change_table, verdict_counts
+
+    out = console()
+    slower = [c for c in changes if c.verdict == "slower"]
+    unsure = [c for c in changes if c.verdict == "ambiguous"]
+    emit_tables([change_table(changes, t, (base, run))], fmt, out)
+    if fmt == "json":
+        return EXIT_FAILED_RUN if slower else 0
+    out.print(f"{run} against {base}: {verdict_counts(changes)}", markup=False,
+              highlight=False)
+    if unsure:
+        out.print(f"{len(unsure)} case(s) ambiguous (the CI straddles ±{100 * t:g} %), not "
+                  "failing: " + ", ".join(c.key for c in unsure), markup=False,
+                  highlight=False)
+    if slower:
+        out.print(f"FAILED: {len(slower)} case(s) slower by more than {100 * t:g} % with "
+                  "the whole 95 % CI above it: " + ", ".join(
+                      f"{c.key} ({c.ratio:.3f}×)" for c in slower), markup=False,
+                  highlight=False)
+        return EXIT_FAILED_RUN
+    out.print(f"passed: no case slower by more than {100 * t:g} %", markup=False,
+              highlight=False)
+    return 0

@@ -1,0 +1,128 @@
+"""Runs side by side, as tables of strings: the list of stored runs, what differs between
+two runs' environments, and case by case how B compares with A (regression.py's verdicts).
+Pure, like layout.py: the commands print these, in plain text, markdown or JSON."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from gpuvs import units
+from gpuvs.analysis.regression import Change, Mean, Unmatched
+from gpuvs.model import Measurement, Run, Status
+from gpuvs.table import Table
+
+RUN_COLUMNS = ("run", "kind", "started", "machine", "GPU", "commit", "ok", "failed")
+CHANGE_COLUMNS = ("case", "A", "B", "B ÷ A (95 % CI)", "rank test p", "verdict")
+MEAN_COLUMNS = ("workload", "cases", "geometric mean B ÷ A (95 % CI)")
+FAILED = (Status.CRASHED, Status.WRONG_RESULT, Status.TIMEOUT, Status.OOM)
+
+
+def machine_of(run: Run) -> str:
+    return str(provenance(run).get("machine") or run.environment.facts.get("hostname") or "—")
+
+
+def provenance(run: Run) -> Mapping[str, Any]:
+    found = run.environment.facts.get("provenance")
+    return found if isinstance(found, Mapping) else {}
+
+
+def commit_of(run: Run) -> str:
+    p = provenance(run)
+    commit = p.get("git_commit")
+    if not commit:
+        return "—"
+    return str(commit)[:10] + ("+dirty" if p.get("git_dirty") else "")
+
+
+def gpus_of(run: Run) -> str:
+    names = [str(g.get("name")) for g in run.environment.facts.get("gpus", []) or []]
+    return ", ".join(dict.fromkeys(names)) or "none"
+
+
+def runs_table(found: Sequence[tuple[Run, Sequence[Measurement]]]) -> Table:
+    """One row per run, newest first, with its cases counted by outcome."""
+    rows = []
+    for run, ms in found:
+        counts = Counter(m.status for m in ms)
+        rows.append((run.run_id, run.kind.value, run.started_at, machine_of(run), gpus_of(run),
+                     commit_of(run), str(counts[Status.OK]),
+                     str(sum(counts[s] for s in FAILED))))
+    return Table("stored runs, most recent first", RUN_COLUMNS, tuple(rows),
+                 notes=("failed: crashed, wrong result, timeout or out of memory",))
+
+
+# What is compared between environments: label → how to read it from the facts.
+_ENV_FIELDS = (
+    ("GPU", lambda f: ", ".join(str(g.get("name")) for g in f.get("gpus", []) or []) or "none"),
+    ("driver", lambda f: f"{f.get('driver') or '—'} (CUDA {f.get('cuda_driver') or '—'})"),
+    ("CPU", lambda f: f"{f.get('cpu_model')}, {f.get('cores_logical')} threads"),
+    ("BLAS threads", lambda f: ", ".join(f"{p.get('api')} {p.get('threads')}"
+                                         for p in f.get("blas", []) or []) or "—"),
+    ("libraries", lambda f: ", ".join(f"{k} {v}" for k, v in
+                                      sorted((f.get("libraries") or {}).items())) or "—"),
+    ("Python", lambda f: str(f.get("python"))),
+)
+
+
+def environment_diff(a: Run, b: Run, clocks: tuple[str, str] = ("", "")) -> list[str]:
+    """Lines: first whether the two ran on one machine, then what differs, then what is
+    the same. `clocks` are the SM clocks each run's GPU cases ran at, where read."""
+    lines = []
+    if a.environment.fingerprint != b.environment.fingerprint:
+        lines.append(f"A ({machine_of(a)}, {gpus_of(a)}) and B ({machine_of(b)}, {gpus_of(b)}) "
+                     "ran on different set-ups (environment fingerprints "
+                     f"{a.environment.fingerprint} and {b.environment.fingerprint}): this "
+                     "compares the machines and their software, by design")
+    same = []
+    rows = [*(_read(label, read, a, b) for label, read in _ENV_FIELDS),
+            ("SM clock", *clocks)]
+    for label, va, vb in rows:
+        if va == vb:
+            same.append(label)
+        else:
+            lines.append(f"{label}: A {va or '—'}; B {vb or '—'}")
+    lines.append(f"same in both: {', '.join(same)}" if same else "nothing else is the same")
+    return lines
+
+
+def _read(label: str, read: Any, a: Run, b: Run) -> tuple[str, str, str]:
+    return label, str(read(a.environment.facts)), str(read(b.environment.facts))
+
+
+def change_table(changes: Sequence[Change], threshold: float, names: tuple[str, str]
+                 ) -> Table:
+    """Each case, slowest first: A's and B's medians, the ratio, the rank test, the word."""
+    order = sorted(changes, key=lambda c: (c.workload, -c.ratio))
+    rows = tuple((c.key, units.seconds(c.a), units.seconds(c.b),
+                  f"{c.ratio:.3f} [{c.low:.3f}, {c.high:.3f}]", f"{c.p_value:.2g}",
+                  c.verdict + (" (contended)" if c.contended else "")) for c in order)
+    t = 100 * threshold
+    return Table(f"B ({names[1]}) against A ({names[0]}), case by case", CHANGE_COLUMNS, rows,
+                 notes=(f"slower / faster: the whole CI above {1 + threshold:.3g} / below "
+                        f"{1 / (1 + threshold):.3g} (threshold {t:g} %); same: the whole CI "
+                        "within them; ambiguous: the CI straddles a threshold",
+                        "rank test: Mann–Whitney U on the two runs' samples, two-sided"))
+
+
+def means_table(means: Sequence[Mean]) -> Table:
+    rows = tuple((m.workload, str(m.cases), f"{m.ratio:.3f} [{m.low:.3f}, {m.high:.3f}]")
+                 for m in means)
+    return Table("per workload", MEAN_COLUMNS, rows,
+                 notes=("geometric mean of the cases' ratios; its CI resamples the cases "
+                        "(one case: that case's own CI)",))
+
+
+def unmatched_lines(unmatched: Sequence[Unmatched], forced: bool) -> list[str]:
+    versions = [u for u in unmatched if u.why.startswith("workload version")]
+    lines = [f"not compared, {u.why}: {u.key}" for u in unmatched if u not in versions]
+    lines += [f"{'compared anyway (--force)' if forced else 'refused'}, {u.why}: {u.key}"
+              for u in versions]
+    return lines
+
+
+def verdict_counts(changes: Sequence[Change]) -> str:
+    counts = Counter(c.verdict for c in changes)
+    return ", ".join(f"{counts[v]} {v}" for v in ("slower", "faster", "same", "ambiguous")
+                     if counts[v]) or "no case in common"
