@@ -345,3 +345,16 @@ class Bimodal(_TestWorkload):
             spin(case.size * 1e-6 / (3 if calls[0] % 3 == 0 else 1))
 
         return Prepared(call=call, check=_ok, single_call=True)
+
+
+@workloads.register
+class Planted(_TestWorkload):
+    """A call of size µs, made slower by $GPUVS_PLANTED_SLOWDOWN (a factor): the same case,
+    the same workload version, slower code — what `gpuvs check` must catch."""
+
+    name = "test_planted"
+    description = "size µs a call, times $GPUVS_PLANTED_SLOWDOWN"
+
+    def prepare(self, backend: Backend, case: Case) -> Prepared:
+        slowdown = float(os.environ.get("GPUVS_PLANTED_SLOWDOWN", "1"))
+        return Prepared(call=lambda: spin(case.size * 1e-6 * slowdown), check=_ok)

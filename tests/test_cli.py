@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from tests.helpers import run_id as run_id_of
 from typer.testing import CliRunner
 
 from gpuvs.cli import app
@@ -62,7 +63,7 @@ def test_run_measures_saves_and_prints_a_table_then_show_prints_it_again(db, tmp
     assert result.exit_code == 0, result.output
     assert "matmul · correct · float32 · shape=square" in result.output
     assert "FLOP/s" in result.output
-    run_id = result.output.split()[1].rstrip(":")
+    run_id = run_id_of(result.output)
     doc = json.loads(out_json.read_text())
     assert doc["run"]["run_id"] == run_id
     assert {m["status"] for m in doc["measurements"]} == {"ok"}

@@ -66,7 +66,8 @@ def test_a_regression_beyond_the_limit_fails_the_test(pytester: pytest.Pytester,
     monkeypatch.setenv("SPIN_S", "9e-4")  # three times slower
     result = pytester.runpytest("--gpuvs-fail=median:5%", *QUICK)
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*gpuvs: median regressed +* (* µs → * µs) against run *; "
+    result.stdout.fnmatch_lines(["*gpuvs: median regressed +* (* µs → * µs; the ratio's 95 % CI "
+                                 "* lies wholly above the limit) against run *; "
                                  "--gpuvs-fail=median:5% allows 5%*"])
 
 
@@ -126,3 +127,25 @@ def test_on_cuda_the_fixture_times_where_the_tensors_live(pytester: pytest.Pytes
             assert m.summary.median > 5e-4  # the work, not the launch
     """)
     pytester.runpytest("test_cuda.py", "--gpuvs-save", *QUICK).assert_outcomes(passed=1)
+
+
+def test_a_baseline_from_another_machine_is_refused_unless_forced(
+        pytester: pytest.Pytester, store: Path) -> None:
+    pytester.runpytest("--gpuvs-save=base", *QUICK).assert_outcomes(passed=1)
+    with sqlite3.connect(store) as conn:
+        conn.execute("UPDATE runs SET fingerprint = 'another-machine'")
+    refused = pytester.runpytest("--gpuvs-compare=base", "--gpuvs-fail=median:5%", *QUICK)
+    assert refused.ret == pytest.ExitCode.USAGE_ERROR
+    refused.stderr.fnmatch_lines(["*saved run * ran on another set-up (environment "
+                                  "fingerprint another-machine*--gpuvs-force*"])
+    forced = pytester.runpytest("--gpuvs-compare=base", "--gpuvs-force", *QUICK)
+    forced.assert_outcomes(passed=1)
+
+
+def test_the_gate_fails_on_the_interval_not_on_two_medians(pytester: pytest.Pytester,
+                                                           store: Path) -> None:
+    """The same function again is never 'slower', whatever its two medians: the gate is
+    `gpuvs check`'s, the ratio's whole CI beyond the limit."""
+    pytester.runpytest("--gpuvs-save=base", *QUICK).assert_outcomes(passed=1)
+    result = pytester.runpytest("--gpuvs-fail=median:5%", *QUICK)
+    result.assert_outcomes(passed=1)

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tests.helpers import run_id as run_id_of
 from typer.testing import CliRunner
 
 from gpuvs.cli import app
@@ -28,7 +29,7 @@ def test_two_gloo_ranks_measure_and_check_every_collective(dist, db, monkeypatch
                   "--samples", "3", "--budget", "0", "--json", str(out_json))
     assert result.exit_code == 0, result.output
     assert "NCCL variables on every rank: NCCL_DEBUG=WARN NCCL_NVLS_ENABLE=0" in result.output
-    run_id = result.output.split()[1].rstrip(":")
+    run_id = run_id_of(result.output)
     ms = open_store(db).measurements(run_id)
     assert [(m.case.size, m.case.param("collective")) for m in ms] == [
         (size, name) for size in (1024, 65536) for name in COLLECTIVES]

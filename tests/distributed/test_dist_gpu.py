@@ -4,6 +4,7 @@ per GPU, CUDA-event timing, every collective checked, DDP on both GPUs."""
 from __future__ import annotations
 
 import pytest
+from tests.helpers import run_id as run_id_of
 
 from gpuvs.model import Status
 from gpuvs.store import open_store
@@ -24,7 +25,7 @@ def test_nccl_collectives_on_two_gpus_are_checked_and_event_timed(dist, db) -> N
                   "4KiB,1MiB,16MiB")
     assert result.exit_code == 0, result.output
     assert "nccl " in result.output  # the ranks' NCCL version
-    ms = open_store(db).measurements(result.output.split()[1].rstrip(":"))
+    ms = open_store(db).measurements(run_id_of(result.output))
     assert len(ms) == 12
     for m in ms:
         assert m.status is Status.OK, m.reason
@@ -39,6 +40,6 @@ def test_nccl_collectives_on_two_gpus_are_checked_and_event_timed(dist, db) -> N
 def test_ddp_scaling_on_one_and_two_gpus(dist, db) -> None:
     result = dist("scaling", "--backend", "nccl", "--nproc", "2", "--steps", "5")
     assert result.exit_code == 0, result.output
-    ms = open_store(db).measurements(result.output.split()[1].rstrip(":"))
+    ms = open_store(db).measurements(run_id_of(result.output))
     assert [(m.case.size, m.status) for m in ms] == [(1, Status.OK), (2, Status.OK)]
     assert all(m.counters["samples_per_s"] > 0 and m.wall_samples for m in ms)

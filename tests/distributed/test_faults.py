@@ -9,6 +9,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from tests.helpers import run_id as run_id_of
 
 from gpuvs.distributed.launch import crash_reason
 from gpuvs.distributed.worker import FAULT_VARIABLE
@@ -34,7 +35,7 @@ def test_a_dead_rank_crashes_its_case_a_hung_one_times_out_and_the_rest_run(
                   "--timeout", "3")
     assert result.exit_code == 1, result.output  # a crashed case fails the run, as `run` does
     assert "Traceback" not in result.output
-    run_id = result.output.split()[1].rstrip(":")
+    run_id = run_id_of(result.output)
     got = {(m.case.size, m.case.param("collective")): m
            for m in open_store(db).measurements(run_id)}
     crashed, hung = got[(1024, "all_gather")], got[(4096, "all_gather")]
@@ -59,7 +60,7 @@ def test_a_rank_that_hangs_in_set_up_ends_every_case_it_owed_as_timeout(
     result = dist(*command, "--backend", "gloo", "--nproc", "2", "--setup-timeout", "20")
     assert result.exit_code == 0, result.output  # a timeout is a result, not a crash
     assert "Traceback" not in result.output
-    ms = open_store(db).measurements(result.output.split()[1].rstrip(":"))
+    ms = open_store(db).measurements(run_id_of(result.output))
     hung = [m for m in ms if m.status is Status.TIMEOUT]
     assert [m.case.key for m in hung] == [m.case.key for m in ms if m.case.size != 1
                                           or command[0] == "collectives"]
@@ -76,7 +77,7 @@ def test_a_dead_rank_at_n_2_leaves_the_n_1_scaling_result(dist, db, monkeypatch)
     result = dist("scaling", "--backend", "gloo", "--nproc", "2", "--steps", "1", "--batch",
                   "2")
     assert result.exit_code == 1, result.output
-    ms = open_store(db).measurements(result.output.split()[1].rstrip(":"))
+    ms = open_store(db).measurements(run_id_of(result.output))
     assert [(m.case.size, m.status) for m in ms] == [(1, Status.OK), (2, Status.CRASHED)]
     assert "crashed: rank 1 of 2 died (exit code 1)" in result.output
 

@@ -5,6 +5,7 @@ three small sizes, a tiny budget — made once per session through the command l
 from __future__ import annotations
 
 import pytest
+from tests.helpers import run_id as run_id_of
 from tests.report.samples import RealRun, invoke
 
 RUN_ARGS = ("run", "-w", "matmul,elementwise", "-s", "64,256,1024", "-b", "numpy,torch",
@@ -18,5 +19,5 @@ def real_run(tmp_path_factory: pytest.TempPathFactory) -> RealRun:
     db, report, doc = str(root / "results.sqlite"), root / "run.html", root / "run.json"
     result = invoke(*RUN_ARGS, "--db", db, "--report", str(report), "--json", str(doc))
     assert result.exit_code == 0, result.output
-    run_id = result.output.split()[1].rstrip(":")
+    run_id = run_id_of(result.output)
     return RealRun(db, run_id, report, doc)

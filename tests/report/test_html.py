@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 
 import pytest
+from tests.helpers import run_id as run_id_of
 from tests.report.samples import CEILINGS, GPU, RealRun, gpu_sweep, invoke, measurement, run
 
 from gpuvs.model import Case, Measurement, Status
@@ -203,7 +204,7 @@ def test_run_report_to_an_unwritable_path_keeps_the_run_and_says_how_to_get_the_
     result = invoke("run", "-w", "test_spin", "-s", "100", "-b", "numpy", "--budget", "0.05",
                     "--db", db, "--report", str(blocker / "r.html"))
     assert result.exit_code == 2 and "Traceback" not in result.output
-    run_id = result.output.split()[1].rstrip(":")
+    run_id = run_id_of(result.output)
     last = result.output.strip().splitlines()[-1]
     assert f"cannot write the report to {blocker}/r.html: {blocker} is a file" in last
     assert f"the run is saved: `gpuvs report {run_id} -o PATH` writes its report" in last

@@ -8,7 +8,9 @@ decided by the CI, never by the point estimate (as nvbench's compare script does
 - **slower** when the whole CI lies above 1 + t; **faster** when it lies below 1 ÷ (1 + t);
 - **same** when the whole CI lies inside [1 ÷ (1 + t), 1 + t];
 - **ambiguous** when it straddles a threshold: the runs cannot tell, so a gate must not
-  fail on it (pytest-benchmark's `--benchmark-compare-fail` compares two numbers and does).
+  fail on it (pytest-benchmark's `--benchmark-compare-fail` compares two numbers and does);
+  and a case measured on a busy machine (`contended`) on either side is at most
+  ambiguous: other work can slow a run by more than any threshold.
 
 Per workload, the geometric mean of the ratios, with a CI from resampling the cases
 (with one case, that case's own CI).
@@ -84,10 +86,13 @@ def change(a: Measurement, b: Measurement, threshold: float = DEFAULT_THRESHOLD,
     ratio, low, high = stats.ratio_ci(b.samples, a.samples, statistic=statistic)
     _, p = stats.mann_whitney_u(b.samples, a.samples)
     f = stats.STATISTICS[statistic]
+    contended = Caveat.CONTENDED in a.caveats or Caveat.CONTENDED in b.caveats
+    word = verdict(low, high, threshold)
+    if contended and word in ("slower", "faster"):
+        word = "ambiguous"
     return Change(a.case.key, a.case.workload, a.case.series.key.rsplit("/", 1)[0],
                   a.case.size, float(f(a.samples)), float(f(b.samples)),
-                  ratio, low, high, p, verdict(low, high, threshold),
-                  Caveat.CONTENDED in a.caveats or Caveat.CONTENDED in b.caveats)
+                  ratio, low, high, p, word, contended)
 
 
 def compare(a: Sequence[Measurement], b: Sequence[Measurement],

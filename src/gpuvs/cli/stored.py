@@ -9,8 +9,11 @@ import typer
 
 from gpuvs.cli.app import (
     DbOption,
+    FormatOpt,
     app,
+    check_format,
     console,
+    emit_tables,
     open_store,
     stored_ceilings,
     usage_errors,
@@ -21,30 +24,31 @@ from gpuvs.model import RunKind
 
 @app.command()
 def show(run_id: Annotated[str, typer.Argument(help="A run id, or 'latest'.")],
-         db: DbOption = None) -> None:
+         db: DbOption = None, fmt: FormatOpt = "plain") -> None:
     """Print a stored run's tables again (for a `gpuvs seeds` run, the posts' tables
     first)."""
-    from gpuvs.report import console as con
+    from gpuvs.report.dist import dist_tables
+    from gpuvs.report.history import commit_of, machine_of
     from gpuvs.report.layout import result_tables
     from gpuvs.report.seeds import seed_tables
 
     with usage_errors():
+        check_format(fmt)
         store = open_store(db)
         if run_id == "latest":
             run_id = store.latest_run_id() or run_id
         record = store.get_run(run_id)
-        out = console()
-        out.print(f"run {record.run_id} · {record.status} · started {record.started_at} · "
-                  f"environment {record.environment.fingerprint}")
         measurements = store.measurements(run_id)
-        if record.kind is RunKind.DIST:  # `gpuvs dist`: bandwidth and scaling tables
-            from gpuvs.report.dist import dist_tables
-
-            con.print_tables(dist_tables(measurements), out)
-            return
-        if record.kind is RunKind.SEEDS:
-            con.print_tables(seed_tables(measurements), out)
-        con.print_tables(result_tables(measurements, stored_ceilings(store, record)), out)
+        tables = (dist_tables(measurements) if record.kind is RunKind.DIST else
+                  (seed_tables(measurements) if record.kind is RunKind.SEEDS else [])
+                  + result_tables(measurements, stored_ceilings(store, record)))
+    out = console()
+    if fmt != "json":
+        out.print(f"run {record.run_id} · {record.kind} · {record.status} · started "
+                  f"{record.started_at} · machine {machine_of(record)} · commit "
+                  f"{commit_of(record)} · environment {record.environment.fingerprint}",
+                  markup=False, highlight=False)
+    emit_tables(tables, fmt, out)
 
 
 @app.command()

@@ -50,6 +50,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--gpuvs-db", metavar="PATH", default=None,
                     help="The gpuvs results database; default $GPUVS_DB, else the user data "
                          "directory.")
+    group.addoption("--gpuvs-force", action="store_true", default=False,
+                    help="Compare with a saved run even if it ran on another machine or "
+                         "software set-up (its environment fingerprint differs).")
     group.addoption("--gpuvs-disable", action="store_true", default=False,
                     help="Call each function once, untimed.")
 
@@ -79,10 +82,9 @@ class FailRule:
                                     "or seconds (0.001)")
         return cls(stat, value, relative)
 
-    def exceeded(self, now: float, before: float) -> bool:
-        if self.relative:
-            return now > before * (1 + self.limit / 100)
-        return now - before > self.limit
+    def threshold(self, before: float) -> float:
+        """The limit as a share of the baseline's statistic (gpuvs check's threshold)."""
+        return self.limit / 100 if self.relative else self.limit / before
 
 
 class GpuvsSession:
@@ -105,6 +107,7 @@ class GpuvsSession:
         self.save_name: str | None = opt("--gpuvs-save")
         compare = opt("--gpuvs-compare") or ("latest" if self.fail else None)
         self.db: str | None = opt("--gpuvs-db")
+        self.force = bool(opt("--gpuvs-force"))
         self.store: Any = None
         self.baseline_id: str | None = None
         self.baseline: dict[str, Any] = {}
@@ -121,6 +124,8 @@ class GpuvsSession:
             self.store = open_store(self.db)
             if compare:
                 self.baseline_id = _find_run(self.store, compare)
+                if self.baseline_id is not None and not self.force:
+                    _same_machine(self.store.get_run(self.baseline_id))
                 if self.baseline_id is not None:
                     self.baseline = {m.case.key: m
                                      for m in self.store.measurements(self.baseline_id)}
@@ -141,14 +146,17 @@ class GpuvsSession:
         before = self.baseline.get(m.case.key)
         if self.fail is None or before is None or m.summary is None or before.summary is None:
             return None
-        now_s = getattr(m.summary, self.fail.stat)
-        before_s = getattr(before.summary, self.fail.stat)
-        if not self.fail.exceeded(now_s, before_s):
-            return None
         from gpuvs import units
+        from gpuvs.analysis.regression import change
 
+        before_s = getattr(before.summary, self.fail.stat)
+        c = change(before, m, self.fail.threshold(before_s), self.fail.stat)
+        if c.verdict != "slower":  # the same gate as `gpuvs check`: the whole CI beyond
+            return None
+        now_s = c.b
         return (f"gpuvs: {self.fail.stat} regressed {100 * (now_s / before_s - 1):+.1f}% "
-                f"({units.seconds(before_s)} → {units.seconds(now_s)}) against run "
+                f"({units.seconds(before_s)} → {units.seconds(now_s)}; the ratio's 95 % CI "
+                f"[{c.low:.3f}, {c.high:.3f}] lies wholly above the limit) against run "
                 f"{self.baseline_id}; --gpuvs-fail={self.fail.stat}:{self.fail} allows "
                 f"{self.fail}")
 
@@ -159,6 +167,20 @@ class GpuvsSession:
             self.run.finish()
         self.store.close()
         self.store = None
+
+
+def _same_machine(baseline: Any) -> None:
+    """A baseline from another machine or software set-up measures that set-up: refuse
+    it, as `gpuvs check` does, unless --gpuvs-force."""
+    from gpuvs import env
+    from gpuvs.errors import UsageError
+
+    here = env.collect().fingerprint
+    if baseline.environment.fingerprint != here:
+        raise UsageError(f"saved run {baseline.run_id} ran on another set-up (environment "
+                         f"fingerprint {baseline.environment.fingerprint}, here {here}); "
+                         "its numbers are that machine's — save a baseline here, or pass "
+                         "--gpuvs-force")
 
 
 def _find_run(store: Any, wanted: str) -> str | None:

@@ -1,0 +1,67 @@
+"""Run against run: the verdict reads the CI against the threshold, never two numbers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gpuvs import stats
+from gpuvs.analysis.regression import change, compare, geometric_means, verdict
+from gpuvs.model import Case, Caveat, Measurement, Status
+
+RNG = np.random.default_rng(11)
+
+
+def _m(median: float, size: int = 1, version: str = "v1", noise: float = 0.005,
+       caveats: tuple[Caveat, ...] = ()) -> Measurement:
+    case = Case("w", "correct", "numpy", "cpu", "float32", size)
+    samples = tuple(median * (1 + RNG.normal(0, noise, 60)))
+    return Measurement(case, Status.OK, samples=samples, workload_version=version,
+                       caveats=caveats)
+
+
+@pytest.mark.parametrize(("low", "high", "word"), [
+    (1.06, 1.20, "slower"), (0.80, 0.94, "faster"), (0.97, 1.04, "same"),
+    (1.02, 1.08, "ambiguous"), (0.93, 0.99, "ambiguous"), (0.90, 1.10, "ambiguous"),
+])
+def test_the_verdict_reads_the_whole_interval(low: float, high: float, word: str) -> None:
+    assert verdict(low, high, 0.05) == word
+
+
+def test_a_clear_slowdown_is_slower_and_a_rerun_is_the_same() -> None:
+    base = _m(1e-3)
+    assert change(base, _m(1.3e-3)).verdict == "slower"
+    assert change(base, _m(1e-3)).verdict == "same"
+    assert change(base, _m(0.7e-3)).verdict == "faster"
+
+
+def test_a_busy_machine_cannot_prove_a_regression() -> None:
+    c = change(_m(1e-3), _m(1.3e-3, caveats=(Caveat.CONTENDED,)))
+    assert c.verdict == "ambiguous" and c.contended
+
+
+def test_cases_at_other_workload_versions_are_refused_unless_forced() -> None:
+    changes, unmatched = compare([_m(1e-3)], [_m(1e-3, version="v2")])
+    assert changes == [] and unmatched[0].why == "workload version v1 in A, v2 in B"
+    forced, _ = compare([_m(1e-3)], [_m(1e-3, version="v2")], force=True)
+    assert len(forced) == 1
+
+
+def test_the_geometric_mean_of_a_workload_has_an_interval_over_its_cases() -> None:
+    base = [_m(1e-3, size=s) for s in (1, 2, 3, 4)]
+    later = [_m(1e-3 * r, size=s) for s, r in zip((1, 2, 3, 4), (1.1, 1.2, 1.1, 1.2),
+                                                    strict=True)]
+    changes, _ = compare(base, later)
+    (mean,) = geometric_means(changes)
+    assert mean.cases == 4 and mean.ratio == pytest.approx((1.1 * 1.2) ** 0.5, rel=0.02)
+    assert mean.low <= mean.ratio <= mean.high
+
+
+def test_the_rank_test_matches_a_known_example() -> None:
+    """R's wilcox.test on these (its documentation's depression data): W = 58,
+    p = 0.1329 by the normal approximation with continuity correction."""
+    x = [1.83, 0.50, 1.62, 2.48, 1.68, 1.88, 1.55, 3.06, 1.30]
+    y = [0.878, 0.647, 0.598, 2.05, 1.06, 1.29, 1.06, 3.14, 1.29]
+    u, p = stats.mann_whitney_u(x, y)
+    assert u == 58 and p == pytest.approx(0.1329, abs=5e-4)
+    assert stats.mann_whitney_u(x, x)[1] == pytest.approx(1.0, abs=0.05)

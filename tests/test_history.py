@@ -1,0 +1,116 @@
+"""Answers across runs, on real stored runs: `gpuvs runs`, `compare` and `check`, with
+real workers measuring real (test) workloads and a real SQLite store."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.helpers import run_id as run_id_of
+from typer.testing import CliRunner
+
+from gpuvs.cli import app
+
+SUITE = ["run", "-w", "test_planted", "-b", "numpy", "-d", "cpu", "-s", "2000,5000",
+         "--budget", "0.4"]
+
+
+def gpuvs(db: str, *args: str) -> Any:
+    return CliRunner().invoke(app, [*args, "--db", db], env={"COLUMNS": "200"})
+
+
+def run_id(result: Any) -> str:
+    return run_id_of(result.output)
+
+
+@pytest.fixture
+def two_runs(db: str, monkeypatch: pytest.MonkeyPatch) -> tuple[str, str]:
+    monkeypatch.setenv("GPUVS_PLUGINS", "tests.fakes")
+    first = gpuvs(db, *SUITE)
+    second = gpuvs(db, *SUITE)
+    assert first.exit_code == 0 and second.exit_code == 0, first.output
+    return run_id(first), run_id(second)
+
+
+@pytest.mark.usefixtures("worker_env")
+def test_two_runs_of_one_suite_are_never_called_slower(db: str, two_runs: tuple[str, str]
+                                                       ) -> None:
+    a, b = two_runs
+    compared = gpuvs(db, "compare", a, b)
+    assert compared.exit_code == 0, compared.output
+    verdicts = [line.split("│")[-1].strip() for line in compared.output.splitlines()
+                if line.startswith("test_planted/")]
+    assert len(verdicts) == 2
+    assert all(v.startswith(("same", "ambiguous")) for v in verdicts), compared.output
+    checked = gpuvs(db, "check", "--baseline", a, "--run", b)
+    assert checked.exit_code == 0, checked.output
+
+
+@pytest.mark.usefixtures("worker_env")
+def test_planted_slower_code_fails_the_gate_and_is_named(db: str, two_runs: tuple[str, str],
+                                                         monkeypatch: pytest.MonkeyPatch
+                                                         ) -> None:
+    a, _ = two_runs
+    monkeypatch.setenv("GPUVS_PLANTED_SLOWDOWN", "1.5")
+    slower = gpuvs(db, *SUITE)
+    checked = gpuvs(db, "check", "--baseline", a, "--fail-above", "10%")
+    assert checked.exit_code == 1, checked.output
+    assert "FAILED: 2 case(s) slower by more than 10 %" in checked.output
+    assert "test_planted/correct/numpy/cpu/float32/2000 (1.5" in checked.output
+    listed = gpuvs(db, "runs", "-w", "test_planted")
+    assert run_id(slower) in listed.output
+
+
+@pytest.mark.usefixtures("worker_env")
+def test_a_baseline_from_another_machine_is_refused_unless_forced(
+        db: str, two_runs: tuple[str, str], tmp_path: Path) -> None:
+    a, b = two_runs
+    exported = tmp_path / "elsewhere.json"
+    assert gpuvs(db, "export", a, "-f", "json", "-o", str(exported)).exit_code == 0
+    doc = json.loads(exported.read_text())
+    doc["environment"]["fingerprint"] = "0123456789abcdef"
+    exported.write_text(json.dumps(doc))
+    refused = gpuvs(db, "check", "--baseline", str(exported), "--run", b)
+    assert refused.exit_code == 2
+    assert "ran on another set-up (fingerprint 0123456789abcdef" in refused.output
+    assert gpuvs(db, "check", "--baseline", str(exported), "--run", b,
+                 "--force").exit_code == 0
+    across = gpuvs(db, "compare", str(exported), b)
+    assert "ran on different set-ups" in across.output
+    assert "this compares the machines and their software, by design" in across.output
+
+
+@pytest.mark.usefixtures("worker_env")
+def test_markdown_for_a_pull_request_and_pages_that_need_no_network(
+        db: str, two_runs: tuple[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+        ) -> None:
+    a, b = two_runs
+    summary = tmp_path / "summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    shown = gpuvs(db, "show", b, "--format", "md")
+    assert "| size | backend |" in shown.output and "**test_planted" in shown.output
+    checked = gpuvs(db, "check", "--baseline", a, "--run", b, "--format", "md")
+    assert "| case | A | B | B ÷ A (95 % CI) | rank test p | verdict |" in checked.output
+    assert summary.read_text().count("| case | A | B |") == 1
+    page = tmp_path / "compare.html"
+    assert gpuvs(db, "compare", a, b, "--report", str(page)).exit_code == 0
+    history = tmp_path / "history.html"
+    assert gpuvs(db, "report", "--history", "-o", str(history)).exit_code == 0
+    for html in (page.read_text(), history.read_text()):
+        assert "<svg" in html and "<script" not in html and "@import" not in html
+        assert 'src="http' not in html and 'href="http' not in html and "url(http" not in html
+
+
+@pytest.mark.usefixtures("worker_env")
+def test_runs_are_listed_newest_first_and_filtered(db: str, two_runs: tuple[str, str]
+                                                   ) -> None:
+    a, b = two_runs
+    listed = gpuvs(db, "runs").output
+    assert listed.index(b) < listed.index(a)
+    assert a not in gpuvs(db, "runs", "--gpu", "H100").output
+    assert a in gpuvs(db, "runs", "--since", "1d", "--machine",
+                      __import__("platform").node()).output
+    bad = gpuvs(db, "runs", "--since", "yesterday")
+    assert bad.exit_code == 2 and "--since 'yesterday' is not a date" in bad.output
