@@ -38,7 +38,7 @@ class Change:
 
     key: str
     workload: str
-    series: str     # the case without its size: one line of a plot
+    series: str     # the case without its size, in words: one line of a plot
     size: int
     a: float        # A's statistic (seconds per call)
     b: float
@@ -90,8 +90,10 @@ def change(a: Measurement, b: Measurement, threshold: float = DEFAULT_THRESHOLD,
     word = verdict(low, high, threshold)
     if contended and word in ("slower", "faster"):
         word = "ambiguous"
-    return Change(a.case.key, a.case.workload, a.case.series.key.rsplit("/", 1)[0],
-                  a.case.size, float(f(a.samples)), float(f(b.samples)),
+    c = a.case
+    series = " ".join([*([c.variant] if c.variant != "correct" else []), c.backend, c.device,
+                       c.dtype, *(f"{k}={v}" for k, v in c.params)])
+    return Change(c.key, c.workload, series, c.size, float(f(a.samples)), float(f(b.samples)),
                   ratio, low, high, p, word, contended)
 
 

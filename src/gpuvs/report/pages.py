@@ -74,7 +74,7 @@ def _ratio_figures(changes: Sequence[Change], threshold: float, name: str) -> li
         lines = []
         for j, (label, cs) in enumerate(sorted(series.items())):
             cs = sorted(cs, key=lambda c: c.size)
-            lines.append(Series(label.split("/", 2)[-1], tuple(float(c.size or 1) for c in cs),
+            lines.append(Series(label, tuple(float(c.size or 1) for c in cs),
                                 tuple(c.ratio for c in cs), tuple(c.low for c in cs),
                                 tuple(c.high for c in cs), PALETTE[j % len(PALETTE)]))
         figures.append(figure_of(Plot(
