@@ -114,3 +114,19 @@ def test_runs_are_listed_newest_first_and_filtered(db: str, two_runs: tuple[str,
                       __import__("platform").node()).output
     bad = gpuvs(db, "runs", "--since", "yesterday")
     assert bad.exit_code == 2 and "--since 'yesterday' is not a date" in bad.output
+
+
+@pytest.mark.usefixtures("worker_env")
+def test_the_csv_groups_runs_by_machine_and_goes_to_standard_output(
+        db: str, two_runs: tuple[str, str]) -> None:
+    import csv
+    import io
+    import platform
+
+    a, _ = two_runs
+    result = CliRunner().invoke(app, ["export", a, "-f", "csv", "-o", "-", "--db", db])
+    assert result.exit_code == 0, result.output
+    rows = list(csv.DictReader(io.StringIO(result.stdout)))
+    assert len(rows) == 2 and rows[0]["run_id"] == a
+    assert rows[0]["machine"] == platform.node() and rows[0]["numpy"]
+    assert rows[0]["fingerprint"] and "wrote" not in result.stdout

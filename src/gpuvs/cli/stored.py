@@ -17,6 +17,7 @@ from gpuvs.cli.app import (
     open_store,
     stored_ceilings,
     usage_errors,
+    write_file,
 )
 from gpuvs.errors import UsageError
 from gpuvs.model import RunKind
@@ -58,13 +59,16 @@ def export(
         "--format", "-f", metavar="json|csv",
         help="json: everything needed to redraw the run elsewhere (config, environment, raw "
              "samples); csv: one tidy row per case.")] = "json",
-    output: Annotated[Path | None, typer.Option(
-        "--output", "-o", metavar="PATH", help="Where to write; default RUN_ID.json/.csv.")
-    ] = None,
+    output: Annotated[str | None, typer.Option(
+        "--output", "-o", metavar="PATH|-",
+        help="Where to write; - for standard output; default RUN_ID.json/.csv.")] = None,
     db: DbOption = None,
 ) -> None:
-    """Write a stored run as JSON or CSV."""
-    from gpuvs.store.export import write_csv, write_json
+    """Write a stored run as JSON or CSV (the CSV carries the run's machine, GPU, driver,
+    library versions and git commit on every row, for grouping runs in pandas)."""
+    import sys
+
+    from gpuvs.store.export import csv_text, json_text
 
     with usage_errors():
         if format not in ("json", "csv"):
@@ -73,13 +77,16 @@ def export(
         if run_id == "latest":
             run_id = store.latest_run_id() or run_id
         record = store.get_run(run_id)
-        path = output or Path(f"{record.run_id}.{format}")
         measurements = store.measurements(record.run_id)
-        if format == "json":  # with the ceilings, so the report can be redrawn elsewhere
-            write_json(path, record, measurements, stored_ceilings(store, record))
-        else:
-            write_csv(path, record, measurements)
-    console().print(f"wrote {path}")
+        text = (json_text(record, measurements, stored_ceilings(store, record))
+                if format == "json" else csv_text(record, measurements))
+        if output == "-":
+            sys.stdout.write(text)
+            sys.stdout.flush()
+            return
+        path = Path(output) if output else Path(f"{record.run_id}.{format}")
+        write_file(path, text, "export")
+    console(stderr=True).print(f"wrote {path}", markup=False, highlight=False)
 
 
 @app.command(name="list")

@@ -111,18 +111,37 @@ def write_atomic(path: Path, content: str | bytes) -> None:
 
 def write_json(path: Path, run: Run, measurements: Iterable[Measurement],
                ceilings: Iterable[Ceiling] = ()) -> None:
-    write_atomic(path, json.dumps(run_document(run, measurements, ceilings), indent=1,
-                                  default=str))
+    write_atomic(path, json_text(run, measurements, ceilings))
 
 
 CSV_COLUMNS = ("run_id", "workload", "variant", "backend", "device", "dtype", "size", "params",
                "status", "reason", "median_s", "ci_low_s", "ci_high_s", "p25_s", "p75_s",
                "mean_s", "std_s", "min_s", "n", "loops", "wall_median_s", "first_call_s",
-               "timer", "flops", "bytes_moved", "threads", "caveats")
+               "timer", "flops", "bytes_moved", "threads", "caveats",
+               # The environment, so rows from many runs and machines group in pandas:
+               "machine", "gpu", "driver", "cpu", "numpy", "torch", "cupy", "jax",
+               "git_commit", "git_dirty", "fingerprint")
+
+
+def environment_columns(run: Run) -> dict[str, Any]:
+    """What a run ran on and what it ran, as CSV columns (empty where unknown: runs made
+    before gpuvs recorded a provenance have no machine label or commit)."""
+    f = run.environment.facts
+    prov = f.get("provenance") or {}
+    libs = f.get("libraries") or {}
+    cupy = next((v for k, v in libs.items() if k.startswith("cupy")), None)
+    return {"machine": prov.get("machine"),
+            "gpu": ", ".join(dict.fromkeys(str(g.get("name")) for g in f.get("gpus") or [])),
+            "driver": f.get("driver"), "cpu": f.get("cpu_model"),
+            "numpy": libs.get("numpy"), "torch": libs.get("torch"), "cupy": cupy,
+            "jax": libs.get("jax"), "git_commit": prov.get("git_commit"),
+            "git_dirty": prov.get("git_dirty"), "fingerprint": run.environment.fingerprint}
 
 
 def csv_rows(run: Run, measurements: Iterable[Measurement]) -> list[dict[str, Any]]:
-    """One tidy row per case (statistics derived from the samples), for pandas."""
+    """One tidy row per case (statistics derived from the samples), for pandas, with the
+    run's environment on every row."""
+    environment = environment_columns(run)
     rows = []
     for m in measurements:
         c, s = m.case, m.summary
@@ -139,11 +158,12 @@ def csv_rows(run: Run, measurements: Iterable[Measurement]) -> list[dict[str, An
             "flops": m.counters.get("flops"), "bytes_moved": m.counters.get("bytes_moved"),
             "threads": m.counters.get("threads"),
             "caveats": ";".join(cv.value for cv in m.caveats),
+            **environment,
         })
     return rows
 
 
-def write_csv(path: Path, run: Run, measurements: Iterable[Measurement]) -> None:
+def csv_text(run: Run, measurements: Iterable[Measurement]) -> str:
     import csv
     import io
 
@@ -151,4 +171,13 @@ def write_csv(path: Path, run: Run, measurements: Iterable[Measurement]) -> None
     writer = csv.DictWriter(buf, fieldnames=CSV_COLUMNS, lineterminator="\n")
     writer.writeheader()
     writer.writerows(csv_rows(run, measurements))
-    write_atomic(path, buf.getvalue())
+    return buf.getvalue()
+
+
+def json_text(run: Run, measurements: Iterable[Measurement],
+              ceilings: Iterable[Ceiling] = ()) -> str:
+    return json.dumps(run_document(run, measurements, ceilings), indent=1, default=str)
+
+
+def write_csv(path: Path, run: Run, measurements: Iterable[Measurement]) -> None:
+    write_atomic(path, csv_text(run, measurements))
