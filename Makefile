@@ -7,6 +7,8 @@ BIN    := $(VENV)/bin
 TORCH  ?= torch==2.13.0
 ARGS   ?=
 CHROMIUM := /usr/bin/chromium
+# The shared store's tests start their own PostgreSQL server from Debian's package.
+POSTGRES := /usr/lib/postgresql
 
 .PHONY: run test setup-run setup-test clean
 
@@ -30,8 +32,15 @@ $(CHROMIUM):
 		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; \
 	else echo "note: no $(CHROMIUM), and apt-get as root is not available to install it"; fi
 
+# The PostgreSQL store's tests start a private server from Debian's binaries (never the
+# package's own cluster); without root they skip and say how to install it.
+$(POSTGRES):
+	@if command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ]; then \
+		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q postgresql; \
+	else echo "note: no PostgreSQL server binaries, and apt-get as root is not available to install them"; fi
+
 setup-run: $(VENV)/.setup-run
-setup-test: $(VENV)/.setup-test $(CHROMIUM)
+setup-test: $(VENV)/.setup-test $(CHROMIUM) $(POSTGRES)
 
 ## make run: set up, then run the default suite (matmul and elementwise on every backend)
 run: setup-run

@@ -249,9 +249,6 @@ def test_open_store_reads_sqlalchemy_style_urls(
 
 
 @pytest.mark.parametrize(("location", "message"), [
-    ("postgresql://user:secret@db/gpuvs",
-     "PostgreSQL stores are not supported yet; use a SQLite path"),
-    ("postgresql+psycopg://db/gpuvs", "PostgreSQL stores are not supported yet"),
     ("mysql://user:secret@db/gpuvs", "unsupported results database scheme 'mysql://'"),
     ("sqlite://", "names no file"),
 ])

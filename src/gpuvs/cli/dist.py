@@ -137,7 +137,7 @@ def _execute(spec: Any, db: str | None, json_path: Any) -> int:
     with usage_errors():
         store = open_store(db)
     run = start_run(store, RunKind.DIST, spec.config())
-    spec = replace(spec, run_id=run.run_id, db=str(store.path))
+    spec = replace(spec, run_id=run.run_id, db=store.location)
     out = console()
     s = spec.setup
     out.print(f"run {run.run_id}: {len(spec.cases)} cases on up to {s.nproc} ranks × "

@@ -84,7 +84,7 @@ def _report(result: Any, store: Any, target: str, json_path: Path | None) -> int
     con.print_tables(result_tables(result.measurements), out)
     for line in str(result.explain()).splitlines():
         out.print(line, highlight=False, markup=False)
-    run_id = result.save(str(store.path), target=target)
+    run_id = result.save(store.location, target=target)
     out.print(f"saved as run {run_id} in {store.path}; `gpuvs show {run_id}` prints it again.",
               markup=False)
     if json_path:

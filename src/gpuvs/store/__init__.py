@@ -9,6 +9,7 @@ import os
 from pathlib import Path
 
 from gpuvs.errors import StoreError
+from gpuvs.store.sql import SqlStore
 from gpuvs.store.sqlite import SqliteStore
 
 ENV_VAR = "GPUVS_DB"
@@ -22,13 +23,18 @@ def default_location() -> Path:
     return Path(user_data_dir("gpuvs")) / "gpuvs.sqlite"
 
 
-def open_store(location: str | None = None) -> SqliteStore:
+def open_store(location: str | None = None) -> SqlStore:
     """Open (creating if needed) the store at `location`, $GPUVS_DB, or the default.
 
     `location` is a path or a SQLAlchemy-style URL, as other tools write them:
-    `sqlite:///relative.sqlite` or `sqlite:////absolute/path.sqlite`.
+    `sqlite:///relative.sqlite`, `sqlite:////absolute/path.sqlite`, or a shared
+    PostgreSQL store, `postgresql://user:password@host:5432/dbname`.
     """
     chosen = location or os.environ.get(ENV_VAR)
+    if chosen and chosen.partition("://")[0].lower().split("+")[0] in _POSTGRES:
+        from gpuvs.store.postgres import PostgresStore
+
+        return PostgresStore(chosen)
     return SqliteStore(_path(chosen) if chosen else default_location())
 
 
@@ -37,8 +43,6 @@ def _path(location: str) -> Path:
     if not sep:
         return Path(location).expanduser()
     dialect = scheme.lower().split("+")[0]  # postgresql+psycopg://, sqlite+pysqlite://
-    if dialect in _POSTGRES:
-        raise StoreError("PostgreSQL stores are not supported yet; use a SQLite path")
     if dialect != "sqlite":
         # Name the scheme only: the rest of a server URL may hold a password.
         raise StoreError(f"unsupported results database scheme {scheme + '://'!r}; use a "
@@ -51,4 +55,4 @@ def _path(location: str) -> Path:
     return Path(path).expanduser()
 
 
-__all__ = ["ENV_VAR", "SqliteStore", "default_location", "open_store"]
+__all__ = ["ENV_VAR", "SqlStore", "SqliteStore", "default_location", "open_store"]

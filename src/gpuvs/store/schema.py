@@ -67,13 +67,13 @@ def migrate(conn: sqlite3.Connection) -> None:
     first one creates the tables, the others find them done.
     """
     version = user_version(conn)
-    _refuse_newer(version)
+    refuse_newer(version)
     if version == SCHEMA_VERSION:
         return
     conn.execute("BEGIN IMMEDIATE")
     try:
         version = user_version(conn)
-        _refuse_newer(version)
+        refuse_newer(version)
         while version < SCHEMA_VERSION:
             for statement in MIGRATIONS[version]:
                 conn.execute(statement)
@@ -86,7 +86,7 @@ def migrate(conn: sqlite3.Connection) -> None:
         raise
 
 
-def _refuse_newer(version: int) -> None:
+def refuse_newer(version: int) -> None:
     if version > SCHEMA_VERSION:
         raise StoreError(f"it has schema version {version}, newer than the version "
                          f"{SCHEMA_VERSION} this gpuvs reads; upgrade gpuvs, or pass --db "

@@ -1,0 +1,98 @@
+"""A private PostgreSQL server for the session, and a fresh database for each test.
+
+The server is Debian's `postgresql` package (`make test` installs it as root, as CI
+runs; see the Makefile), started from its binaries into a temporary directory: its own
+data, a unix socket only, trust authentication. As root it runs as the `postgres` user
+the package creates (PostgreSQL refuses to run as root). Where the binaries are absent —
+a developer machine without root — the PostgreSQL tests skip and say how to install;
+as root (CI) they fail instead, since `make test` should have installed them."""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import subprocess
+import tempfile
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+INSTALL = ("PostgreSQL server binaries not found (/usr/lib/postgresql/*/bin): as root, "
+           "`apt-get install postgresql` (make test does), or install PostgreSQL 13+")
+
+
+def _bin() -> Path | None:
+    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/postgres"))
+    return Path(found[-1]).parent if found else None
+
+
+def _as_server_user(cmd: list[str]) -> list[str]:
+    if os.geteuid() != 0:
+        return cmd
+    return ["runuser", "-u", "postgres", "--", *cmd]
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[str]:
+    """A URL with `{}` for the database's name, over the server's unix socket."""
+    pytest.importorskip("psycopg")
+    binaries = _bin()
+    if binaries is None and os.geteuid() == 0:  # CI: make test installs it as root
+        pytest.fail(INSTALL)
+    if binaries is None:
+        pytest.skip(INSTALL)
+    # Not under pytest's temporary root: it is private to root, and the server is not.
+    home = Path(tempfile.mkdtemp(prefix="gpuvs-postgres-"))
+    data, sockets = home / "data", home / "run"
+    sockets.mkdir()
+    if os.geteuid() == 0:
+        shutil.chown(home, "postgres")
+        shutil.chown(sockets, "postgres")
+    subprocess.run(_as_server_user([str(binaries / "initdb"), "-D", str(data), "-A", "trust",
+                                    "-U", "postgres", "--no-sync"]),
+                   check=True, capture_output=True)
+    server = subprocess.Popen(_as_server_user([
+        str(binaries / "postgres"), "-D", str(data), "-k", str(sockets), "-c",
+        "listen_addresses=", "-c", "fsync=off", "-c", "max_connections=50"]),
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    url = f"postgresql://postgres@/{{}}?host={sockets}"
+    try:
+        _wait_ready(url.format("postgres"), server)
+        yield url
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def _wait_ready(url: str, server: subprocess.Popen[str]) -> None:
+    import time
+
+    import psycopg
+
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            psycopg.connect(url, connect_timeout=2).close()
+            return
+        except psycopg.OperationalError:
+            if server.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"the test PostgreSQL server did not start: "
+                                   f"{server.stderr.read() if server.stderr else ''}") from None
+            time.sleep(0.2)
+
+
+@pytest.fixture
+def postgres_db(postgres_server: str) -> Iterator[str]:
+    """The URL of a fresh, empty database of its own for one test."""
+    import psycopg
+
+    name = f"gpuvs_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(postgres_server.format("postgres"), autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    yield postgres_server.format(name)
+    with psycopg.connect(postgres_server.format("postgres"), autocommit=True) as admin:
+        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
