@@ -56,7 +56,8 @@ ALLOWED: dict[str, set[str]] = {
     "report": {"analysis", "caveats", "distributed", "env", "model", "seeds", "table",
                "units"},
     # the user's own code, in the user's process
-    "yours": {"_version", "analysis", "backends", "config", "criteria", "errors", "model",
+    "yours": {"_version", "analysis", "backends", "config", "criteria", "env", "errors",
+              "model",
               "policy", "protocol", "replay", "report", "stats", "store", "units",
               "workloads"},
     # the public faces

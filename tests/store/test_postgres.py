@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+from tests.helpers import run_id
 from typer.testing import CliRunner
 
 from gpuvs.cli import app
@@ -17,7 +18,6 @@ from gpuvs.errors import StoreError
 from gpuvs.model import Case, Environment, Measurement, Run, Status
 from gpuvs.store import open_store
 from gpuvs.store.postgres import PostgresStore, shown
-from tests.helpers import run_id
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 
