@@ -26,12 +26,18 @@ app = typer.Typer(
 )
 
 EXIT_FAILED_RUN, EXIT_USAGE = 1, 2
+UNWRAPPED = 10_000  # columns: "no limit" for output that is not a terminal
 
 
 def console(stderr: bool = False) -> Any:
+    """Rich's console; on a file or a pipe (a CI log) it never wraps: lines keep their
+    length, so no number or word is split across lines."""
     from rich.console import Console
 
-    return Console(stderr=stderr, highlight=False)
+    out = Console(stderr=stderr, highlight=False)
+    if not out.is_terminal:
+        out = Console(stderr=stderr, highlight=False, width=UNWRAPPED, soft_wrap=True)
+    return out
 
 
 @contextmanager
@@ -127,16 +133,53 @@ def build_config(workloads: tuple[str, ...], variant: list[str] | None,
 
 @contextmanager
 def progress(total: int) -> Iterator[Callable[[Any], None]]:
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    """What a long run shows while it runs. In a terminal: a bar with the time elapsed
+    and an estimate of the time left. Anywhere else (a file, a CI log): one line per
+    finished case on stdout, flushed at once, with the same estimate."""
+    out = console()
+    if not out.is_terminal:
+        yield _case_lines(total, out)
+        return
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
 
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), console=console(stderr=True), transient=True) as bar:
+                  TimeElapsedColumn(), TextColumn("left"), TimeRemainingColumn(),
+                  console=console(stderr=True), transient=True) as bar:
         task = bar.add_task("measuring", total=total)
 
         def advance(m: Any) -> None:
             bar.update(task, advance=1, description=f"{m.case.key} → {m.status.value}")
 
         yield advance
+
+
+def _case_lines(total: int, out: Any) -> Callable[[Any], None]:
+    """'[12/60] matmul/correct/torch/cpu/float32/1024 ok 1.23 ms ±0.8% (about 0:42 left)'."""
+    import time
+
+    from gpuvs import units
+
+    started, done = time.monotonic(), [0]
+
+    def advance(m: Any) -> None:
+        done[0] += 1
+        s = m.summary
+        value = (f" {units.seconds(s.median)} ±{100 * s.ci_halfwidth_rel:.1f}%" if s else
+                 f": {m.reason.splitlines()[0][:120]}" if m.reason else "")
+        left = (time.monotonic() - started) / done[0] * max(total - done[0], 0)
+        eta = f" (about {int(left // 60)}:{int(left % 60):02d} left)" if done[0] < total else ""
+        out.print(f"[{done[0]}/{total}] {m.case.key} {m.status.value}{value}{eta}",
+                  markup=False, highlight=False)
+        out.file.flush()
+
+    return advance
 
 
 def wrap_up(out: Any, run: Any, measurements: list[Any], counts: Mapping[str, int],

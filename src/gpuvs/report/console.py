@@ -33,10 +33,19 @@ def to_rich(table: Table) -> RichTable:
 
 
 def print_tables(tables: Iterable[Table], console: Console) -> None:
+    """In a terminal, Rich tables that wrap their sentences at spaces to fit its width; in
+    a file or a CI log (no terminal), plain lines at full width that never split a word
+    (`report.plain`)."""
+    from gpuvs.report.plain import to_plain
+
     for table in tables:
-        console.print(to_rich(table))
-        for note in table.notes:
-            console.print(Text(note), soft_wrap=False)
+        if console.is_terminal:
+            console.print(to_rich(table))
+            for note in table.notes:
+                console.print(Text(note), soft_wrap=False)
+        else:
+            for line in to_plain(table):
+                console.print(Text(line), soft_wrap=True)
         console.print()
 
 
