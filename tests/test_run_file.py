@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from pathlib import Path
 
@@ -74,7 +75,7 @@ def test_without_sizes_the_builder_is_called_once(script: Path, db: str) -> None
     result = invoke(f"{script}::square", "--inputs", "fixed", "-d", "cpu", "--budget", "0.05",
                     "--db", db)
     assert result.exit_code == 0, result.output
-    assert " 16 │ torch   │ cpu" in result.output
+    assert re.search(r"^\s*16\s+torch\s+cpu\b", result.output, re.M), result.output
 
 
 @pytest.mark.parametrize(("args", "message"), [

@@ -112,10 +112,13 @@ def test_gpuvs_seeds_runs_seed_004_quick(tmp_path) -> None:
     assert result.exit_code == 0, result.output
     out = result.output
     assert "seed 004" in out and "11.1 s" in out and "time a call by val" in out
-    cpu_row = next(line for line in out.splitlines()
-                   if line.startswith("CPU: naive jacobian, val = 100"))
+    lines = out.splitlines()
+    at = next(i for i, line in enumerate(lines)
+              if line.startswith("CPU: naive jacobian, val = 100"))
+    cpu_row, why = lines[at], lines[at + 1]  # in a file the why goes under its row
     # Two times (as written, correct), in whatever unit this machine's load gives them.
-    assert "aten ops a call" in cpu_row and len(TIME.findall(cpu_row)) >= 2
+    assert why.strip().startswith("why:") and "aten ops a call" in why
+    assert len(TIME.findall(cpu_row)) >= 2
     if NO_GPU:
         gpu_row = next(line for line in out.splitlines()
                        if line.startswith("GPU: naive jacobian, val = 100"))
