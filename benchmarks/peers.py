@@ -131,7 +131,7 @@ def _tub(fn: Fn, adaptive: bool) -> float:
     from torch.utils.benchmark import Timer
 
     timer = Timer(stmt="fn()", globals={"fn": fn})
-    m = timer.adaptive_autorange(max_run_time=2.0) if adaptive else timer.blocked_autorange(
+    m = timer.adaptive_autorange(max_run_time=1.0) if adaptive else timer.blocked_autorange(
         min_run_time=0.2)
     return float(m.median)
 
@@ -231,10 +231,11 @@ def cli_timing(repeats: int) -> dict[str, Any]:
     """Process time to a first answer: the gpuvs command against a do_bench one-liner."""
     env = os.environ | {"PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")}
     with tempfile.TemporaryDirectory() as tmp:
+        run = [sys.executable, "-m", "gpuvs", "run", "-w", "matmul", "-b", "torch", "-d",
+               "cuda", "-s", "4096", "--budget", "1", "--db", str(Path(tmp, "cli.sqlite"))]
         commands = {
-            "gpuvs run": [sys.executable, "-m", "gpuvs", "run", "-w", "matmul", "-b", "torch",
-                          "-d", "cuda", "-s", "4096", "--budget", "1", "--db",
-                          str(Path(tmp, "cli.sqlite"))],
+            "gpuvs run (2 passes, the default)": run,
+            "gpuvs run --passes 1": [*run, "--passes", "1"],
             "do_bench one-liner": [sys.executable, "-c", (
                 "import torch, triton.testing as t; torch.backends.cuda.matmul.allow_tf32 = "
                 "False; a = torch.rand(4096, 4096, device='cuda'); "
@@ -298,7 +299,7 @@ def main() -> None:
         results.append(summary(case))
         print(f"done {case.name} in {time.perf_counter() - started:.1f} s", flush=True)
     doc = {"repeats": a.repeats, "budget_s": a.budget, "cases": results,
-           "cli": cli_timing(3) if not no_cuda else {"skipped": no_cuda}}
+           "cli": cli_timing(2) if not no_cuda else {"skipped": no_cuda}}
     Path(a.out).mkdir(parents=True, exist_ok=True)
     Path(a.out, "peers.json").write_text(json.dumps(doc, indent=1))
     print(table(results))
