@@ -61,6 +61,9 @@ def serve(spec: Spec, on_done: Callable[[Measurement], None] = lambda m: None
                 store.save(spec.run_id, m)
                 _emit(spec, world, "done", case=case.key, status=m.status.value)
                 on_done(m)
+            # No rank begins the next case before this one is saved: a rank that dies
+            # at the start of the next must not take this case's result down with it.
+            dist.barrier(group=world.ctrl)
     except Exception as e:  # said once, for the parent's reason; then the rank dies
         first = (str(e).strip().splitlines() or [""])[0][:300]
         print(f"{ERROR_PREFIX} rank {world.rank}: {type(e).__name__}: {first}",
