@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -251,30 +252,43 @@ def summary(case: Case) -> dict[str, Any]:
 
 
 def cli_timing(repeats: int) -> dict[str, Any]:
-    """Process time to a first answer: the gpuvs command against a do_bench one-liner."""
+    """Process time to an answer: the gpuvs command for one case (the 4096² product on
+    data already on the device) against a do_bench one-liner; for gpuvs also the time to
+    its first case line, which is when a user first sees the number."""
     env = os.environ | {"PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")}
     with tempfile.TemporaryDirectory() as tmp:
-        run = [sys.executable, "-m", "gpuvs", "run", "-w", "matmul", "-b", "torch", "-d",
-               "cuda", "-s", "4096", "--budget", "1", "--db", str(Path(tmp, "cli.sqlite"))]
+        one = [sys.executable, "-m", "gpuvs", "run", "-w", "matmul", "-b", "torch", "-d",
+               "cuda", "-s", "4096", "-a", "shape=square", "-a", "data=resident",
+               "--budget", "1", "--db", str(Path(tmp, "cli.sqlite"))]
         commands = {
-            "gpuvs run (2 passes, the default)": run,
-            "gpuvs run --passes 1": [*run, "--passes", "1"],
+            "gpuvs run, one case (2 passes, the default)": one,
+            "gpuvs run, one case, --passes 1": [*one, "--passes", "1"],
             "do_bench one-liner": [sys.executable, "-c", (
                 "import torch, triton.testing as t; torch.backends.cuda.matmul.allow_tf32 = "
                 "False; a = torch.rand(4096, 4096, device='cuda'); "
                 "print(t.do_bench(lambda: a @ a, return_mode='median'))")]}
-        out = {}
+        out: dict[str, Any] = {}
         for name, cmd in commands.items():
-            took = []
+            took, first = [], []
             for _ in range(repeats):
                 start = time.perf_counter()
-                done = subprocess.run(cmd, capture_output=True, text=True, env=env)
+                proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                        text=True, env=env)
+                assert proc.stdout is not None
+                seen = None
+                for line in proc.stdout:
+                    if seen is None and (line.startswith("[1/") or "do_bench" in name):
+                        seen = time.perf_counter() - start
+                err = proc.stderr.read() if proc.stderr else ""
+                proc.wait()
                 took.append(time.perf_counter() - start)
-                if done.returncode != 0:
-                    out[name] = {"error": done.stderr.strip().splitlines()[-1:]}
+                first.append(seen if seen is not None else math.nan)
+                if proc.returncode != 0:
+                    out[name] = {"error": err.strip().splitlines()[-1:]}
                     break
             else:
-                out[name] = {"median_s": statistics.median(took), "all_s": took}
+                out[name] = {"median_s": statistics.median(took), "all_s": took,
+                             "first_answer_s": statistics.median(first)}
     return out
 
 

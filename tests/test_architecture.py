@@ -40,7 +40,7 @@ ALLOWED: dict[str, set[str]] = {
     "env": {"backends", "model", "units"},
     "config": {"backends", "criteria", "errors", "workloads"},
     # many cases, each in a worker process
-    "plan": {"backends", "config", "model", "workloads"},
+    "plan": {"backends", "config", "errors", "model", "workloads"},
     "worker": {"backends", "caveats", "contention", "criteria", "errors", "model", "policy",
                "protocol",
                "telemetry", "units", "workloads"},

@@ -37,7 +37,7 @@ def invoke(*args: str):
     (["run", "-d", "gpu"], "unknown device 'gpu'; accepted: cpu, cuda, cuda:N"),
     (["run", "--budget", "0"], "--budget must be a positive number of seconds"),
     (["run", "--criterion", "fast"], "unknown criterion 'fast'"),
-    (["show", "nope"], "unknown run 'nope'"),
+    (["show", "nope"], "no results database at"),
 ])
 def test_bad_input_is_one_line_naming_the_value_and_exit_2(args, message, db) -> None:
     result = invoke(*args, "--db", db)

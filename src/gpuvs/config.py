@@ -24,6 +24,9 @@ VARIANTS = ("as_written", "correct", "tuned")
 # Python API's keyword arguments (`gpuvs.measure(budget_s=…)`).
 FLAGS = {"budget_s": "--budget", "timeout_s": "--timeout"}
 MAX_PASSES = 4
+# The largest size accepted: far past any memory, and still exact as a float and as the
+# store's 64-bit integer.
+SIZE_MAX = 10**15
 KEYWORDS = {"budget_s": "budget_s", "timeout_s": "timeout_s"}
 
 
@@ -42,6 +45,7 @@ class RunConfig:
     criterion: str = "median-ci"
     cold: bool = False                  # flush caches before every timed call
     passes: int = 2                     # the plan again in fresh workers, samples merged
+    axes: tuple[str, ...] = ()          # NAME=VALUE: only cases whose parameter has it
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -69,11 +73,28 @@ class RunConfig:
             if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
                 raise UsageError(f"{names[key]} must be a positive number of seconds; got "
                                  f"{value}")
-        criteria.parse(self.criterion)
-        if not (isinstance(self.passes, int) and 1 <= self.passes <= MAX_PASSES):
+        self._check_values()
+        if not (isinstance(self.passes, int) and not isinstance(self.passes, bool)
+                and 1 <= self.passes <= MAX_PASSES):
             raise UsageError(f"--passes must be a whole number from 1 to {MAX_PASSES}; got "
                              f"{self.passes!r}")
         return self
+
+
+    def _check_values(self) -> None:
+        """Sizes, flags and specs that arrive from Python or TOML as any type."""
+        for size in self.sizes:
+            if not (isinstance(size, int) and not isinstance(size, bool)
+                    and 1 <= size <= SIZE_MAX):
+                raise UsageError(f"size {size!r} is not a positive integer up to 1e15; e.g. "
+                                 "4096, 1e6, 1e3:1e7 or 64:4096:2")
+        if not isinstance(self.cold, bool):
+            raise UsageError(f"cold must be true or false; got {self.cold!r}")
+        if not isinstance(self.criterion, str):
+            raise UsageError(f"criterion must be a string such as 'median-ci:rel=0.01'; got "
+                             f"{self.criterion!r}")
+        criteria.parse(self.criterion)
+        parse_axes(self.axes)
 
 
 def check_devices(devices: Sequence[str] | str) -> tuple[str, ...]:
@@ -138,10 +159,24 @@ def _positive_int(text: str) -> int:
         value = float(text)
     except ValueError:
         value = math.nan
-    if not (math.isfinite(value) and value >= 1 and value == int(value)):
-        raise UsageError(f"size {text!r} is not a positive integer; e.g. 4096, 1e6, "
-                         "1e3:1e7 or 64:4096:2")
+    if not (math.isfinite(value) and 1 <= value <= SIZE_MAX and value == int(value)):
+        raise UsageError(f"size {text!r} is not a positive integer up to 1e15; e.g. 4096, "
+                         "1e6, 1e3:1e7 or 64:4096:2")
     return int(value)
+
+
+def parse_axes(specs: Sequence[str]) -> dict[str, str]:
+    """`['shape=square', 'data=resident']` → {'shape': 'square', 'data': 'resident'}: the
+    parameter values a run keeps (`--axis`); a case without the parameter reads it as
+    its workload's default (`data=resident` for data left on the device)."""
+    out: dict[str, str] = {}
+    for spec in specs:
+        name, eq, value = (spec.partition("=") if isinstance(spec, str) else ("", "", ""))
+        if not (eq and name.strip() and value.strip()):
+            raise UsageError(f"axis {spec!r} must be NAME=VALUE, e.g. shape=square or "
+                             "data=resident")
+        out[name.strip()] = value.strip()
+    return out
 
 
 def from_pyproject(path: Path = Path("pyproject.toml")) -> dict[str, Any]:
@@ -152,14 +187,51 @@ def from_pyproject(path: Path = Path("pyproject.toml")) -> dict[str, Any]:
         import tomllib
     else:  # pragma: no cover - Python 3.10
         import tomli as tomllib
-    with path.open("rb") as f:
-        table = tomllib.load(f).get("tool", {}).get("gpuvs", {})
-    known = {f.name for f in fields(RunConfig)}
-    unknown = sorted(set(table) - known)
+    try:
+        with path.open("rb") as f:
+            table = tomllib.load(f).get("tool", {}).get("gpuvs", {})
+    except tomllib.TOMLDecodeError as e:
+        raise UsageError(f"{path} is not valid TOML: {e}") from None
+    except OSError as e:
+        raise UsageError(f"cannot read {path}: {e.strerror or e}") from None
+    if not isinstance(table, dict):
+        raise UsageError(f"[tool.gpuvs] in {path} must be a table of settings")
+    kinds = {f.name: f.type for f in fields(RunConfig)}
+    unknown = sorted(set(table) - set(kinds))
     if unknown:
         raise UsageError(f"unknown key {unknown[0]!r} in [tool.gpuvs] of {path}; "
-                         f"known: {', '.join(sorted(known))}")
-    return {k: tuple(v) if isinstance(v, list) else v for k, v in table.items()}
+                         f"known: {', '.join(sorted(kinds))}")
+    return {k: _typed(k, v, str(kinds[k]), path) for k, v in table.items()}
+
+
+def _typed(key: str, value: Any, kind: str, path: Path) -> Any:
+    """A `[tool.gpuvs]` value checked against its setting's type, in one line if not."""
+    where = f"{key} in [tool.gpuvs] of {path}"
+    if kind.startswith("tuple"):
+        item = "int" if "int" in kind else "str"
+        if not isinstance(value, list):
+            example = "[1000, 4096]" if item == "int" else '["numpy", "torch"]'
+            raise UsageError(f"{where} must be a list, e.g. {key} = {example}; got {value!r}")
+        if item == "int":
+            return parse_sizes([str(v) for v in value]) if all(
+                isinstance(v, int) and not isinstance(v, bool) for v in value) else _bad(
+                    where, value, "a list of whole numbers")
+        if not all(isinstance(v, str) for v in value):
+            _bad(where, value, "a list of strings")
+        return tuple(value)
+    if kind == "bool" and not isinstance(value, bool):
+        _bad(where, value, "true or false")
+    if kind == "float" and (isinstance(value, bool) or not isinstance(value, (int, float))):
+        _bad(where, value, "a number")
+    if kind == "int" and (isinstance(value, bool) or not isinstance(value, int)):
+        _bad(where, value, "a whole number")
+    if kind == "str" and not isinstance(value, str):
+        _bad(where, value, "a string")
+    return value
+
+
+def _bad(where: str, value: Any, accepted: str) -> Any:
+    raise UsageError(f"{where} must be {accepted}; got {value!r}")
 
 
 def build(flags: Mapping[str, Any], pyproject: Path = Path("pyproject.toml"),

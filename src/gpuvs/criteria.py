@@ -43,6 +43,12 @@ class StoppingCriterion(ABC):
                 f"unknown parameter {sorted(unknown)[0]!r} for criterion {self.name!r}; "
                 f"accepted: {', '.join(sorted(self.defaults))}"
             )
+        for key, value in params.items():  # every parameter is a count or a share: > 0
+            whole = float(self.defaults[key]).is_integer() and self.defaults[key] >= 1
+            if not (math.isfinite(value) and value > 0 and (not whole or value == int(value))):
+                kind = "a whole number from 1" if whole else "a positive number"
+                raise UsageError(f"criterion parameter {key}={value:g} must be {kind}; e.g. "
+                                 f"{self.name}:{key}={self.defaults[key]:g}")
         self.params = {**self.defaults, **params}
         self.samples: list[float] = []
 

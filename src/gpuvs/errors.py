@@ -21,3 +21,8 @@ class StoreError(GpuvsError):
 
 class WrongResult(GpuvsError):
     """A timed call produced an output that disagrees with the reference."""
+
+
+class Interrupted(GpuvsError):
+    """A run stopped by SIGINT (Ctrl-C) or SIGTERM: stored as `interrupted`, every case
+    it recorded kept; the message says how to finish it."""

@@ -10,15 +10,51 @@ from __future__ import annotations
 from itertools import product
 
 from gpuvs import backends, workloads
-from gpuvs.config import RunConfig
+from gpuvs.config import RunConfig, parse_axes
+from gpuvs.errors import UsageError
 from gpuvs.model import Case, Params
+
+# What a case without the parameter has: data left on the device.
+AXIS_DEFAULTS = {"data": "resident"}
 
 
 def expand(config: RunConfig) -> tuple[Case, ...]:
+    """The run's cases; a config that selects none is bad usage (an empty run stored as
+    if it had measured something would say nothing)."""
     cases: list[Case] = []
-    for name in config.workloads or workloads.default_suite():
+    names = config.workloads or workloads.default_suite()
+    for name in names:
         cases.extend(_workload_cases(name, config))
-    return tuple(cases)
+    axes = parse_axes(config.axes)
+    kept = tuple(c for c in cases if all(_value(c, k) == v for k, v in axes.items()))
+    if not kept:
+        raise UsageError(_why_empty(names, config, cases, axes))
+    return kept
+
+
+def _value(case: Case, name: str) -> str | None:
+    return case.param(name, AXIS_DEFAULTS.get(name, "")) or None
+
+
+def _why_empty(names: tuple[str, ...], config: RunConfig, cases: list[Case],
+               axes: dict[str, str]) -> str:
+    if not cases and config.variants:
+        offered = {n: workloads.get(n).variants for n in names}
+        return (f"no case to run: no variant {', '.join(config.variants)} in "
+                + "; ".join(f"{n} (it has {', '.join(v)})" for n, v in offered.items()))
+    if not cases:
+        return "no case to run with these options; `gpuvs list` shows what each workload runs"
+    seen: dict[str, set[str]] = {}
+    for c in cases:
+        for k in axes:
+            if (v := _value(c, k)) is not None:
+                seen.setdefault(k, set()).add(v)
+    bad = next((k for k in axes if axes[k] not in seen.get(k, set())), None)
+    if bad is None:
+        return (f"no case has {' and '.join(f'{k}={v}' for k, v in axes.items())} at once; "
+                "drop an --axis")
+    accepted = ", ".join(sorted(seen.get(bad, set()))) or "none: no case has this parameter"
+    return f"no case has {bad}={axes[bad]}; accepted values of {bad} here: {accepted}"
 
 
 def _workload_cases(name: str, config: RunConfig) -> list[Case]:

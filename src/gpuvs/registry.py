@@ -36,8 +36,16 @@ class Registry(Generic[T]):
         if not self._discovered:
             self._discovered = True
             plugins = [m.strip() for m in os.environ.get(PLUGINS_ENV, "").split(",")]
-            for module in (*self._builtin, *filter(None, plugins)):
+            for module in self._builtin:
                 importlib.import_module(module)
+            for module in filter(None, plugins):
+                try:
+                    importlib.import_module(module)
+                except Exception as e:  # a user's module: say which, in one line
+                    raise UsageError(
+                        f"{PLUGINS_ENV} names {module!r}, which cannot be imported "
+                        f"({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}); "
+                        f"set it to importable module names, comma-separated") from None
 
     def names(self) -> tuple[str, ...]:
         self.discover()

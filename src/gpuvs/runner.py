@@ -203,8 +203,9 @@ def execute(run: Recorder, cases: Iterable[Case], config: RunConfig,
                     summary.measurements.append(m)
                     on_result(m)
     finally:
+        stopping = sys.exc_info()[0] is not None  # Ctrl-C, SIGTERM: no case will follow
         for w in (*retired, *workers.values()):
-            w.close()
+            w.kill() if stopping else w.close()
     return summary
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import gc
 import json
 import os
+import signal
 import sys
 import time
 from collections.abc import Callable
@@ -210,6 +211,8 @@ def serve(backend: Backend, requests: TextIO, channel: TextIO) -> int:
 
 
 def main(argv: list[str]) -> int:
+    # Ctrl-C is the runner's to handle: it records the run as interrupted and ends us.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     channel = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)  # framework chatter on stdout must not reach the protocol channel
     sys.stdout = sys.stderr

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import re
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from tests.report.samples import CEILINGS, GPU, RealRun, gpu_sweep, invoke, meas
 from gpuvs.model import Case, Measurement, Status
 from gpuvs.report.html import render_html
 from gpuvs.report.plots import all_plots
+from gpuvs.store import open_store
 from gpuvs.store.export import load_json, run_document, write_json
 
 
@@ -155,6 +157,7 @@ def test_bad_input_is_one_line_and_exit_2(args, message, tmp_path, db, exported)
              "partial": _write(tmp_path / "partial.json",
                                '{"format_version": 1, "run": {}, "measurements": []}'),
              "blocked": _write(tmp_path / "a-file", "")}
+    open_store(db).close()  # a store without the run asked for
     result = invoke(*(a.format(**paths) for a in args), "--db", db)
     assert result.exit_code == 2, result.output
     assert "Traceback" not in result.output
@@ -197,15 +200,26 @@ def test_plot_png_of_a_real_run(real_run: RealRun, tmp_path) -> None:
 
 
 @pytest.mark.usefixtures("worker_env")
-def test_run_report_to_an_unwritable_path_keeps_the_run_and_says_how_to_get_the_page(
-        db, tmp_path) -> None:
+def test_a_report_path_under_a_file_fails_before_the_run(db, tmp_path) -> None:
     blocker = tmp_path / "a-file"
     blocker.write_text("")
     result = invoke("run", "-w", "test_spin", "-s", "100", "-b", "numpy", "--budget", "0.05",
                     "--db", db, "--report", str(blocker / "r.html"))
     assert result.exit_code == 2 and "Traceback" not in result.output
+    assert result.output.strip() == (f"error: cannot write {blocker}/r.html: {blocker} is a "
+                                     "file, not a directory")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="root alone passes the up-front check on /proc")
+def test_a_report_that_fails_after_the_run_keeps_the_run_and_says_how_to_get_the_page(
+        db, tmp_path) -> None:
+    result = invoke("run", "-w", "test_spin", "-s", "100", "-b", "numpy", "--budget", "0.05",
+                    "--db", db, "--report", "/proc/gpuvs-report.html")
+    assert result.exit_code == 2 and "Traceback" not in result.output
     run_id = run_id_of(result.output)
     last = result.output.strip().splitlines()[-1]
-    assert f"cannot write the report to {blocker}/r.html: {blocker} is a file" in last
+    assert "cannot write the report to /proc/gpuvs-report.html" in last
     assert f"the run is saved: `gpuvs report {run_id} -o PATH` writes its report" in last
     assert invoke("report", run_id, "--db", db, "-o", str(tmp_path / "r.html")).exit_code == 0
+
+

@@ -15,7 +15,19 @@ from gpuvs.cli.app import app
 
 
 def main() -> None:
-    app()
+    """The command; a deliberate gpuvs error raised outside a command's own handling (a
+    bad GPUVS_PLUGINS read while the commands list themselves) is one line, exit 2."""
+    import sys
+
+    import typer
+
+    from gpuvs.cli.app import usage_errors
+
+    try:
+        with usage_errors():
+            app()
+    except typer.Exit as e:
+        sys.exit(e.exit_code)
 
 
 __all__ = ["app", "main"]

@@ -15,7 +15,7 @@ from typing import Annotated, Any
 
 import typer
 
-from gpuvs.errors import GpuvsError, UsageError
+from gpuvs.errors import GpuvsError, Interrupted, UsageError
 
 app = typer.Typer(
     help="Is the GPU faster than the CPU for this work, by how much, from what size on, "
@@ -26,6 +26,7 @@ app = typer.Typer(
 )
 
 EXIT_FAILED_RUN, EXIT_USAGE = 1, 2
+EXIT_INTERRUPTED = 130  # as a shell reports a command ended by Ctrl-C
 UNWRAPPED = 10_000  # columns: "no limit" for output that is not a terminal
 
 
@@ -45,6 +46,10 @@ def usage_errors() -> Iterator[None]:
     """Every deliberate gpuvs error becomes one red line and exit code 2."""
     try:
         yield
+    except Interrupted as e:
+        console(stderr=True).print(f"interrupted: {e}", soft_wrap=True, markup=False,
+                                   highlight=False)
+        raise typer.Exit(EXIT_INTERRUPTED) from None
     except GpuvsError as e:
         from rich.markup import escape
 
@@ -62,10 +67,11 @@ DbOption = Annotated[str | None, typer.Option(
     help="Results database (SQLite path). Default: $GPUVS_DB, else the user data directory.")]
 
 
-def open_store(db: str | None) -> Any:
+def open_store(db: str | None, reading: bool = False) -> Any:
+    """The results store (`--db`); a command that only reads it never creates one."""
     from gpuvs.store import open_store
 
-    return open_store(db)
+    return open_store(db, reading)
 
 
 VariantOpt = Annotated[list[str] | None, typer.Option(
@@ -113,14 +119,20 @@ PassesOpt = Annotated[int | None, typer.Option(
          "budget, and merge each case's samples, so that its CI covers what a new process "
          "a moment later gives (default 2; 1 for one process).")]
 ResumeOpt = Annotated[str | None, typer.Option(
-    metavar="RUN_ID", help="Finish an interrupted run: skip its recorded cases, run the rest.")]
+    metavar="RUN_ID|latest",
+    help="Finish an interrupted run: skip its recorded cases, run the rest. `latest`: the "
+         "most recent run that did not finish.")]
+AxisOpt = Annotated[list[str] | None, typer.Option(
+    "--axis", "-a", metavar="NAME=VALUE",
+    help="Only the cases whose parameter NAME is VALUE (repeatable), e.g. -a shape=square "
+         "-a data=resident for one case per size; `gpuvs list` names the parameters.")]
 
 
 def build_config(workloads: tuple[str, ...], variant: list[str] | None,
                   backend: list[str] | None, device: list[str] | None,
                   dtype: list[str] | None, sizes: list[str] | None, budget: float | None,
                   timeout: float | None, criterion: str | None, cold: bool = False,
-                  passes: int | None = None) -> Any:
+                  passes: int | None = None, axis: list[str] | None = None) -> Any:
     from gpuvs import config as cfg
 
     return cfg.build({
@@ -128,6 +140,7 @@ def build_config(workloads: tuple[str, ...], variant: list[str] | None,
         "devices": split(device), "dtypes": split(dtype),
         "sizes": cfg.parse_sizes(split(sizes)), "budget_s": budget, "timeout_s": timeout,
         "criterion": criterion, "cold": cold or None, "passes": passes,
+        "axes": tuple(axis or ()),
     })
 
 
@@ -193,7 +206,13 @@ def wrap_up(out: Any, run: Any, measurements: list[Any], counts: Mapping[str, in
     if json_path:
         from gpuvs.store.export import write_json
 
-        write_json(json_path, run.stored(), measurements, ceilings)
+        with usage_errors():
+            try:
+                write_json(json_path, run.stored(), measurements, ceilings)
+            except OSError as e:  # the measurements are safe: say how to get the file
+                raise UsageError(f"cannot write the JSON to {json_path}: "
+                                 f"{e.strerror or e}; the run is saved: `gpuvs export "
+                                 f"{run.run_id} -o PATH` writes it") from None
         out.print(f"wrote {json_path}")
     if report_path:
         with usage_errors():
@@ -214,6 +233,22 @@ def stored_ceilings(store: Any, record: Any) -> list[Any]:
 
     found = find_ceilings_run(store, record.environment.fingerprint)
     return read(store.measurements(found.run_id)) if found else []
+
+
+def check_writable(*paths: Path | None) -> None:
+    """Before a run starts: each output path given can be written (its nearest existing
+    directory is writable and the path is no directory), so that a bad path fails in one
+    line at once, not after the whole run."""
+    import os
+
+    for path in filter(None, paths):
+        if path.is_dir():
+            raise UsageError(f"{path} is a directory; give a file path")
+        parent = next((p for p in path.absolute().parents if p.exists()), None)
+        if parent is None or not parent.is_dir():
+            raise UsageError(f"cannot write {path}: {parent} is a file, not a directory")
+        if not os.access(parent, os.W_OK):
+            raise UsageError(f"cannot write {path}: {parent} is not writable")
 
 
 def write_report(path: Path, record: Any, measurements: list[Any], ceilings: list[Any]) -> None:

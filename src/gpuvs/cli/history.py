@@ -105,7 +105,7 @@ def runs(
         if limit < 1:
             raise UsageError(f"--limit must be a whole number from 1; got {limit}")
         after = _since(since)
-        store = open_store(db)
+        store = open_store(db, reading=True)
         found = []
         for run in store.runs(RECENT_RUNS):
             if (machine and machine_of(run) != machine
@@ -150,7 +150,7 @@ def compare(
         if len(runs_) < 2:
             raise UsageError("compare needs two runs or more: gpuvs compare A B [C …]")
         t = _threshold(threshold)
-        store = open_store(db)
+        store = open_store(db, reading=True)
         loaded = [load(spec, store) for spec in runs_]
         base_run, base_ms = loaded[0]
         results = []
@@ -222,7 +222,7 @@ def check(
     with usage_errors():
         check_format(fmt)
         t = _threshold(fail_above)
-        store = open_store(db)
+        store = open_store(db, reading=True)
         run, ms = load(run_spec, store)
         base, base_ms = (_previous(store, run) if baseline == "latest"
                          else load(baseline, store))

@@ -92,7 +92,7 @@ def load_run(run_id: str | None, from_json: Path | None, db: str | None
         from gpuvs.store.export import load_json
 
         return load_json(from_json)
-    store = open_store(db)
+    store = open_store(db, reading=True)
     if run_id == "latest":
         run_id = store.latest_run_id() or run_id
     record = store.get_run(run_id)
@@ -111,7 +111,7 @@ def _history(run_id: str | None, from_json: Path | None, output: Path | None,
             raise UsageError("--history draws the whole store: give no RUN_ID or --from")
         if by not in ("date", "commit"):
             raise UsageError(f"--by {by!r}: accepted: date, commit")
-        store = open_store(db)
+        store = open_store(db, reading=True)
         found = [(run, ms) for run in store.runs(HISTORY_RUNS)
                  if (ms := store.measurements(run.run_id))
                  and (workload is None or any(m.case.workload == workload for m in ms))]

@@ -8,6 +8,7 @@ from typing import Annotated, Any
 import typer
 
 from gpuvs.cli.app import (
+    AxisOpt,
     BackendOpt,
     BudgetOpt,
     ColdOpt,
@@ -24,6 +25,7 @@ from gpuvs.cli.app import (
     WorkloadsOpt,
     app,
     build_config,
+    check_writable,
     console,
     open_store,
     progress,
@@ -47,14 +49,15 @@ def run(
     dtype: DtypeOpt = None, sizes: SizesOpt = None, budget: BudgetOpt = None,
     timeout: TimeoutOpt = None, criterion: CriterionOpt = None, db: DbOption = None,
     json_path: JsonOpt = None, resume: ResumeOpt = None, cold: ColdOpt = False,
-    report_path: ReportOpt = None, passes: PassesOpt = None,
+    report_path: ReportOpt = None, passes: PassesOpt = None, axis: AxisOpt = None,
 ) -> None:
     """Run workloads on every backend and device, and print a table per workload."""
     from gpuvs import config as cfg
 
     with usage_errors():
+        check_writable(json_path, report_path)
         store = open_store(db)
-        run_record = store.get_run(resume) if resume else None
+        run_record = _resumed(store, resume) if resume else None
         if run_record is not None:
             if run_record.kind is not RunKind.SWEEP:
                 raise UsageError(f"run {resume!r} is a {run_record.kind} run, not a sweep; "
@@ -62,7 +65,7 @@ def run(
             config = cfg.RunConfig(**_config_fields(run_record.config)).validate()
         else:
             config = build_config(split(workload), variant, backend, device, dtype, sizes,
-                                   budget, timeout, criterion, cold, passes)
+                                   budget, timeout, criterion, cold, passes, axis)
     raise typer.Exit(_execute(store, config, run_record, json_path, report_path))
 
 
@@ -73,7 +76,7 @@ def sweep(
     dtype: DtypeOpt = None, sizes: SizesOpt = None, budget: BudgetOpt = None,
     timeout: TimeoutOpt = None, criterion: CriterionOpt = None, db: DbOption = None,
     json_path: JsonOpt = None, cold: ColdOpt = False, report_path: ReportOpt = None,
-    passes: PassesOpt = None,
+    passes: PassesOpt = None, axis: AxisOpt = None,
     refine: Annotated[bool, typer.Option(
         help="Add sizes around each crossover until it is bracketed within --factor.")] = False,
     factor: Annotated[float, typer.Option(
@@ -83,11 +86,25 @@ def sweep(
     with usage_errors():
         if refine and not factor > 1:
             raise UsageError(f"--factor must be a number above 1; got {factor}")
+        check_writable(json_path, report_path)
         store = open_store(db)
         config = build_config((workload,), variant, backend, device, dtype, sizes, budget,
-                               timeout, criterion, cold, passes)
+                               timeout, criterion, cold, passes, axis)
     raise typer.Exit(_execute(store, config, None, json_path, report_path,
                               factor if refine else None))
+
+
+def _resumed(store: Any, resume: str) -> Any:
+    """The run `--resume` names; `latest` is the most recent sweep that did not finish."""
+    from gpuvs.store.runs import latest_unfinished
+
+    if resume != "latest":
+        return store.get_run(resume)
+    found = latest_unfinished(store, RunKind.SWEEP)
+    if found is None:
+        raise UsageError("--resume latest: no interrupted run in this database; "
+                         "`gpuvs runs` lists them")
+    return found
 
 
 def _config_fields(stored: Any) -> dict[str, Any]:
@@ -101,9 +118,10 @@ def _execute(store: Any, config: Any, run_record: Any, json_path: Path | None,
     from gpuvs import contention, plan, runner
     from gpuvs.report import console as con
     from gpuvs.report.layout import result_tables, status_line
-    from gpuvs.store.runs import RunHandle, start_run
+    from gpuvs.store.runs import RunHandle, interruptible, start_run
 
-    cases = plan.expand(config)
+    with usage_errors():
+        cases = plan.expand(config)
     if run_record is None:
         run = start_run(store, RunKind.SWEEP, config.to_dict())
         skip: frozenset[str] = frozenset()
@@ -118,12 +136,13 @@ def _execute(store: Any, config: Any, run_record: Any, json_path: Path | None,
               "recorded)" if skip else f"run {run.run_id}: {len(cases)} cases")
     counts: Counter[str] = Counter()
     rounds = 0
-    while cases:
-        with progress(len(cases)) as advance:
-            counts += runner.execute(run, cases, config, on_result=advance,
-                                     skip_keys=skip).counts
-        cases = _refinement(store, run.run_id, refine_factor, rounds)
-        rounds += 1
+    with usage_errors(), interruptible(run, "`gpuvs run --resume latest` finishes it."):
+        while cases:
+            with progress(sum(c.key not in skip for c in cases)) as advance:
+                counts += runner.execute(run, cases, config, on_result=advance,
+                                         skip_keys=skip).counts
+            cases = _refinement(store, run.run_id, refine_factor, rounds)
+            rounds += 1
     run.finish()
     measurements = run.measurements()
     ceilings = stored_ceilings(store, run.started)

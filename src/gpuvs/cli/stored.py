@@ -35,7 +35,7 @@ def show(run_id: Annotated[str, typer.Argument(help="A run id, or 'latest'.")],
 
     with usage_errors():
         check_format(fmt)
-        store = open_store(db)
+        store = open_store(db, reading=True)
         if run_id == "latest":
             run_id = store.latest_run_id() or run_id
         record = store.get_run(run_id)
@@ -73,7 +73,7 @@ def export(
     with usage_errors():
         if format not in ("json", "csv"):
             raise UsageError(f"unknown format {format!r}; accepted: json, csv")
-        store = open_store(db)
+        store = open_store(db, reading=True)
         if run_id == "latest":
             run_id = store.latest_run_id() or run_id
         record = store.get_run(run_id)

@@ -13,7 +13,8 @@ from gpuvs.analysis.regression import Change, Mean, Unmatched
 from gpuvs.model import Measurement, Run, Status
 from gpuvs.table import Table
 
-RUN_COLUMNS = ("run", "kind", "started", "machine", "GPU", "commit", "ok", "failed")
+RUN_COLUMNS = ("run", "kind", "started", "status", "machine", "GPU", "commit", "ok",
+               "failed")
 CHANGE_COLUMNS = ("case", "A", "B", "B ÷ A (95 % CI)", "rank test p", "verdict")
 MEAN_COLUMNS = ("workload", "cases", "geometric mean B ÷ A (95 % CI)")
 FAILED = (Status.CRASHED, Status.WRONG_RESULT, Status.TIMEOUT, Status.OOM)
@@ -46,7 +47,8 @@ def runs_table(found: Sequence[tuple[Run, Sequence[Measurement]]]) -> Table:
     rows = []
     for run, ms in found:
         counts = Counter(m.status for m in ms)
-        rows.append((run.run_id, run.kind.value, run.started_at, machine_of(run), gpus_of(run),
+        rows.append((run.run_id, run.kind.value, run.started_at, run.status, machine_of(run),
+                     gpus_of(run),
                      commit_of(run), str(counts[Status.OK]),
                      str(sum(counts[s] for s in FAILED))))
     return Table("stored runs, most recent first", RUN_COLUMNS, tuple(rows),

@@ -23,19 +23,26 @@ def default_location() -> Path:
     return Path(user_data_dir("gpuvs")) / "gpuvs.sqlite"
 
 
-def open_store(location: str | None = None) -> SqlStore:
-    """Open (creating if needed) the store at `location`, $GPUVS_DB, or the default.
+def open_store(location: str | None = None, reading: bool = False) -> SqlStore:
+    """Open the store at `location`, $GPUVS_DB, or the default.
 
     `location` is a path or a SQLAlchemy-style URL, as other tools write them:
     `sqlite:///relative.sqlite`, `sqlite:////absolute/path.sqlite`, or a shared
-    PostgreSQL store, `postgresql://user:password@host:5432/dbname`.
+    PostgreSQL store, `postgresql://user:password@host:5432/dbname`. A file that does not
+    exist is created, in a directory that does (a mistyped directory is an error, not a
+    new tree); only the default location makes its directories. A command that only
+    `reading` (show, compare, report) never creates a store: a missing file is an error.
     """
     chosen = location or os.environ.get(ENV_VAR)
     if chosen and chosen.partition("://")[0].lower().split("+")[0] in _POSTGRES:
         from gpuvs.store.postgres import PostgresStore
 
         return PostgresStore(chosen)
-    return SqliteStore(_path(chosen) if chosen else default_location())
+    path = _path(chosen) if chosen else default_location()
+    if reading and not path.exists():
+        raise StoreError(f"no results database at {path}; `gpuvs run` stores runs there "
+                         "(or pass --db PATH / set GPUVS_DB to the file that has them)")
+    return SqliteStore(path, create_dirs=not chosen)
 
 
 def _path(location: str) -> Path:

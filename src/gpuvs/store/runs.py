@@ -12,10 +12,14 @@ place.
 from __future__ import annotations
 
 import secrets
+import signal
+import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
+from gpuvs.errors import Interrupted
 from gpuvs.model import Environment, Measurement, Run, RunKind
 
 RUN_ID_FORMAT = "%Y%m%d-%H%M%S"
@@ -75,6 +79,34 @@ class RunHandle:
         return found
 
 
+@contextmanager
+def interruptible(run: RunHandle, how_to_finish: str) -> Iterator[RunHandle]:
+    """Ctrl-C (SIGINT) and SIGTERM end the run as `interrupted`, never left `running`:
+    the cases recorded so far stay, and `Interrupted` says how to finish it
+    (`how_to_finish`, a sentence). SIGTERM is turned into the same
+    exception as Ctrl-C while the block runs (from the main thread only, where Python
+    delivers signals)."""
+    caught: list[str] = []
+
+    def terminated(signum: int, frame: Any) -> None:
+        caught.append(signal.Signals(signum).name)
+        raise KeyboardInterrupt
+
+    main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, terminated) if main else None
+    try:
+        yield run
+    except KeyboardInterrupt:
+        name = caught[0] if caught else "SIGINT"
+        run.interrupt(f"stopped by {name}")
+        saved = len(run.finished_keys())
+        raise Interrupted(f"run {run.run_id} stopped by {name}; its {saved} recorded cases "
+                          f"are kept. {how_to_finish}") from None
+    finally:
+        if main:
+            signal.signal(signal.SIGTERM, previous)
+
+
 def start_run(store: Any, kind: RunKind, config: Mapping[str, Any],
               environment: Environment | None = None) -> RunHandle:
     """Create the run in `store` now, so that even a run killed at once leaves its trace.
@@ -98,6 +130,17 @@ def start_run(store: Any, kind: RunKind, config: Mapping[str, Any],
 def resume_run(store: Any, run_id: str) -> RunHandle:
     """The stored run `run_id`, to record its remaining cases into."""
     return RunHandle(store, store.get_run(run_id))
+
+
+def latest_unfinished(store: Any, kind: RunKind) -> Run | None:
+    """The most recent run of `kind` that stopped before its last case (interrupted, or
+    still `running` because its process was killed outright): what `--resume latest`
+    finishes."""
+    for record in store.runs(200):
+        if record.kind is kind and record.status in ("interrupted", "running"):
+            found: Run = record
+            return found
+    return None
 
 
 def find_ceilings_run(store: Any, fingerprint: str) -> Run | None:

@@ -31,17 +31,24 @@ class SqliteStore(SqlStore):
     insertion = "rowid"
     errors = (sqlite3.Error,)
 
-    def __init__(self, path: Path) -> None:
-        super().__init__(_connect(Path(path)), str(path), str(path))
+    def __init__(self, path: Path, create_dirs: bool = True) -> None:
+        super().__init__(_connect(Path(path), create_dirs), str(path), str(path))
         self.path = Path(path)  # type: ignore[assignment]
 
 
-def _connect(path: Path) -> sqlite3.Connection:
-    """Open, configure and migrate, or fail with one line that says what to do instead."""
+def _connect(path: Path, create_dirs: bool = True) -> sqlite3.Connection:
+    """Open, configure and migrate, or fail with one line that says what to do instead.
+    A file on storage this process cannot write (a read-only mount, a shared archive) is
+    opened read-only, so that `show`, `compare` and `report` still read it."""
     conn: sqlite3.Connection | None = None
     try:
         if path.is_dir():
             raise IsADirectoryError(f"{path} is a directory")
+        if path.is_file() and not _writable(path):
+            return _read_only(path)
+        if not create_dirs and not path.parent.is_dir():
+            raise StoreError(f"its directory {path.parent} does not exist; create it, or "
+                             "give a path in an existing directory")
         path.parent.mkdir(parents=True, exist_ok=True)
         # isolation_level=None: transactions are begun explicitly, never by the module.
         conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_S, isolation_level=None)
@@ -58,6 +65,23 @@ def _connect(path: Path) -> sqlite3.Connection:
             "; pass --db PATH or set GPUVS_DB to a writable file")
         message = " ".join(f"cannot open the results database {path}: {reason}{suffix}".split())
         raise StoreError(message) from None
+
+
+def _writable(path: Path) -> bool:
+    import os
+
+    return os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)
+
+
+def _read_only(path: Path) -> sqlite3.Connection:
+    """The file opened for reading only: `immutable` (nothing can write it from here, and
+    WAL's shared-memory file could not be created beside it) unless a write-ahead log
+    beside it still holds changes, which read-only mode reads through."""
+    wal = Path(f"{path}-wal")
+    flags = "mode=ro" if wal.exists() and wal.stat().st_size else "mode=ro&immutable=1"
+    conn = sqlite3.connect(f"file:{path}?{flags}", uri=True, isolation_level=None)
+    conn.execute("PRAGMA foreign_keys=ON")
+    return conn
 
 
 def _use_wal(conn: sqlite3.Connection) -> None:

@@ -1,0 +1,175 @@
+"""Bad input in every place a user can put it (flags, [tool.gpuvs], the environment,
+paths) is one line and exit 2; a signal ends a run as `interrupted`, and `--resume
+latest` finishes it; `--axis` picks cases."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from gpuvs.cli import app
+
+QUICK = ["--budget", "0.1", "--backend", "numpy", "--device", "cpu"]
+REPO = Path(__file__).resolve().parents[1]
+
+
+def invoke(*args: str, cwd: Path | None = None):
+    if cwd is None:
+        return CliRunner().invoke(app, list(args), env={"COLUMNS": "200"})
+    old = Path.cwd()
+    os.chdir(cwd)
+    try:
+        return CliRunner().invoke(app, list(args), env={"COLUMNS": "200"})
+    finally:
+        os.chdir(old)
+
+
+def one_line_error(result, message: str) -> None:
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1, result.output
+    assert message in lines[0], lines[0]
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["-s", "1e30"], "size '1e30' is not a positive integer up to 1e15"),
+    (["-s", "1:1e30"], "size '1e30' is not a positive integer up to 1e15"),
+    (["--criterion", "fixed:n=0"], "criterion parameter n=0 must be a whole number from 1"),
+    (["--criterion", "fixed:n=2.5"], "criterion parameter n=2.5 must be a whole number"),
+    (["--criterion", "median-ci:rel=-1"], "criterion parameter rel=-1 must be a positive"),
+    (["--variant", "tuned"], "no variant tuned in matmul (it has as_written, correct)"),
+    (["-a", "shape=round"], "no case has shape=round; accepted values of shape here: "
+                            "seed000, square"),
+    (["-a", "shape"], "axis 'shape' must be NAME=VALUE"),
+])
+def test_bad_flags_fail_before_anything_runs(args, message, db) -> None:
+    one_line_error(invoke("run", "-w", "matmul", *QUICK, *args, "--db", db), message)
+    assert not Path(db).exists() or not sqlite3.connect(db).execute(
+        "select count(*) from runs").fetchone()[0]  # no empty run was stored
+
+
+@pytest.mark.parametrize(("setting", "message"), [
+    ("sizes = [-5, 0]", "size '-5' is not a positive integer"),
+    ('cold = "no"', "cold in [tool.gpuvs] of pyproject.toml must be true or false; got 'no'"),
+    ('backends = "numpy"', "backends in [tool.gpuvs] of pyproject.toml must be a list, e.g. "
+                           'backends = ["numpy", "torch"]'),
+    ('budget_s = "x"', "budget_s in [tool.gpuvs] of pyproject.toml must be a number"),
+    ("passes = 1.5", "passes in [tool.gpuvs] of pyproject.toml must be a whole number"),
+    ("sizes = [", "pyproject.toml is not valid TOML"),
+    ('criterion = "fixed:n=0"', "criterion parameter n=0 must be a whole number from 1"),
+])
+def test_bad_pyproject_values_are_one_line(setting, message, tmp_path) -> None:
+    (tmp_path / "pyproject.toml").write_text(f"[tool.gpuvs]\n{setting}\n")
+    result = invoke("run", "-w", "matmul", "--db", str(tmp_path / "r.sqlite"), cwd=tmp_path)
+    one_line_error(result, message)
+
+
+def test_a_bad_plugin_module_is_one_line_even_from_list() -> None:
+    env = os.environ | {"GPUVS_PLUGINS": "no_such_module_here"}
+    done = subprocess.run([sys.executable, "-m", "gpuvs", "list"], capture_output=True,
+                          text=True, env=env, timeout=120)
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr
+    assert ("GPUVS_PLUGINS names 'no_such_module_here', which cannot be imported"
+            in done.stderr)
+
+
+def test_db_in_a_missing_directory_is_refused_not_created(tmp_path) -> None:
+    missing = tmp_path / "typo" / "r.sqlite"
+    one_line_error(invoke("run", "-w", "matmul", *QUICK, "--db", str(missing)),
+                   f"its directory {missing.parent} does not exist")
+    assert not missing.parent.exists()
+
+
+@pytest.mark.parametrize("command", [["show", "latest"], ["runs"], ["compare", "a", "b"],
+                                     ["check", "--baseline", "latest"], ["report", "latest"]])
+def test_reading_commands_never_create_a_database(command, tmp_path) -> None:
+    missing = tmp_path / "none.sqlite"
+    one_line_error(invoke(*command, "--db", str(missing)), f"no results database at {missing}")
+    assert not missing.exists()
+
+
+def test_json_to_a_path_under_a_file_fails_before_the_run(tmp_path, db) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    result = invoke("run", "-w", "matmul", *QUICK, "--json", str(blocker / "x.json"),
+                    "--db", db)
+    one_line_error(result, f"cannot write {blocker / 'x.json'}: {blocker} is a file")
+
+
+def test_a_database_on_read_only_storage_is_still_read(tmp_path) -> None:
+    source, mount = tmp_path / "src", tmp_path / "ro"
+    source.mkdir()
+    mount.mkdir()
+    gpuvs = [sys.executable, "-m", "gpuvs"]
+    subprocess.run([*gpuvs, "run", "-w", "matmul", "-s", "64", *QUICK, "--db",
+                    str(source / "r.sqlite")], check=True, capture_output=True, timeout=120)
+    bound = subprocess.run(["mount", "--bind", str(source), str(mount)], capture_output=True)
+    if bound.returncode != 0:
+        pytest.skip("a read-only bind mount needs root: " + bound.stderr.decode().strip())
+    try:
+        assert subprocess.run(["mount", "-o", "remount,ro,bind", str(mount)]).returncode == 0
+        shown = subprocess.run([*gpuvs, "show", "latest", "--db", str(mount / "r.sqlite")],
+                               capture_output=True, text=True, timeout=120)
+        assert shown.returncode == 0, shown.stderr
+        assert "matmul" in shown.stdout
+    finally:
+        subprocess.run(["umount", str(mount)])
+
+
+def test_axis_keeps_one_case_per_size(db, tmp_path) -> None:
+    out = tmp_path / "r.json"
+    result = invoke("run", "-w", "matmul", "-s", "64,128", *QUICK, "-a", "shape=square",
+                    "-a", "data=resident", "--json", str(out), "--db", db)
+    assert result.exit_code == 0, result.output
+    keys = [r[0] for r in sqlite3.connect(db).execute(
+        "select case_key from measurements order by id")]
+    assert keys == ["matmul/correct/numpy/cpu/float32/64,shape=square",
+                    "matmul/correct/numpy/cpu/float32/128,shape=square"]
+
+
+@pytest.mark.usefixtures("worker_env")
+def test_sigterm_marks_the_run_interrupted_and_resume_latest_finishes_it(db) -> None:
+    cmd = [sys.executable, "-m", "gpuvs", "run", "-w", "test_spin", "-s",
+           "2e4,4e4,6e4,8e4,1e5", "-b", "numpy", "-d", "cpu", "--budget", "1", "--passes",
+           "1", "--db", db]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 60
+    while time.time() < deadline and _count(db) < 2:
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    assert "stopped by SIGTERM" in err and "`gpuvs run --resume latest` finishes it" in err
+    status, reason = sqlite3.connect(db).execute("select status, reason from runs").fetchone()
+    assert (status, reason) == ("interrupted", "stopped by SIGTERM")
+    kept = _count(db)
+    resumed = invoke("run", "--resume", "latest", "--db", db)
+    assert resumed.exit_code == 0, resumed.output
+    assert f"{kept} already recorded" in resumed.output
+    assert f"[{5 - kept}/{5 - kept}]" in resumed.output  # counts only what is left
+    assert _count(db) == 5
+
+
+def test_resume_latest_with_nothing_to_resume_says_so(db) -> None:
+    assert invoke("run", "-w", "matmul", "-s", "64", *QUICK, "--db", db).exit_code == 0
+    one_line_error(invoke("run", "--resume", "latest", "--db", db),
+                   "--resume latest: no interrupted run in this database")
+
+
+def _count(db: str) -> int:
+    try:
+        with sqlite3.connect(db) as c:
+            return int(c.execute("select count(*) from measurements").fetchone()[0])
+    except sqlite3.OperationalError:
+        return 0
