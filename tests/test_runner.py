@@ -220,3 +220,17 @@ def test_passes_merge_samples_in_order_and_keep_what_only_a_pass_could_see() -> 
     assert Caveat.CONTENDED in m.caveats and Caveat.FIRST_CALL_SLOW in m.caveats
     crashed = Measurement(c, Status.CRASHED, reason="the worker died")
     assert merged(first, crashed) is crashed
+
+
+def test_a_case_stored_between_its_passes_is_not_complete_for_resume() -> None:
+    from gpuvs.runner import complete
+
+    first = Measurement(case("test_linear"), Status.OK, samples=(1e-3,) * 5,
+                        counters={"case_s": 0.5})
+    assert not complete(first, passes=2)  # only the first of two passes was stored
+    assert complete(first, passes=1)
+    merged = Measurement(first.case, Status.OK, samples=(1e-3,) * 10,
+                         counters={"case_s": 0.5, "passes": 2.0})
+    assert complete(merged, passes=2)
+    failed = Measurement(first.case, Status.CRASHED, reason="died")
+    assert complete(failed, passes=2)  # a failure is not measured twice

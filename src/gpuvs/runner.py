@@ -216,6 +216,12 @@ def _retire_all(workers: dict[tuple[str, bool], Worker], retired: list[Worker]) 
     workers.clear()
 
 
+def complete(m: Measurement, passes: int) -> bool:
+    """Whether a stored case needs nothing more: a run stopped between its passes stored
+    the first pass's result, which `--resume` measures again in full."""
+    return not _again(m) or m.counters.get("passes", 1.0) >= passes
+
+
 def _again(m: Measurement) -> bool:
     """Whether a case is measured again in the next pass."""
     return (m.status is Status.OK and m.case.variant != "as_written"

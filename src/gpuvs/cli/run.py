@@ -127,7 +127,8 @@ def _execute(store: Any, config: Any, run_record: Any, json_path: Path | None,
         skip: frozenset[str] = frozenset()
     else:
         run = RunHandle(store, run_record)
-        skip = frozenset(run.finished_keys())
+        skip = frozenset(m.case.key for m in run.measurements()
+                         if runner.complete(m, config.passes))
     out = console()
     busy = contention.busy_line()
     if busy:
