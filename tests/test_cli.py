@@ -100,7 +100,7 @@ def test_list_and_env_describe_what_is_here() -> None:
 @pytest.mark.usefixtures("worker_env")
 def test_a_run_killed_halfway_keeps_its_cases_and_resume_finishes_it(db) -> None:
     cmd = [sys.executable, "-m", "gpuvs", "run", "-w", "test_spin", "-s", "2e4,4e4,6e4,8e4,1e5",
-           "-b", "numpy", "-d", "cpu", "--budget", "1", "--db", db]
+           "-b", "numpy", "-d", "cpu", "--budget", "1", "--passes", "1", "--db", db]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
                             start_new_session=True)
     deadline = time.time() + 60

@@ -180,13 +180,26 @@ def _case_lines(total: int, out: Any) -> Callable[[Any], None]:
     from gpuvs import units
 
     started, done = time.monotonic(), [0]
+    absent: set[tuple[str, str]] = set()  # (backend, device) already said unavailable
+    instant = [0]
 
     def advance(m: Any) -> None:
         done[0] += 1
+        if m.status.value == "unavailable":  # said once per backend and device, not per case
+            instant[0] += 1  # decided without measuring: no part of the estimate
+            where = (m.case.backend, m.case.device)
+            if where not in absent:
+                absent.add(where)
+                out.print(f"[{done[0]}/{total}] {m.case.backend} on {m.case.device} "
+                          f"unavailable: {m.reason.splitlines()[0][:120]} (its other cases "
+                          "are not listed)", markup=False, highlight=False)
+                out.file.flush()
+            return
         s = m.summary
         value = (f" {units.seconds(s.median)} ±{100 * s.ci_halfwidth_rel:.1f}%" if s else
                  f": {m.reason.splitlines()[0][:120]}" if m.reason else "")
-        left = (time.monotonic() - started) / done[0] * max(total - done[0], 0)
+        measured = max(done[0] - instant[0], 1)
+        left = (time.monotonic() - started) / measured * max(total - done[0], 0)
         eta = f" (about {int(left // 60)}:{int(left % 60):02d} left)" if done[0] < total else ""
         out.print(f"[{done[0]}/{total}] {m.case.key} {m.status.value}{value}{eta}",
                   markup=False, highlight=False)

@@ -36,9 +36,13 @@ RECENT_RUNS = 500
 _RELATIVE = re.compile(r"^(\d+)([dhw])$")
 
 
+def _is_export(spec: str) -> bool:
+    return spec.endswith(".json") or Path(spec).is_file()
+
+
 def load(spec: str, store: Any) -> tuple[Any, list[Any]]:
     """(run, measurements) from a run id, 'latest', or a JSON export's path."""
-    if spec.endswith(".json") or Path(spec).is_file():
+    if _is_export(spec):
         from gpuvs.store.export import load_json
 
         run, ms, _ = load_json(Path(spec))
@@ -150,7 +154,8 @@ def compare(
         if len(runs_) < 2:
             raise UsageError("compare needs two runs or more: gpuvs compare A B [C …]")
         t = _threshold(threshold)
-        store = open_store(db, reading=True)
+        exports = all(_is_export(spec) for spec in runs_)
+        store = None if exports else open_store(db, reading=True)  # files need no store
         loaded = [load(spec, store) for spec in runs_]
         base_run, base_ms = loaded[0]
         results = []

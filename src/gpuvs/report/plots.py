@@ -40,6 +40,7 @@ CEILING_COLOR = "#777777"
 CPU_BASELINE = "numpy"  # without a GPU, CPU backends are compared with NumPy's
 FIGSIZE = (5.0, 3.3)  # inches: about half a laptop-screen page wide, fonts legible
 ROOFLINE_FIGSIZE = (8.0, 4.4)  # full width: the legend goes beside the axes
+LEGEND_INSIDE_MAX = 2  # series whose legend may sit inside the axes
 ROOFLINE = "roofline"
 PNG_DPI = 200
 
@@ -307,10 +308,12 @@ def _figure(plot: Plot, rc: dict[str, Any]) -> Iterator[Any]:
     from matplotlib.figure import Figure
 
     known: Any = {k: v for k, v in rc.items() if k in matplotlib.rcParams}  # svg.id: ≥ 3.9
-    roofline = plot.section == ROOFLINE
+    # A roofline, or more series than a legend can sit among without hiding points: the
+    # legend goes beside the axes, on a wider figure.
+    outside = plot.section == ROOFLINE or len(plot.series) > LEGEND_INSIDE_MAX
     with matplotlib.rc_context(known):
-        fig = Figure(figsize=ROOFLINE_FIGSIZE if roofline else FIGSIZE, layout="constrained")
-        _draw(fig, fig.add_subplot(), plot, legend_outside=roofline)
+        fig = Figure(figsize=ROOFLINE_FIGSIZE if outside else FIGSIZE, layout="constrained")
+        _draw(fig, fig.add_subplot(), plot, legend_outside=outside)
         yield fig
 
 
