@@ -122,6 +122,9 @@ ResumeOpt = Annotated[str | None, typer.Option(
     metavar="RUN_ID|latest",
     help="Finish an interrupted run: skip its recorded cases, run the rest. `latest`: the "
          "most recent run that did not finish.")]
+DryRunOpt = Annotated[bool, typer.Option(
+    "--dry-run", help="Check the options and print the plan (how many cases, of what), "
+                      "then stop: nothing is measured or stored.")]
 AxisOpt = Annotated[list[str] | None, typer.Option(
     "--axis", "-a", metavar="NAME=VALUE",
     help="Only the cases whose parameter NAME is VALUE (repeatable), e.g. -a shape=square "
@@ -246,6 +249,26 @@ def stored_ceilings(store: Any, record: Any) -> list[Any]:
 
     found = find_ceilings_run(store, record.environment.fingerprint)
     return read(store.measurements(found.run_id)) if found else []
+
+
+def print_plan(cases: Sequence[Any]) -> None:
+    """What a run would measure: the case count, then per workload its backends, devices
+    and sizes — for `--dry-run`, before committing an hour to a plan."""
+    from collections import defaultdict
+
+    from gpuvs import units
+
+    out = console()
+    by: dict[str, list[Any]] = defaultdict(list)
+    for c in cases:
+        by[c.workload].append(c)
+    out.print(f"{len(cases)} cases; nothing was run (--dry-run)", markup=False)
+    for name, cs in by.items():
+        targets = sorted({f"{c.backend} on {c.device}" for c in cs})
+        sizes = sorted({c.size for c in cs})
+        shown = ", ".join(units.size(n) for n in sizes[:8]) + (" …" if len(sizes) > 8 else "")
+        out.print(f"  {name}: {len(cs)} cases; {', '.join(targets)}; sizes {shown}",
+                  markup=False, highlight=False)
 
 
 def check_writable(*paths: Path | None) -> None:

@@ -7,6 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
+from gpuvs import plan
 from gpuvs.cli.app import (
     AxisOpt,
     BackendOpt,
@@ -15,6 +16,7 @@ from gpuvs.cli.app import (
     CriterionOpt,
     DbOption,
     DeviceOpt,
+    DryRunOpt,
     DtypeOpt,
     JsonOpt,
     PassesOpt,
@@ -28,6 +30,7 @@ from gpuvs.cli.app import (
     check_writable,
     console,
     open_store,
+    print_plan,
     progress,
     split,
     stored_ceilings,
@@ -50,6 +53,7 @@ def run(
     timeout: TimeoutOpt = None, criterion: CriterionOpt = None, db: DbOption = None,
     json_path: JsonOpt = None, resume: ResumeOpt = None, cold: ColdOpt = False,
     report_path: ReportOpt = None, passes: PassesOpt = None, axis: AxisOpt = None,
+    dry_run: DryRunOpt = False,
 ) -> None:
     """Run workloads on every backend and device, and print a table per workload."""
     from gpuvs import config as cfg
@@ -66,6 +70,9 @@ def run(
         else:
             config = build_config(split(workload), variant, backend, device, dtype, sizes,
                                    budget, timeout, criterion, cold, passes, axis)
+        if dry_run:
+            print_plan(plan.expand(config))
+            raise typer.Exit(0)
     raise typer.Exit(_execute(store, config, run_record, json_path, report_path))
 
 
@@ -76,7 +83,7 @@ def sweep(
     dtype: DtypeOpt = None, sizes: SizesOpt = None, budget: BudgetOpt = None,
     timeout: TimeoutOpt = None, criterion: CriterionOpt = None, db: DbOption = None,
     json_path: JsonOpt = None, cold: ColdOpt = False, report_path: ReportOpt = None,
-    passes: PassesOpt = None, axis: AxisOpt = None,
+    passes: PassesOpt = None, axis: AxisOpt = None, dry_run: DryRunOpt = False,
     refine: Annotated[bool, typer.Option(
         help="Add sizes around each crossover until it is bracketed within --factor.")] = False,
     factor: Annotated[float, typer.Option(
@@ -90,6 +97,9 @@ def sweep(
         store = open_store(db)
         config = build_config((workload,), variant, backend, device, dtype, sizes, budget,
                                timeout, criterion, cold, passes, axis)
+        if dry_run:
+            print_plan(plan.expand(config))
+            raise typer.Exit(0)
     raise typer.Exit(_execute(store, config, None, json_path, report_path,
                               factor if refine else None))
 
@@ -115,7 +125,7 @@ def _execute(store: Any, config: Any, run_record: Any, json_path: Path | None,
              report_path: Path | None, refine_factor: float | None = None) -> int:
     from collections import Counter
 
-    from gpuvs import contention, plan, runner
+    from gpuvs import contention, runner
     from gpuvs.report import console as con
     from gpuvs.report.layout import result_tables, status_line
     from gpuvs.store.runs import RunHandle, interruptible, start_run

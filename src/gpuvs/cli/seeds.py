@@ -10,11 +10,13 @@ import typer
 from gpuvs.cli.app import (
     DbOption,
     DeviceOpt,
+    DryRunOpt,
     JsonOpt,
     TimeoutOpt,
     app,
     console,
     open_store,
+    print_plan,
     progress,
     split,
     usage_errors,
@@ -52,7 +54,7 @@ def seeds(
         "--compile", help="Seed 003: also time the tuned step under torch.compile (its "
                           "first step compiles for 10 to 20 s).")] = False,
     budget: BudgetOpt = None, timeout: TimeoutOpt = None, db: DbOption = None,
-    json_path: JsonOpt = None,
+    json_path: JsonOpt = None, dry_run: DryRunOpt = False,
 ) -> None:
     """Replay the five posts as written and measured right, side by side.
 
@@ -76,6 +78,9 @@ def seeds(
         config = cfg.build({"devices": split(device), "timeout_s": timeout,
                             "budget_s": budget}, defaults={"budget_s": BUDGET_S})
         cases = _cases(chosen, options, config.devices)
+        if dry_run:
+            print_plan(cases)
+            raise typer.Exit(0)
         store = open_store(db)
     raise typer.Exit(_run(store, config, cases, chosen, options, json_path))
 
