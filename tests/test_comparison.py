@@ -94,3 +94,19 @@ def test_the_plot_of_a_sweep_has_one_line_per_series() -> None:
     fig = sweep().plot()
     labels = [line.get_label() for line in fig.axes[0].get_lines()]
     assert labels[:3] == ["cpu", "cuda resident", "cuda end_to_end"]
+
+
+def test_a_notebook_shows_the_answer_then_the_tables_as_html() -> None:
+    html = sweep()._repr_html_()
+    assert html.startswith("<p><b>gpuvs.compare: f")
+    assert "<table>" in html and "<th" in html and "torch cuda" in html
+    assert "<script" not in html
+
+
+def test_to_pandas_has_one_row_per_case_with_the_csv_columns() -> None:
+    pytest.importorskip("pandas")
+    r = sweep()
+    frame = r.to_pandas()
+    assert len(frame) == len(r.measurements)
+    assert {"backend", "device", "size", "median_s", "ci_low_s", "status"} <= set(frame.columns)
+    assert sorted(frame["size"].unique()) == list(SIZES)

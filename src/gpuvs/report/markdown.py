@@ -1,5 +1,6 @@
-"""Tables as GitHub-flavoured markdown (a pull request, `$GITHUB_STEP_SUMMARY`) and as
-JSON (a script). Pure: strings in, a string out; the console draws the same tables."""
+"""Tables as GitHub-flavoured markdown (a pull request, `$GITHUB_STEP_SUMMARY`), as JSON
+(a script) and as an HTML fragment (a notebook's display). Pure: strings in, a string
+out; the console draws the same tables."""
 
 from __future__ import annotations
 
@@ -32,6 +33,29 @@ def to_markdown(tables: Iterable[Table]) -> str:
         out += ["| " + " | ".join(_cell(row[i]) for i in keep) + " |" for row in t.rows]
         out += [""] + [f"{_cell(n)}  " for n in t.notes] + [""]
     return "\n".join(out).rstrip() + "\n"
+
+
+def to_html(tables: Iterable[Table]) -> str:
+    """Each table as a plain HTML table under its title, notes beneath: what a notebook
+    shows for a result (`_repr_html_`), columns empty in every row left out."""
+    from html import escape
+
+    out: list[str] = []
+    for t in tables:
+        keep = [i for i, _ in enumerate(t.columns) if any(row[i].strip() for row in t.rows)]
+        if t.title:
+            out.append(f"<p><b>{escape(t.title)}</b></p>")
+        align = ["left" if t.columns[i] in _LEFT or not _numeric(t, i) else "right"
+                 for i in keep]
+        out.append("<table><thead><tr>" + "".join(
+            f'<th style="text-align:{a}">{escape(t.columns[i])}</th>'
+            for i, a in zip(keep, align, strict=True)) + "</tr></thead><tbody>")
+        out += ["<tr>" + "".join(f'<td style="text-align:{a}">{escape(row[i])}</td>'
+                                 for i, a in zip(keep, align, strict=True)) + "</tr>"
+                for row in t.rows]
+        out.append("</tbody></table>")
+        out += [f"<p><small>{escape(n)}</small></p>" for n in t.notes]
+    return "\n".join(out)
 
 
 def _numeric(t: Table, i: int) -> bool:

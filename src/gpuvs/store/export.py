@@ -142,25 +142,27 @@ def csv_rows(run: Run, measurements: Iterable[Measurement]) -> list[dict[str, An
     """One tidy row per case (statistics derived from the samples), for pandas, with the
     run's environment on every row."""
     environment = environment_columns(run)
-    rows = []
-    for m in measurements:
-        c, s = m.case, m.summary
-        rows.append({
-            "run_id": run.run_id, "workload": c.workload, "variant": c.variant,
-            "backend": c.backend, "device": c.device, "dtype": c.dtype, "size": c.size,
-            "params": ";".join(f"{k}={v}" for k, v in c.params), "status": m.status.value,
-            "reason": m.reason,
-            **({f"{k}_s": getattr(s, k) for k in ("median", "p25", "p75", "mean", "std", "min")}
-               | {"ci_low_s": s.ci_low, "ci_high_s": s.ci_high, "n": s.n} if s else {}),
-            "loops": m.loops,
-            "wall_median_s": m.wall_summary.median if m.wall_summary else None,
-            "first_call_s": m.first_call_s, "timer": m.timer,
-            "flops": m.counters.get("flops"), "bytes_moved": m.counters.get("bytes_moved"),
-            "threads": m.counters.get("threads"),
-            "caveats": ";".join(cv.value for cv in m.caveats),
-            **environment,
-        })
-    return rows
+    return [{"run_id": run.run_id, **case_row(m), **environment} for m in measurements]
+
+
+def case_row(m: Measurement) -> dict[str, Any]:
+    """One case as a flat row: its axes, status, statistics, counters and caveats (the
+    columns of the CSV export and of `Comparison.to_pandas()`)."""
+    c, s = m.case, m.summary
+    return {
+        "workload": c.workload, "variant": c.variant,
+        "backend": c.backend, "device": c.device, "dtype": c.dtype, "size": c.size,
+        "params": ";".join(f"{k}={v}" for k, v in c.params), "status": m.status.value,
+        "reason": m.reason,
+        **({f"{k}_s": getattr(s, k) for k in ("median", "p25", "p75", "mean", "std", "min")}
+           | {"ci_low_s": s.ci_low, "ci_high_s": s.ci_high, "n": s.n} if s else {}),
+        "loops": m.loops,
+        "wall_median_s": m.wall_summary.median if m.wall_summary else None,
+        "first_call_s": m.first_call_s, "timer": m.timer,
+        "flops": m.counters.get("flops"), "bytes_moved": m.counters.get("bytes_moved"),
+        "threads": m.counters.get("threads"),
+        "caveats": ";".join(cv.value for cv in m.caveats),
+    }
 
 
 def csv_text(run: Run, measurements: Iterable[Measurement]) -> str:

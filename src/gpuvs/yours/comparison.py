@@ -131,6 +131,32 @@ class Comparison:
     def _repr_pretty_(self, p: Any, cycle: bool) -> None:
         p.text(repr(self))
 
+    def _repr_html_(self) -> str:
+        """A notebook shows the title, then the tables (cases, then crossovers)."""
+        from html import escape
+
+        from gpuvs.report.layout import result_tables
+        from gpuvs.report.markdown import to_html
+
+        title = repr(self).splitlines()[0]
+        return f"<p><b>{escape(title)}</b></p>\n" + to_html(result_tables(self.measurements))
+
+    def rows(self) -> list[dict[str, Any]]:
+        """One flat row per case (the CSV export's columns): for a DataFrame, a sheet."""
+        from gpuvs.store.export import case_row
+
+        return [case_row(m) for m in self.measurements]
+
+    def to_pandas(self) -> Any:
+        """The cases as a pandas DataFrame, one row each (`rows()`); pandas is not a
+        dependency of gpuvs, so it must be installed."""
+        try:
+            import pandas
+        except ImportError:
+            raise ImportError("Comparison.to_pandas() needs pandas: pip install pandas; "
+                              "Comparison.rows() gives the same rows as dicts") from None
+        return pandas.DataFrame(self.rows())
+
 
 def _crossover_dict(c: Crossover) -> dict[str, Any]:
     return {"device": c.gpu.device, "backend": c.gpu.backend, "data": c.data,
