@@ -75,3 +75,18 @@ def test_a_real_gpu_reports_its_clocks() -> None:
     reading = telemetry.read("cuda:0")
     assert reading is not None and reading.sm_mhz > 0 and reading.memory_mhz > 0
     assert 0 < reading.power_w < 2000 and 0 < reading.temperature_c < 120
+
+
+def test_the_runners_other_workers_on_the_gpu_are_not_other_processes() -> None:
+    import os
+    import subprocess
+
+    workers = [subprocess.Popen(["sleep", "30"]) for _ in range(2)]  # this test: the runner
+    try:
+        ours = telemetry._ours(workers[0].pid, os.getpid())
+        assert {workers[0].pid, workers[1].pid, os.getpid()} <= ours
+        assert 1 not in ours  # a process of someone else's stays "other"
+    finally:
+        for w in workers:
+            w.kill()
+            w.wait()

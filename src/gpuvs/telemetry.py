@@ -140,5 +140,18 @@ def _others_on(device: str, nvml: Any) -> tuple[int, ...]:
         procs = nvml.nvmlDeviceGetComputeRunningProcesses(_handle(nvml, device))
     except Exception:  # not exposed (some containers): say nothing
         return ()
-    mine = {os.getpid(), os.getppid()}
-    return tuple(sorted({int(p.pid) for p in procs} - mine))
+    return tuple(sorted({int(p.pid) for p in procs} - _ours(os.getpid(), os.getppid())))
+
+
+def _ours(pid: int, parent: int) -> set[int]:
+    """This worker, the runner that started it, and the runner's other workers (another
+    backend's, or a post's replay): they hold a context on the GPU but wait while this
+    case runs, since the runner runs one case at a time — not contention."""
+    import contextlib
+
+    import psutil
+
+    found = {pid, parent}
+    with contextlib.suppress(psutil.Error):  # the runner is gone: nothing more is ours
+        found |= {c.pid for c in psutil.Process(parent).children(recursive=True)}
+    return found
