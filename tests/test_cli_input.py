@@ -138,7 +138,8 @@ def test_axis_keeps_one_case_per_size(db, tmp_path) -> None:
 
 
 @pytest.mark.usefixtures("worker_env")
-def test_sigterm_marks_the_run_interrupted_and_resume_latest_finishes_it(db) -> None:
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_marks_the_run_interrupted_and_resume_latest_finishes_it(db, sig) -> None:
     cmd = [sys.executable, "-m", "gpuvs", "run", "-w", "test_spin", "-s",
            "2e4,4e4,6e4,8e4,1e5", "-b", "numpy", "-d", "cpu", "--budget", "1", "--passes",
            "1", "--db", db]
@@ -146,19 +147,26 @@ def test_sigterm_marks_the_run_interrupted_and_resume_latest_finishes_it(db) -> 
     deadline = time.time() + 60
     while time.time() < deadline and _count(db) < 2:
         time.sleep(0.2)
-    proc.send_signal(signal.SIGTERM)
+    proc.send_signal(sig)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
     assert "Traceback" not in err
-    assert "stopped by SIGTERM" in err and "`gpuvs run --resume latest` finishes it" in err
+    assert f"stopped by {sig.name}" in err
+    assert "`gpuvs run --resume latest` finishes it" in err
     status, reason = sqlite3.connect(db).execute("select status, reason from runs").fetchone()
-    assert (status, reason) == ("interrupted", "stopped by SIGTERM")
+    assert (status, reason) == ("interrupted", f"stopped by {sig.name}")
     kept = _count(db)
     resumed = invoke("run", "--resume", "latest", "--db", db)
     assert resumed.exit_code == 0, resumed.output
     assert f"{kept} already recorded" in resumed.output
     assert f"[{5 - kept}/{5 - kept}]" in resumed.output  # counts only what is left
     assert _count(db) == 5
+
+
+def test_resume_refuses_flags_that_would_change_the_stored_run(db) -> None:
+    one_line_error(invoke("run", "--resume", "latest", "-s", "64", "--budget", "2", "--db", db),
+                   "--resume finishes a run with the settings it was started with; drop -s, "
+                   "--budget")
 
 
 def test_resume_latest_with_nothing_to_resume_says_so(db) -> None:
@@ -173,3 +181,32 @@ def _count(db: str) -> int:
             return int(c.execute("select count(*) from measurements").fetchone()[0])
     except sqlite3.OperationalError:
         return 0
+
+
+@pytest.mark.usefixtures("worker_env")
+def test_a_full_disk_mid_run_fails_the_run_in_one_line_and_keeps_its_cases(tmp_path) -> None:
+    disk = tmp_path / "small"
+    disk.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=160k", "tmpfs", str(disk)],
+                             capture_output=True)
+    if mounted.returncode != 0:
+        pytest.skip("a small tmpfs needs root: " + mounted.stderr.decode().strip())
+    try:
+        db = disk / "r.sqlite"
+        done = subprocess.run([sys.executable, "-m", "gpuvs", "run", "-w", "test_spin", "-s",
+                               "10:1e5:1.5", "-b", "numpy", "-d", "cpu", "--budget", "0.05",
+                               "--passes", "1", "--db", str(db)],
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 2, done.stderr
+        assert "Traceback" not in done.stderr
+        lines = done.stderr.strip().splitlines()
+        assert len(lines) == 1 and "database or disk is full" in lines[0], lines
+        assert "every case finished before it is kept" in lines[0]
+        with sqlite3.connect(db) as c:
+            status = c.execute("select status from runs").fetchone()[0]
+            kept = c.execute("select count(*) from measurements").fetchone()[0]
+        assert status in ("failed", "running")  # marked failed where the disk still let it
+        assert kept >= 1
+        assert f"[{kept}/" in done.stdout  # every case printed as finished is still stored
+    finally:
+        subprocess.run(["umount", str(disk)])

@@ -129,7 +129,7 @@ def _execute(spec: Any, db: str | None, json_path: Any) -> int:
     from gpuvs.report import console as con
     from gpuvs.report.dist import dist_tables, ranks_note
     from gpuvs.report.layout import status_line
-    from gpuvs.store.runs import interruptible, start_run
+    from gpuvs.store.runs import guarded, start_run
 
     if spec.launched and os.environ.get("RANK") != "0":
         worker.serve(spec)
@@ -143,7 +143,7 @@ def _execute(spec: Any, db: str | None, json_path: Any) -> int:
     out.print(f"run {run.run_id}: {len(spec.cases)} cases on up to {s.nproc} ranks × "
               f"{s.device} ({s.backend})")
     again = "The same `gpuvs dist` command measures every case again."
-    with usage_errors(), interruptible(run, again), progress(len(spec.cases)) as advance:
+    with usage_errors(), guarded(run, again), progress(len(spec.cases)) as advance:
         info = (worker.serve(spec, advance) if spec.launched
                 else launch.execute(spec, run, advance))
     run.finish()

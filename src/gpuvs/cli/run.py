@@ -61,6 +61,15 @@ def run(
     with usage_errors():
         check_writable(json_path, report_path)
         store = open_store(db)
+        given = {"-w": workload, "--variant": variant, "-b": backend, "-d": device,
+                 "--dtype": dtype, "-s": sizes, "--budget": budget, "--timeout": timeout,
+                 "--criterion": criterion, "--cold": cold or None, "--passes": passes,
+                 "-a": axis}
+        clashing = [flag for flag, value in given.items() if value not in (None, [])]
+        if resume and clashing:
+            raise UsageError(f"--resume finishes a run with the settings it was started with; "
+                             f"drop {', '.join(clashing)} (or start a new run without "
+                             "--resume)")
         run_record = _resumed(store, resume) if resume else None
         if run_record is not None:
             if run_record.kind is not RunKind.SWEEP:
@@ -128,7 +137,7 @@ def _execute(store: Any, config: Any, run_record: Any, json_path: Path | None,
     from gpuvs import contention, runner
     from gpuvs.report import console as con
     from gpuvs.report.layout import result_tables, status_line
-    from gpuvs.store.runs import RunHandle, interruptible, start_run
+    from gpuvs.store.runs import RunHandle, guarded, start_run
 
     with usage_errors():
         cases = plan.expand(config)
@@ -147,7 +156,7 @@ def _execute(store: Any, config: Any, run_record: Any, json_path: Path | None,
               "recorded)" if skip else f"run {run.run_id}: {len(cases)} cases")
     counts: Counter[str] = Counter()
     rounds = 0
-    with usage_errors(), interruptible(run, "`gpuvs run --resume latest` finishes it."):
+    with usage_errors(), guarded(run, "`gpuvs run --resume latest` finishes it."):
         while cases:
             with progress(sum(c.key not in skip for c in cases)) as advance:
                 counts += runner.execute(run, cases, config, on_result=advance,

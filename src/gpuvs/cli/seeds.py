@@ -114,7 +114,7 @@ def _run(store: Any, config: Any, cases: list[Any], chosen: tuple[str, ...], opt
     from gpuvs.report import console as con
     from gpuvs.report.layout import status_line
     from gpuvs.report.seeds import seed_tables
-    from gpuvs.store.runs import interruptible, start_run
+    from gpuvs.store.runs import guarded, start_run
 
     run = start_run(store, RunKind.SEEDS, {
         "seeds": list(chosen), **asdict(options), "budget_s": config.budget_s,
@@ -124,7 +124,7 @@ def _run(store: Any, config: Any, cases: list[Any], chosen: tuple[str, ...], opt
               + (" (--quick)" if options.quick else ""))
     started = time.monotonic()
     again = f"`gpuvs seeds {' '.join(chosen)}` measures them again."
-    with usage_errors(), interruptible(run, again), progress(len(cases)) as advance:
+    with usage_errors(), guarded(run, again), progress(len(cases)) as advance:
         counts = runner.execute(run, cases, config, on_result=advance).counts
     took = units.seconds(time.monotonic() - started)
     run.finish()

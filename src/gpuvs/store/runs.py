@@ -19,7 +19,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-from gpuvs.errors import Interrupted
+from gpuvs.errors import Interrupted, StoreError
 from gpuvs.model import Environment, Measurement, Run, RunKind
 
 RUN_ID_FORMAT = "%Y%m%d-%H%M%S"
@@ -80,12 +80,18 @@ class RunHandle:
 
 
 @contextmanager
-def interruptible(run: RunHandle, how_to_finish: str) -> Iterator[RunHandle]:
-    """Ctrl-C (SIGINT) and SIGTERM end the run as `interrupted`, never left `running`:
-    the cases recorded so far stay, and `Interrupted` says how to finish it
-    (`how_to_finish`, a sentence). SIGTERM is turned into the same
-    exception as Ctrl-C while the block runs (from the main thread only, where Python
-    delivers signals)."""
+def guarded(run: RunHandle, how_to_finish: str) -> Iterator[RunHandle]:
+    """A run never left `running` by something that stops it early:
+
+    - Ctrl-C (SIGINT) and SIGTERM end it as `interrupted`, and `Interrupted` says how to
+      finish it (`how_to_finish`, a sentence). SIGTERM is turned into the same exception
+      as Ctrl-C while the block runs (from the main thread only, where Python delivers
+      signals).
+    - A storage failure (a full disk, a lock held too long, a corrupt file) ends it as
+      `failed` with the reason, where the store can still say so, and the `StoreError`
+      goes on, naming what was kept.
+
+    Either way the cases recorded so far stay."""
     caught: list[str] = []
 
     def terminated(signum: int, frame: Any) -> None:
@@ -102,6 +108,13 @@ def interruptible(run: RunHandle, how_to_finish: str) -> Iterator[RunHandle]:
         saved = len(run.finished_keys())
         raise Interrupted(f"run {run.run_id} stopped by {name}; its {saved} recorded cases "
                           f"are kept. {how_to_finish}") from None
+    except StoreError as e:
+        try:
+            run.fail(str(e))
+            marked = f"run {run.run_id} is marked failed"
+        except StoreError:
+            marked = f"run {run.run_id} could not even be marked failed"
+        raise StoreError(f"{e}; {marked}; every case finished before it is kept") from None
     finally:
         if main:
             signal.signal(signal.SIGTERM, previous)
