@@ -178,3 +178,23 @@ def test_tables_as_markdown_also_reach_the_github_step_summary(tmp_path, monkeyp
     printed = (tmp_path / "out.md").read_text()
     assert printed == "**t**\n\n| size | note |\n|---:|:---|\n| 1 | ok |\n"
     assert summary.read_text() == printed + "\n"
+
+
+@pytest.mark.parametrize("fmt", ["json", "md"])
+def test_run_with_a_machine_format_writes_only_tables_on_stdout(fmt, tmp_path) -> None:
+    """`--format json|md` leaves stdout to the tables (a pipe into jq or a PR comment);
+    the progress and the run's lines go to stderr."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "gpuvs", "run", "-w", "matmul", "-a", "shape=square", "-b",
+         "numpy", "-d", "cpu", "-s", "64", "--budget", "0.05", "--passes", "1", "--db",
+         str(tmp_path / "r.sqlite"), "--format", fmt],
+        capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    if fmt == "json":
+        tables = json.loads(proc.stdout)
+        backend = tables[0]["columns"].index("backend")
+        assert tables[0]["rows"][0][backend] == "numpy"
+    else:
+        assert proc.stdout.startswith("**") and "| size |" in proc.stdout
+    assert "[1/1] matmul/correct/numpy/cpu/float32/64" in proc.stderr
+    assert " finished: 1 ok" in proc.stderr and " finished: 1 ok" not in proc.stdout

@@ -34,7 +34,8 @@ KEYWORDS = {"budget_s": "budget_s", "timeout_s": "timeout_s"}
 class RunConfig:
     """Everything that decides which cases run and how long each may take."""
 
-    workloads: tuple[str, ...] = ()     # () = every registered workload
+    workloads: tuple[str, ...] = ()     # () = the first-answer suite, or with full_suite
+    full_suite: bool = False            #      every workload of the default suite, whole
     variants: tuple[str, ...] = ()      # () = each workload's own variants
     backends: tuple[str, ...] = ()      # () = every registered backend
     devices: tuple[str, ...] = ("cpu", "cuda")

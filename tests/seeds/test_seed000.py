@@ -60,6 +60,29 @@ def test_bad_seed_options_are_one_line_and_exit_2(args, message, tmp_path) -> No
     assert message in result.output and len(result.output.strip().splitlines()) == 1
 
 
+def test_a_data_file_that_is_not_the_cifar_archive_is_refused_before_any_case(tmp_path
+                                                                             ) -> None:
+    """A wrong --data is said up front in one line, not found by crashed cases under a
+    table that says "real CIFAR-100"."""
+    import io
+    import tarfile
+
+    text = tmp_path / "notes.txt"
+    text.write_text("not an archive")
+    other = tmp_path / "other.tar.gz"
+    with tarfile.open(other, "w:gz") as tar:
+        tar.addfile(tarfile.TarInfo("readme"), io.BytesIO(b""))
+    db = tmp_path / "r.sqlite"
+    for path, said in ((text, "is not a readable tar archive"),
+                       (other, "has no member 'cifar-100-python/train'")):
+        result = CliRunner().invoke(app, ["seeds", "--seed", "3", "--data", str(path),
+                                          "--db", str(db)], env={"COLUMNS": "200"})
+        assert result.exit_code == 2, result.output
+        assert said in result.output and str(path) in result.output
+        assert len(result.output.strip().splitlines()) == 1
+    assert not db.exists()  # nothing was started
+
+
 def test_seeds_take_their_budget_from_the_projects_pyproject(tmp_path, monkeypatch) -> None:
     """[tool.gpuvs] budget_s is the user's default for every command, seeds included; a
     seeds run's own shorter budget applies only where nothing was set."""

@@ -156,6 +156,14 @@ class Backend(ABC):
     def _device_reason(self, device: str) -> str | None:
         return None
 
+    def absent(self, device: str) -> bool:
+        """True when this backend surely cannot run on `device` here (no GPU, not
+        installed), found without importing any framework: a plan's estimate counts
+        only the cases that may run."""
+        import importlib.util
+
+        return self.gpu_missing(device) or importlib.util.find_spec(self.module) is None
+
     def gpu_missing(self, device: str) -> bool:
         """True for a CUDA device on a machine with no NVIDIA device: said before any
         framework is imported, whichever is installed."""

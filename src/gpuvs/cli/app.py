@@ -53,8 +53,18 @@ def usage_errors() -> Iterator[None]:
     except GpuvsError as e:
         from rich.markup import escape
 
-        console(stderr=True).print(f"[red]error:[/red] {escape(str(e))}", soft_wrap=True)
+        console(stderr=True).print(f"[red]error:[/red] {escape(one_line(str(e)))}",
+                                   soft_wrap=True)
         raise typer.Exit(EXIT_USAGE) from None
+
+
+def one_line(text: str) -> str:
+    """A message that a library wrote over several lines (tarfile, pickle), joined: an
+    error is one line, in a terminal and in a CI log alike."""
+    import re
+
+    return "; ".join(re.sub(r"^\s*(- )?", "", part).rstrip()
+                     for part in text.splitlines() if part.strip())
 
 
 def split(values: list[str] | None) -> tuple[str, ...]:
@@ -135,7 +145,8 @@ def build_config(workloads: tuple[str, ...], variant: list[str] | None,
                   backend: list[str] | None, device: list[str] | None,
                   dtype: list[str] | None, sizes: list[str] | None, budget: float | None,
                   timeout: float | None, criterion: str | None, cold: bool = False,
-                  passes: int | None = None, axis: list[str] | None = None) -> Any:
+                  passes: int | None = None, axis: list[str] | None = None,
+                  full_suite: bool = False) -> Any:
     from gpuvs import config as cfg
 
     return cfg.build({
@@ -143,16 +154,17 @@ def build_config(workloads: tuple[str, ...], variant: list[str] | None,
         "devices": split(device), "dtypes": split(dtype),
         "sizes": cfg.parse_sizes(split(sizes)), "budget_s": budget, "timeout_s": timeout,
         "criterion": criterion, "cold": cold or None, "passes": passes,
-        "axes": tuple(axis or ()),
+        "axes": tuple(axis or ()), "full_suite": full_suite or None,
     })
 
 
 @contextmanager
-def progress(total: int) -> Iterator[Callable[[Any], None]]:
+def progress(total: int, stderr: bool = False) -> Iterator[Callable[[Any], None]]:
     """What a long run shows while it runs. In a terminal: a bar with the time elapsed
     and an estimate of the time left. Anywhere else (a file, a CI log): one line per
-    finished case on stdout, flushed at once, with the same estimate."""
-    out = console()
+    finished case, flushed at once, with the same estimate — on stdout, or on stderr
+    when stdout carries machine-read tables (`--format md|json`)."""
+    out = console(stderr=stderr)
     if not out.is_terminal:
         yield _case_lines(total, out)
         return
@@ -251,9 +263,10 @@ def stored_ceilings(store: Any, record: Any) -> list[Any]:
     return read(store.measurements(found.run_id)) if found else []
 
 
-def print_plan(cases: Sequence[Any]) -> None:
-    """What a run would measure: the case count, then per workload its backends, devices
-    and sizes — for `--dry-run`, before committing an hour to a plan."""
+def print_plan(cases: Sequence[Any], config: Any) -> None:
+    """What a run would measure: the case count and its estimated time, then per
+    workload its backends, devices and sizes — for `--dry-run`, before committing an
+    hour to a plan."""
     from collections import defaultdict
 
     from gpuvs import units
@@ -262,13 +275,25 @@ def print_plan(cases: Sequence[Any]) -> None:
     by: dict[str, list[Any]] = defaultdict(list)
     for c in cases:
         by[c.workload].append(c)
-    out.print(f"{len(cases)} cases; nothing was run (--dry-run)", markup=False)
+    out.print(f"{len(cases)} cases, {estimate_line(cases, config)}; nothing was run "
+              "(--dry-run)", markup=False)
     for name, cs in by.items():
         targets = sorted({f"{c.backend} on {c.device}" for c in cs})
         sizes = sorted({c.size for c in cs})
         shown = ", ".join(units.size(n) for n in sizes[:8]) + (" …" if len(sizes) > 8 else "")
         out.print(f"  {name}: {len(cs)} cases; {', '.join(targets)}; sizes {shown}",
                   markup=False, highlight=False)
+
+
+def estimate_line(cases: Sequence[Any], config: Any) -> str:
+    """'about 4 min (estimated at budget 1 s a case, 2 passes)'."""
+    from gpuvs import plan
+
+    seconds = plan.estimate_s(tuple(cases), config)
+    about = (f"about {seconds / 60:.0f} min" if seconds >= 90 else
+             f"about {max(seconds, 1):.0f} s")
+    return f"{about} (a rough estimate at budget {config.budget_s:g} s a case, {config.passes} " \
+           f"pass{'es' if config.passes > 1 else ''})"
 
 
 def check_writable(*paths: Path | None) -> None:

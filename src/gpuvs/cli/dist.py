@@ -16,9 +16,12 @@ import typer
 
 from gpuvs.cli.app import (
     DbOption,
+    FormatOpt,
     JsonOpt,
     app,
+    check_format,
     console,
+    emit_tables,
     open_store,
     progress,
     split,
@@ -71,13 +74,14 @@ def collectives(
         metavar="SECONDS", help="Sampling seconds per case at most, after the first "
                                 "--samples (0: exactly --samples).")] = 1.0,
     timeout: TimeoutOpt = 120.0, setup_timeout: SetupTimeoutOpt = 120.0, db: DbOption = None,
-    json_path: JsonOpt = None, launched: LaunchedOpt = False,
+    json_path: JsonOpt = None, launched: LaunchedOpt = False, fmt: FormatOpt = "plain",
 ) -> None:
     """Time all-reduce, all-gather, reduce-scatter and broadcast over a size sweep, check
     every result, and report algorithm and bus bandwidth (nccl-tests' conventions)."""
     from gpuvs.distributed import plan
 
     with usage_errors():
+        check_format(fmt)
         plan.positive("--samples", samples)
         plan.not_negative("--budget", budget)
         plan.positive("--timeout", timeout)
@@ -88,7 +92,7 @@ def collectives(
                          timeout_s=timeout, setup_timeout_s=setup_timeout, launched=launched,
                          extra={"sizes": sorted({c.size for c in cases}),
                                 "collectives": split(collective)})
-    raise typer.Exit(_execute(spec, db, json_path))
+    raise typer.Exit(_execute(spec, db, json_path, fmt))
 
 
 @dist_app.command()
@@ -104,13 +108,14 @@ def scaling(
         "--strong", help="Strong scaling: the global batch stays --batch and is split over "
                          "the ranks. Default: weak scaling, --batch per rank.")] = False,
     timeout: TimeoutOpt = 120.0, setup_timeout: SetupTimeoutOpt = 120.0, db: DbOption = None,
-    json_path: JsonOpt = None, launched: LaunchedOpt = False,
+    json_path: JsonOpt = None, launched: LaunchedOpt = False, fmt: FormatOpt = "plain",
 ) -> None:
     """Train seed 003's CNN data-parallel (DistributedDataParallel) on 1…N ranks: samples/s,
     step time, scaling efficiency, and each step split into compute and communication."""
     from gpuvs.distributed import plan
 
     with usage_errors():
+        check_format(fmt)
         plan.positive("--steps", steps)
         plan.positive("--timeout", timeout)
         plan.positive("--setup-timeout", setup_timeout)
@@ -119,14 +124,13 @@ def scaling(
         spec = plan.Spec("scaling", setup, cases, steps=steps, timeout_s=timeout,
                          setup_timeout_s=setup_timeout, launched=launched,
                          extra={"batch": batch, "strong": strong})
-    raise typer.Exit(_execute(spec, db, json_path))
+    raise typer.Exit(_execute(spec, db, json_path, fmt))
 
 
-def _execute(spec: Any, db: str | None, json_path: Any) -> int:
+def _execute(spec: Any, db: str | None, json_path: Any, fmt: str = "plain") -> int:
     """Measure (or, on a rank other than 0 under --launched, only take part), then print."""
     from gpuvs.distributed import launch, worker
     from gpuvs.model import RunKind
-    from gpuvs.report import console as con
     from gpuvs.report.dist import dist_tables, ranks_note
     from gpuvs.report.layout import status_line
     from gpuvs.store.runs import guarded, start_run
@@ -138,12 +142,12 @@ def _execute(spec: Any, db: str | None, json_path: Any) -> int:
         store = open_store(db)
     run = start_run(store, RunKind.DIST, spec.config())
     spec = replace(spec, run_id=run.run_id, db=store.location)
-    out = console()
+    out = console(stderr=fmt != "plain")  # stdout holds only the tables in md or json
     s = spec.setup
     out.print(f"run {run.run_id}: {len(spec.cases)} cases on up to {s.nproc} ranks × "
               f"{s.device} ({s.backend})")
     again = "The same `gpuvs dist` command measures every case again."
-    with usage_errors(), guarded(run, again), progress(len(spec.cases)) as advance:
+    with usage_errors(), guarded(run, again), progress(len(spec.cases), fmt != "plain") as advance:
         info = (worker.serve(spec, advance) if spec.launched
                 else launch.execute(spec, run, advance))
     run.finish()
@@ -152,7 +156,7 @@ def _execute(spec: Any, db: str | None, json_path: Any) -> int:
         from rich.text import Text
 
         out.print(Text(ranks_note(info)))
-    con.print_tables(dist_tables(measurements), out)
+    emit_tables(dist_tables(measurements), fmt, console())
     counts = Counter(m.status.value for m in measurements)
     out.print(f"run {run.run_id} finished: {status_line(counts)}. Saved to {store.path}; "
               f"`gpuvs show {run.run_id}` prints it again.")

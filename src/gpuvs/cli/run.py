@@ -18,6 +18,7 @@ from gpuvs.cli.app import (
     DeviceOpt,
     DryRunOpt,
     DtypeOpt,
+    FormatOpt,
     JsonOpt,
     PassesOpt,
     ResumeOpt,
@@ -27,8 +28,11 @@ from gpuvs.cli.app import (
     WorkloadsOpt,
     app,
     build_config,
+    check_format,
     check_writable,
     console,
+    emit_tables,
+    estimate_line,
     open_store,
     print_plan,
     progress,
@@ -53,18 +57,27 @@ def run(
     timeout: TimeoutOpt = None, criterion: CriterionOpt = None, db: DbOption = None,
     json_path: JsonOpt = None, resume: ResumeOpt = None, cold: ColdOpt = False,
     report_path: ReportOpt = None, passes: PassesOpt = None, axis: AxisOpt = None,
-    dry_run: DryRunOpt = False,
+    dry_run: DryRunOpt = False, fmt: FormatOpt = "plain",
+    full_suite: Annotated[bool, typer.Option(
+        "--all", help="Every workload of the default suite at all its sizes and shapes "
+                      "(minutes to an hour), instead of the first-answer suite: square "
+                      "products and x *= 5 over sizes, about a minute on a 2-core CPU.")
+    ] = False,
 ) -> None:
-    """Run workloads on every backend and device, and print a table per workload."""
+    """Run workloads on every backend and device, and print a table per workload.
+
+    With no -w, --variant or -a it runs the first-answer suite (square matrix products
+    and `x *= 5` over sizes); `--all` runs every workload, `-w NAME` one whole."""
     from gpuvs import config as cfg
 
     with usage_errors():
+        check_format(fmt)
         check_writable(json_path, report_path)
         store = open_store(db)
         given = {"-w": workload, "--variant": variant, "-b": backend, "-d": device,
                  "--dtype": dtype, "-s": sizes, "--budget": budget, "--timeout": timeout,
                  "--criterion": criterion, "--cold": cold or None, "--passes": passes,
-                 "-a": axis}
+                 "-a": axis, "--all": full_suite or None}
         clashing = [flag for flag, value in given.items() if value not in (None, [])]
         if resume and clashing:
             raise UsageError(f"--resume finishes a run with the settings it was started with; "
@@ -78,11 +91,11 @@ def run(
             config = cfg.RunConfig(**_config_fields(run_record.config)).validate()
         else:
             config = build_config(split(workload), variant, backend, device, dtype, sizes,
-                                   budget, timeout, criterion, cold, passes, axis)
+                                   budget, timeout, criterion, cold, passes, axis, full_suite)
         if dry_run:
-            print_plan(plan.expand(config))
+            print_plan(plan.expand(config), config)
             raise typer.Exit(0)
-    raise typer.Exit(_execute(store, config, run_record, json_path, report_path))
+    raise typer.Exit(_execute(store, config, run_record, json_path, report_path, fmt=fmt))
 
 
 @app.command()
@@ -93,6 +106,7 @@ def sweep(
     timeout: TimeoutOpt = None, criterion: CriterionOpt = None, db: DbOption = None,
     json_path: JsonOpt = None, cold: ColdOpt = False, report_path: ReportOpt = None,
     passes: PassesOpt = None, axis: AxisOpt = None, dry_run: DryRunOpt = False,
+    fmt: FormatOpt = "plain",
     refine: Annotated[bool, typer.Option(
         help="Add sizes around each crossover until it is bracketed within --factor.")] = False,
     factor: Annotated[float, typer.Option(
@@ -102,15 +116,16 @@ def sweep(
     with usage_errors():
         if refine and not factor > 1:
             raise UsageError(f"--factor must be a number above 1; got {factor}")
+        check_format(fmt)
         check_writable(json_path, report_path)
         store = open_store(db)
         config = build_config((workload,), variant, backend, device, dtype, sizes, budget,
                                timeout, criterion, cold, passes, axis)
         if dry_run:
-            print_plan(plan.expand(config))
+            print_plan(plan.expand(config), config)
             raise typer.Exit(0)
     raise typer.Exit(_execute(store, config, None, json_path, report_path,
-                              factor if refine else None))
+                              factor if refine else None, fmt))
 
 
 def _resumed(store: Any, resume: str) -> Any:
@@ -131,11 +146,11 @@ def _config_fields(stored: Any) -> dict[str, Any]:
 
 
 def _execute(store: Any, config: Any, run_record: Any, json_path: Path | None,
-             report_path: Path | None, refine_factor: float | None = None) -> int:
+             report_path: Path | None, refine_factor: float | None = None,
+             fmt: str = "plain") -> int:
     from collections import Counter
 
     from gpuvs import contention, runner
-    from gpuvs.report import console as con
     from gpuvs.report.layout import result_tables, status_line
     from gpuvs.store.runs import RunHandle, guarded, start_run
 
@@ -148,17 +163,24 @@ def _execute(store: Any, config: Any, run_record: Any, json_path: Path | None,
         run = RunHandle(store, run_record)
         skip = frozenset(m.case.key for m in run.measurements()
                          if runner.complete(m, config.passes))
-    out = console()
+    out = console(stderr=fmt != "plain")  # stdout holds only the tables in md or json
     busy = contention.busy_line()
     if busy:
         out.print(busy, markup=False, highlight=False)
-    out.print(f"run {run.run_id}: {len(cases) - len(skip)} cases ({len(skip)} already "
-              "recorded)" if skip else f"run {run.run_id}: {len(cases)} cases")
+    todo = [c for c in cases if c.key not in skip]
+    out.print(f"run {run.run_id}: {len(todo)} cases ({len(skip)} already recorded)" if skip
+              else f"run {run.run_id}: {len(cases)} cases", markup=False, highlight=False)
+    if plan.first_answer(config):
+        out.print("the first-answer suite: square matrix products and x *= 5 over sizes; "
+                  "`gpuvs run --all` runs every workload", markup=False, highlight=False)
+    if plan.estimate_s(tuple(todo), config) > plan.LONG_PLAN_S:
+        out.print(f"this plan takes {estimate_line(todo, config)}; `--dry-run` lists it, "
+                  "and -w, -s or -a narrow it", markup=False, highlight=False)
     counts: Counter[str] = Counter()
     rounds = 0
     with usage_errors(), guarded(run, "`gpuvs run --resume latest` finishes it."):
         while cases:
-            with progress(sum(c.key not in skip for c in cases)) as advance:
+            with progress(sum(c.key not in skip for c in cases), fmt != "plain") as advance:
                 counts += runner.execute(run, cases, config, on_result=advance,
                                          skip_keys=skip).counts
             cases = _refinement(store, run.run_id, refine_factor, rounds)
@@ -166,7 +188,7 @@ def _execute(store: Any, config: Any, run_record: Any, json_path: Path | None,
     run.finish()
     measurements = run.measurements()
     ceilings = stored_ceilings(store, run.started)
-    con.print_tables(result_tables(measurements, ceilings), out)
+    emit_tables(result_tables(measurements, ceilings), fmt, console())
     out.print(f"run {run.run_id} finished: {status_line(counts)}. Saved to {store.path}; "
               f"`gpuvs show {run.run_id}` prints it again.")
     return wrap_up(out, run, measurements, counts, json_path, report_path, ceilings)

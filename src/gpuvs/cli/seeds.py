@@ -11,10 +11,13 @@ from gpuvs.cli.app import (
     DbOption,
     DeviceOpt,
     DryRunOpt,
+    FormatOpt,
     JsonOpt,
     TimeoutOpt,
     app,
+    check_format,
     console,
+    emit_tables,
     open_store,
     print_plan,
     progress,
@@ -54,7 +57,7 @@ def seeds(
         "--compile", help="Seed 003: also time the tuned step under torch.compile (its "
                           "first step compiles for 10 to 20 s).")] = False,
     budget: BudgetOpt = None, timeout: TimeoutOpt = None, db: DbOption = None,
-    json_path: JsonOpt = None, dry_run: DryRunOpt = False,
+    json_path: JsonOpt = None, dry_run: DryRunOpt = False, fmt: FormatOpt = "plain",
 ) -> None:
     """Replay the five posts as written and measured right, side by side.
 
@@ -67,22 +70,27 @@ def seeds(
     from gpuvs.seeds.base import SeedOptions
 
     with usage_errors():
+        check_format(fmt)
         chosen = _chosen(split(seed))
         if epochs < 0:
             raise UsageError(f"--epochs must be 0 or more; got {epochs}")
-        if data is not None and not data.is_file():
-            raise UsageError(f"--data {str(data)!r} is not a file; give the path of "
-                             "cifar-100-python.tar.gz")
+        if data is not None:  # the whole archive, read now: not a table over crashed cases
+            from gpuvs.workloads.cifar import load_cifar100
+
+            if not data.is_file():
+                raise UsageError(f"--data {str(data)!r} is not a file; give the path of "
+                                 "cifar-100-python.tar.gz")
+            load_cifar100(str(data))
         options = SeedOptions(quick=quick, cifar=str(data) if data else None, epochs=epochs,
                               compile=compile_step)
         config = cfg.build({"devices": split(device), "timeout_s": timeout,
                             "budget_s": budget}, defaults={"budget_s": BUDGET_S})
         cases = _cases(chosen, options, config.devices)
         if dry_run:
-            print_plan(cases)
+            print_plan(cases, config)
             raise typer.Exit(0)
         store = open_store(db)
-    raise typer.Exit(_run(store, config, cases, chosen, options, json_path))
+    raise typer.Exit(_run(store, config, cases, chosen, options, json_path, fmt))
 
 
 def _chosen(names: tuple[str, ...]) -> tuple[str, ...]:
@@ -105,13 +113,12 @@ def _cases(chosen: tuple[str, ...], options: Any, devices: tuple[str, ...]) -> l
 
 
 def _run(store: Any, config: Any, cases: list[Any], chosen: tuple[str, ...], options: Any,
-         json_path: Path | None) -> int:
+         json_path: Path | None, fmt: str = "plain") -> int:
     import time
     from dataclasses import asdict
 
     from gpuvs import runner, units
     from gpuvs.model import RunKind
-    from gpuvs.report import console as con
     from gpuvs.report.layout import status_line
     from gpuvs.report.seeds import seed_tables
     from gpuvs.store.runs import guarded, start_run
@@ -119,17 +126,17 @@ def _run(store: Any, config: Any, cases: list[Any], chosen: tuple[str, ...], opt
     run = start_run(store, RunKind.SEEDS, {
         "seeds": list(chosen), **asdict(options), "budget_s": config.budget_s,
         "timeout_s": config.timeout_s, "devices": list(config.devices)})
-    out = console()
+    out = console(stderr=fmt != "plain")  # stdout holds only the tables in md or json
     out.print(f"run {run.run_id}: seeds {', '.join(chosen)}, {len(cases)} cases"
               + (" (--quick)" if options.quick else ""))
     started = time.monotonic()
     again = f"`gpuvs seeds {' '.join(chosen)}` measures them again."
-    with usage_errors(), guarded(run, again), progress(len(cases)) as advance:
+    with usage_errors(), guarded(run, again), progress(len(cases), fmt != "plain") as advance:
         counts = runner.execute(run, cases, config, on_result=advance).counts
     took = units.seconds(time.monotonic() - started)
     run.finish()
     measurements = run.measurements()
-    con.print_tables(seed_tables(measurements), out)
+    emit_tables(seed_tables(measurements), fmt, console())
     out.print(f"run {run.run_id} finished in {took}: {status_line(counts)}. `gpuvs show "
               f"{run.run_id}` prints every case's table.")
     return wrap_up(out, run, measurements, counts, json_path)

@@ -151,6 +151,12 @@ class Workload(ABC):
     @abstractmethod
     def default_sizes(self, params: Params) -> tuple[int, ...]: ...
 
+    def first_answer_sizes(self, params: Params) -> tuple[int, ...]:
+        """The sizes `gpuvs run` measures at these params when nothing is named: the
+        first-answer suite, sized to answer in about a minute on a 2-core CPU. () leaves
+        the params (or the whole workload) to `gpuvs run --all`."""
+        return ()
+
     def flops(self, size: int, params: Params) -> float | None:
         return None
 

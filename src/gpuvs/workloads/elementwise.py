@@ -95,6 +95,10 @@ class Elementwise(Workload):
     def default_sizes(self, params: Params) -> tuple[int, ...]:
         return tuple(10**e for e in range(3, 9))
 
+    def first_answer_sizes(self, params: Params) -> tuple[int, ...]:
+        # One op, `x *= 5`, up to 10^7 elements (40 MB): past the caches, and quick.
+        return tuple(10**e for e in range(3, 8)) if dict(params)["op"] == "scale" else ()
+
     def data_modes(self, params: Params) -> tuple[str, ...]:
         # `ones` has no input to copy in; its output stays on the device, as in the post.
         return ("resident",) if dict(params)["op"] == "ones" else super().data_modes(params)

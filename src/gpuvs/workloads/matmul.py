@@ -67,6 +67,10 @@ class Matmul(Workload):
             return (SEED000_K,)
         return (64, 128, 256, 512, 1024, 2048)
 
+    def first_answer_sizes(self, params: Params) -> tuple[int, ...]:
+        # Square products only: the sizes where a GPU overtakes a CPU.
+        return self.default_sizes(params) if dict(params).get("shape") == "square" else ()
+
     def flops(self, size: int, params: Params) -> float:
         m, k, n = _shape(size, params)
         return 2.0 * m * k * n
