@@ -8,7 +8,7 @@ out: those are results); 1 a run with a wrong result or a crashed case; 2 bad us
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
@@ -16,6 +16,7 @@ from typing import Annotated, Any
 import typer
 
 from gpuvs.errors import GpuvsError, Interrupted, UsageError
+from gpuvs.report.console import console
 
 app = typer.Typer(
     help="Is the GPU faster than the CPU for this work, by how much, from what size on, "
@@ -27,18 +28,6 @@ app = typer.Typer(
 
 EXIT_FAILED_RUN, EXIT_USAGE = 1, 2
 EXIT_INTERRUPTED = 130  # as a shell reports a command ended by Ctrl-C
-UNWRAPPED = 10_000  # columns: "no limit" for output that is not a terminal
-
-
-def console(stderr: bool = False) -> Any:
-    """Rich's console; on a file or a pipe (a CI log) it never wraps: lines keep their
-    length, so no number or word is split across lines."""
-    from rich.console import Console
-
-    out = Console(stderr=stderr, highlight=False)
-    if not out.is_terminal:
-        out = Console(stderr=stderr, highlight=False, width=UNWRAPPED, soft_wrap=True)
-    return out
 
 
 @contextmanager
@@ -156,71 +145,6 @@ def build_config(workloads: tuple[str, ...], variant: list[str] | None,
         "criterion": criterion, "cold": cold or None, "passes": passes,
         "axes": tuple(axis or ()), "full_suite": full_suite or None,
     })
-
-
-@contextmanager
-def progress(total: int, stderr: bool = False) -> Iterator[Callable[[Any], None]]:
-    """What a long run shows while it runs. In a terminal: a bar with the time elapsed
-    and an estimate of the time left. Anywhere else (a file, a CI log): one line per
-    finished case, flushed at once, with the same estimate — on stdout, or on stderr
-    when stdout carries machine-read tables (`--format md|json`)."""
-    out = console(stderr=stderr)
-    if not out.is_terminal:
-        yield _case_lines(total, out)
-        return
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
-
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), TextColumn("left"), TimeRemainingColumn(),
-                  console=console(stderr=True), transient=True) as bar:
-        task = bar.add_task("measuring", total=total)
-
-        def advance(m: Any) -> None:
-            bar.update(task, advance=1, description=f"{m.case.key} → {m.status.value}")
-
-        yield advance
-
-
-def _case_lines(total: int, out: Any) -> Callable[[Any], None]:
-    """'[12/60] matmul/correct/torch/cpu/float32/1024 ok 1.23 ms ±0.8% (about 0:42 left)'."""
-    import time
-
-    from gpuvs import units
-
-    started, done = time.monotonic(), [0]
-    absent: set[tuple[str, str]] = set()  # (backend, device) already said unavailable
-    instant = [0]
-
-    def advance(m: Any) -> None:
-        done[0] += 1
-        if m.status.value == "unavailable":  # said once per backend and device, not per case
-            instant[0] += 1  # decided without measuring: no part of the estimate
-            where = (m.case.backend, m.case.device)
-            if where not in absent:
-                absent.add(where)
-                out.print(f"[{done[0]}/{total}] {m.case.backend} on {m.case.device} "
-                          f"unavailable: {m.reason.splitlines()[0][:120]} (its other cases "
-                          "are not listed)", markup=False, highlight=False)
-                out.file.flush()
-            return
-        s = m.summary
-        value = (f" {units.seconds(s.median)} ±{100 * s.ci_halfwidth_rel:.1f}%" if s else
-                 f": {m.reason.splitlines()[0][:120]}" if m.reason else "")
-        measured = max(done[0] - instant[0], 1)
-        left = (time.monotonic() - started) / measured * max(total - done[0], 0)
-        eta = f" (about {int(left // 60)}:{int(left % 60):02d} left)" if done[0] < total else ""
-        out.print(f"[{done[0]}/{total}] {m.case.key} {m.status.value}{value}{eta}",
-                  markup=False, highlight=False)
-        out.file.flush()
-
-    return advance
 
 
 def wrap_up(out: Any, run: Any, measurements: list[Any], counts: Mapping[str, int],

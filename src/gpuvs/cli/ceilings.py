@@ -13,10 +13,10 @@ from gpuvs.cli.app import (
     app,
     console,
     open_store,
-    progress,
     split,
     usage_errors,
 )
+from gpuvs.report.progress import progress
 
 
 @app.command()

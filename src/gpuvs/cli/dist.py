@@ -23,11 +23,11 @@ from gpuvs.cli.app import (
     console,
     emit_tables,
     open_store,
-    progress,
     split,
     usage_errors,
     wrap_up,
 )
+from gpuvs.report.progress import progress
 
 dist_app = typer.Typer(
     help="Several processes, one per device: data-parallel scaling of seed 003's CNN and "

@@ -35,7 +35,6 @@ from gpuvs.cli.app import (
     estimate_line,
     open_store,
     print_plan,
-    progress,
     split,
     stored_ceilings,
     usage_errors,
@@ -43,6 +42,7 @@ from gpuvs.cli.app import (
 )
 from gpuvs.errors import UsageError
 from gpuvs.model import RunKind
+from gpuvs.report.progress import progress
 
 ReportOpt = Annotated[Path | None, typer.Option(
     "--report", metavar="PATH",

@@ -20,12 +20,12 @@ from gpuvs.cli.app import (
     emit_tables,
     open_store,
     print_plan,
-    progress,
     split,
     usage_errors,
     wrap_up,
 )
 from gpuvs.errors import UsageError
+from gpuvs.report.progress import progress
 
 # Sampling seconds a case: most cases meet their CI within it, and the run must fit in
 # 8 minutes on a GPU machine (docs/seeds-h100.md says where the time goes).

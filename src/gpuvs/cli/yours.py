@@ -19,10 +19,10 @@ from gpuvs.cli.app import (
     app,
     console,
     open_store,
-    progress,
     split,
     usage_errors,
 )
+from gpuvs.report.progress import progress
 from gpuvs.yours.run_file import DEFAULT_INPUTS
 
 

@@ -1,4 +1,4 @@
-"""Layout tables → Rich renderables for the terminal."""
+"""The console gpuvs prints on, and layout tables → Rich renderables for the terminal."""
 
 from __future__ import annotations
 
@@ -10,6 +10,20 @@ from rich.table import Table as RichTable
 from rich.text import Text
 
 from gpuvs.table import Table
+
+UNWRAPPED = 10_000  # columns: "no limit" for output that is not a terminal
+
+
+def console(stderr: bool = False) -> Console:
+    """Rich's console; on a file or a pipe (a CI log) it never wraps: lines keep their
+    length, so no number or word is split across lines."""
+    from rich.console import Console
+
+    out = Console(stderr=stderr, highlight=False)
+    if not out.is_terminal:
+        out = Console(stderr=stderr, highlight=False, width=UNWRAPPED, soft_wrap=True)
+    return out
+
 
 # Columns that may wrap on a narrow terminal (at their ", " and spaces).
 WRAPPING = {"throughput", "of peak", "GPU vs CPU", "note"}
