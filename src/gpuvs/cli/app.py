@@ -1,5 +1,5 @@
 """The `gpuvs` command: the Typer app, and what every command shares (options, errors,
-the console, the progress bar). The cli package is the only one that prints or chooses
+output checks, the plan printout). The cli package is the only one that prints or chooses
 exit codes; each family of commands is a module of it.
 
 Exit codes: 0 a run that finished (cases may still be skipped, unavailable, OOM or timed

@@ -42,19 +42,22 @@ def progress(total: int, stderr: bool = False) -> Iterator[Callable[[Any], None]
 
 
 def _case_lines(total: int, out: Any) -> Callable[[Any], None]:
-    """'[12/60] matmul/correct/torch/cpu/float32/1024 ok 1.23 ms ±0.8% (about 0:42 left)'."""
+    """'[12/60] matmul/correct/torch/cpu/float32/1024 ok 1.23 ms ±0.8% (about 0:42 left)'.
+
+    The time left is the pace since the first measured case times the cases left: the
+    first one also paid its worker's start-up and, with passes, the earlier passes (a
+    case is reported when its last pass ends), so it sets no pace."""
     import time
 
     from gpuvs import units
 
-    started, done = time.monotonic(), [0]
     absent: set[tuple[str, str]] = set()  # (backend, device) already said unavailable
-    instant = [0]
+    done, measured = [0], [0]
+    first: list[float] = []  # when the first measured case was reported
 
     def advance(m: Any) -> None:
         done[0] += 1
         if m.status.value == "unavailable":  # said once per backend and device, not per case
-            instant[0] += 1  # decided without measuring: no part of the estimate
             where = (m.case.backend, m.case.device)
             if where not in absent:
                 absent.add(where)
@@ -63,12 +66,16 @@ def _case_lines(total: int, out: Any) -> Callable[[Any], None]:
                           "are not listed)", markup=False, highlight=False)
                 out.file.flush()
             return
+        now = time.monotonic()
+        measured[0] += 1
+        first[:] = first or [now]
         s = m.summary
         value = (f" {units.seconds(s.median)} ±{100 * s.ci_halfwidth_rel:.1f}%" if s else
                  f": {m.reason.splitlines()[0][:120]}" if m.reason else "")
-        measured = max(done[0] - instant[0], 1)
-        left = (time.monotonic() - started) / measured * max(total - done[0], 0)
-        eta = f" (about {int(left // 60)}:{int(left % 60):02d} left)" if done[0] < total else ""
+        eta = ""
+        if measured[0] > 1 and done[0] < total:
+            left = (now - first[0]) / (measured[0] - 1) * (total - done[0])
+            eta = f" (about {int(left // 60)}:{int(left % 60):02d} left)"
         out.print(f"[{done[0]}/{total}] {m.case.key} {m.status.value}{value}{eta}",
                   markup=False, highlight=False)
         out.file.flush()
