@@ -63,7 +63,7 @@ class Worker:
     """One child process for one backend, talked to in JSON lines."""
 
     def __init__(self, backend: str) -> None:
-        env = os.environ | {"PYTHONUNBUFFERED": "1"}
+        env = os.environ | backends.get(backend).worker_env() | {"PYTHONUNBUFFERED": "1"}
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "gpuvs.worker", backend], stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1,

@@ -67,12 +67,12 @@ def _measured(backend: Backend, case: Case, request: dict[str, Any]
             prepared = _prepare(workload, backend, case)
             m = replay(prepared, case, clock)
         else:
-            m, extra, prepared = _watched(lambda: _prepare(workload, backend, case), case,
-                                          clock, request)
+            m, extra, prepared = _watched(lambda: _prepare(workload, backend, case),
+                                          backend, case, clock, request)
         extra = dict(prepared.counters) | extra  # filled while the calls ran
         # More calls, after the record was taken; a replay's counts are its correct twin's.
         if m.status is Status.OK and case.variant != "as_written":
-            extra |= _parts_s(prepared, case, clock, request)
+            extra |= _parts_s(prepared, backend, case, clock, request)
             if workload.counts_kernels or _short(m, PROFILE_MAX_S):
                 extra |= backend.profile(prepared.call, case.device)
             if _graph_worth_it(m, prepared):
@@ -88,15 +88,16 @@ def _measured(backend: Backend, case: Case, request: dict[str, Any]
     return _annotated(backend, workload, m, extra), False
 
 
-def _parts_s(prepared: Prepared, case: Case, clock: Clock, request: dict[str, Any]
-             ) -> dict[str, float]:
+def _parts_s(prepared: Prepared, backend: Backend, case: Case, clock: Clock,
+             request: dict[str, Any]) -> dict[str, float]:
     """Each part of the call timed alone by the same protocol: `<name>_s`, its median."""
     out: dict[str, float] = {}
     budget = Budget(**request["budget"])
     for name, part in prepared.parts:
-        m = measure(Prepared(call=part, check=_unchecked), case, clock,
-                    criteria.parse(request["criterion"])(),
-                    replace(budget, seconds=budget.seconds / 2))
+        with backend.quiet_numpy_blas():
+            m = measure(Prepared(call=part, check=_unchecked), case, clock,
+                        criteria.parse(request["criterion"])(),
+                        replace(budget, seconds=budget.seconds / 2))
         if m.summary is not None:
             out[f"{name}_s"] = m.summary.median
     return out
@@ -111,7 +112,7 @@ def _prepare(workload: Workload, backend: Backend, case: Case) -> Prepared:
     return prepared
 
 
-def _watched(make: Callable[[], Prepared], case: Case, clock: Clock,
+def _watched(make: Callable[[], Prepared], backend: Backend, case: Case, clock: Clock,
              request: dict[str, Any]) -> tuple[Measurement, dict[str, float], Prepared]:
     """The protocol, with the machine watched while it runs: the GPU's clocks and
     throttling (telemetry, whose settling also ends the warm-up), and other processes'
@@ -123,14 +124,17 @@ def _watched(make: Callable[[], Prepared], case: Case, clock: Clock,
     prepared = replace(make(), clocks_settled=settled)
     before = contention.snapshot()
     budget = Budget(**request["budget"])
-    m = measure(prepared, case, clock, criteria.parse(request["criterion"])(), budget)
+    with backend.quiet_numpy_blas():
+        m = measure(prepared, case, clock, criteria.parse(request["criterion"])(), budget)
     remeasured = caveats.REMEASURE & set(m.caveats)
     if remeasured:  # two groups or a drift: look longer before calling it a number
         budget = replace(budget, seconds=REMEASURE_BUDGET_FACTOR * budget.seconds)
         del prepared  # its inputs go before the fresh ones are made
         gc.collect()
         prepared = replace(make(), clocks_settled=settled)
-        m = measure(prepared, case, clock, criteria.parse(request["criterion"])(), budget)
+        with backend.quiet_numpy_blas():
+            m = measure(prepared, case, clock, criteria.parse(request["criterion"])(),
+                        budget)
     after = contention.snapshot()
     share = contention.others_share(before, after)
     watch.finish()

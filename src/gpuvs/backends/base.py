@@ -6,6 +6,7 @@ that need it — so `gpuvs --help` and the parent process stay free of torch, Cu
 
 from __future__ import annotations
 
+import os
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
@@ -19,6 +20,16 @@ from gpuvs.protocol import Clock, DeviceTimer
 
 GiB = 1024**3
 NO_GPU = "no CUDA device (this machine shows no NVIDIA device)"
+
+
+def _numpy_blas(controller: Any) -> Any:
+    """The BLAS that NumPy's wheel bundles (in `numpy.libs`, or NumPy's own directory),
+    not the one a framework links (PyTorch's MKL, or an OpenBLAS of its own)."""
+    home = os.path.dirname(np.__file__)
+    ours = [c for c in controller.lib_controllers if c.user_api == "blas"
+            and os.path.realpath(c.filepath).startswith((home + os.sep, home + ".libs"))]
+    controller.lib_controllers = ours
+    return controller
 
 
 def host_memory_free() -> int:
@@ -126,6 +137,9 @@ class Backend(ABC):
     module: ClassVar[str]  # the import name, for versions and 'not installed'
     # Its "cuda" devices are NVIDIA GPUs (the test suite's simulated device is not).
     needs_nvidia_device: ClassVar[bool] = True
+    # Whether this backend's own work runs on NumPy's BLAS (only NumPy's does): the others
+    # time their work with NumPy's BLAS held to one thread (`quiet_numpy_blas`).
+    computes_with_numpy_blas: ClassVar[bool] = False
 
     def version(self) -> str | None:
         """The framework's version, or None when it is not installed."""
@@ -239,6 +253,33 @@ class Backend(ABC):
         from threadpoolctl import threadpool_limits
 
         with threadpool_limits(n):
+            yield
+
+    def worker_env(self) -> dict[str, str]:
+        """Environment for this backend's worker process, read as NumPy loads its BLAS.
+
+        The workloads build inputs and float64 references with NumPy, so NumPy's OpenBLAS
+        has just run on every core when another framework's timing starts, and its idle
+        threads keep spinning against that framework's own pool. On the H100 host (16
+        cores) seed 000's torch-CPU product took 8–24 ms a call in the worker, against
+        76–97 µs once OpenBLAS's threads sleep as soon as their work ends
+        (OPENBLAS_THREAD_TIMEOUT=4, its shortest spin) — what `%timeit` gives in a fresh
+        process. NumPy's own worker keeps OpenBLAS's default: its spinning threads are
+        part of NumPy's speed. A value the user set is kept."""
+        if self.computes_with_numpy_blas or "OPENBLAS_THREAD_TIMEOUT" in os.environ:
+            return {}
+        return {"OPENBLAS_THREAD_TIMEOUT": "4"}
+
+    @contextmanager
+    def quiet_numpy_blas(self) -> Iterator[None]:
+        """NumPy's OpenBLAS held to one thread while another framework's work is timed
+        (with `worker_env`, what made seed 000's torch-CPU product steady on the H100)."""
+        if self.computes_with_numpy_blas:
+            yield
+            return
+        from threadpoolctl import ThreadpoolController
+
+        with _numpy_blas(ThreadpoolController()).limit(limits=1):
             yield
 
     def facts(self, device: str) -> dict[str, Any]:

@@ -17,6 +17,7 @@ class NumpyBackend(Backend):
     device_kinds = ("cpu",)
     dtypes = ("float16", "float32", "float64")
     module = "numpy"
+    computes_with_numpy_blas = True
 
     def prepare_worker(self) -> None:
         # In-place workloads grow to infinity on purpose; an overflow warning per call
