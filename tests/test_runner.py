@@ -259,3 +259,23 @@ def test_workers_of_other_frameworks_let_numpys_blas_threads_sleep_after_work(mo
     assert "OPENBLAS_THREAD_TIMEOUT" not in env_of("numpy")
     monkeypatch.setenv("OPENBLAS_THREAD_TIMEOUT", "20")  # the user's own choice stands
     assert env_of("torch")["OPENBLAS_THREAD_TIMEOUT"] == "20"
+
+
+def test_a_later_pass_adds_samples_and_keeps_what_the_first_measured_once() -> None:
+    """Parts, kernel counts and busy time cost seconds a case (the profiler, a graph
+    capture) and do not change between processes: the second pass only samples again,
+    and the merged case keeps the first pass's (here each GRU timed alone)."""
+    gru = Case("gru", "correct", "torch", "cpu", "float32", 20,
+               (("axis", "hidden"), ("how", "sequential")))
+    passes: list[Measurement] = []
+
+    class EachPass:
+        def record(self, m: Measurement) -> None:
+            passes.append(m)
+
+    execute(EachPass(), [gru], RunConfig(budget_s=0.1, passes=2, timeout_s=120))
+    first, final = passes
+    assert "gru1_s" in first.counters and "gru2_s" in first.counters
+    assert final.counters["passes"] == 2
+    assert final.counters["gru1_s"] == first.counters["gru1_s"]  # not measured again
+    assert len(final.samples) > len(first.samples)

@@ -191,8 +191,11 @@ def execute(run: Recorder, cases: Iterable[Case], config: RunConfig,
             for case in todo:
                 if n and not _again(done[case.key]):
                     continue
+                # A later pass adds samples only: the counts, parts and busy time that the
+                # first pass measured are kept when the two are merged.
+                request = request_base | ({"samples_only": True} if n else {})
                 m = (_precheck(case, oom_series)
-                     or _dispatch(case, workers, retired, request_base, config))
+                     or _dispatch(case, workers, retired, request, config))
                 if m.status is Status.OOM:
                     oom_series.setdefault(case.series, case.size)
                 m = merged(done[case.key], m) if n else m
@@ -229,8 +232,9 @@ def _again(m: Measurement) -> bool:
 
 
 def merged(first: Measurement, later: Measurement) -> Measurement:
-    """One case from two passes: samples in the order taken, the first pass's first call
-    and loops, the later pass's counters, and the caveats judged on all the samples (plus
+    """One case from two passes: samples in the order taken, the first pass's first call,
+    loops and what only it measured (kernel counts, parts, busy time), the later pass's
+    other counters, and the caveats judged on all the samples (plus
     those only a pass could see: contention, throttling, TF32). A later pass that failed
     is the case's outcome: a number that could not be taken again is not kept."""
     if later.status is not Status.OK:

@@ -70,8 +70,10 @@ def _measured(backend: Backend, case: Case, request: dict[str, Any]
             m, extra, prepared = _watched(lambda: _prepare(workload, backend, case),
                                           backend, case, clock, request)
         extra = dict(prepared.counters) | extra  # filled while the calls ran
-        # More calls, after the record was taken; a replay's counts are its correct twin's.
-        if m.status is Status.OK and case.variant != "as_written":
+        # More calls, after the record was taken; a replay's counts are its correct twin's,
+        # and a later pass's are its first pass's (`samples_only`).
+        if (m.status is Status.OK and case.variant != "as_written"
+                and not request.get("samples_only")):
             extra |= _parts_s(prepared, backend, case, clock, request)
             if workload.counts_kernels or _short(m, PROFILE_MAX_S):
                 extra |= backend.profile(prepared.call, case.device)
