@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import replace
 
 from tests.report.samples import CEILINGS, SIZES, gpu_sweep, measurement
 
 from gpuvs.model import Case, Measurement, Status
 from gpuvs.report.plots import all_plots, to_png, to_svg
 
-SWEEP = "matmul · correct · float32 · shape=square"
+SWEEP = "Square matrix product, float32"
 
 
 def by_kind(plots):
@@ -24,8 +25,8 @@ def by_kind(plots):
 def test_a_sweep_gets_time_and_speedup_plots_and_each_device_a_roofline() -> None:
     plots = all_plots(gpu_sweep(), CEILINGS)
     assert [p.name for p in plots] == [
-        "01-time-matmul-correct-float32-shape-square",
-        "02-speedup-matmul-correct-float32-shape-square",
+        "01-time-square-matrix-product-float32",
+        "02-speedup-square-matrix-product-float32",
         "03-roofline-cpu", "04-roofline-cuda-0"]
     assert [p.section for p in plots] == [SWEEP, SWEEP, "roofline", "roofline"]
 
@@ -62,6 +63,16 @@ def test_without_a_gpu_cpu_backends_are_set_against_numpy() -> None:
     assert speedup.title == f"speedup over numpy cpu\n{SWEEP}"
     assert [s.label for s in speedup.series] == ["torch cpu"]
     assert speedup.marks == ()
+
+
+def test_the_x_axis_says_what_size_counts_in_each_sweep() -> None:
+    ms = [measurement(b, "cpu", n) for n in SIZES for b in ("numpy", "torch")]
+    elementwise = [replace(m, case=replace(m.case, workload="elementwise", params=(
+        ("op", "scale"),))) for m in ms]
+    matmul, scale = all_plots(ms)[:2], all_plots(elementwise)[:2]
+    assert {p.xlabel for p in matmul} == {"matrix size n (n×n×n)"}
+    assert {p.xlabel for p in scale} == {"elements"}
+    assert scale[0].title == "time per call\nElementwise x·5 in place, float32"
 
 
 def test_a_sweep_with_one_series_has_no_speedup_plot() -> None:

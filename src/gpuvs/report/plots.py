@@ -31,7 +31,7 @@ from gpuvs.analysis.crossover import (
 )
 from gpuvs.analysis.speedup import Speedup
 from gpuvs.model import Case, Caveat, Ceiling, Measurement, Status
-from gpuvs.report.layout import _title as section_title
+from gpuvs.report.layout import size_axis, sweep_title
 
 # Okabe–Ito: told apart with the common colour-vision deficiencies, and in grey print.
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#000000")
@@ -94,10 +94,10 @@ def all_plots(measurements: Iterable[Measurement], ceilings: Sequence[Ceiling] =
     colors = _colors(ms)
     plots: list[Plot] = []
     for key, group in groups.items():
-        title = section_title(key)
+        title, xlabel = sweep_title(key), size_axis(key).label
         found = crossovers(group)
-        plots.append(_time_plot(title, group, found, colors))
-        speedup = _speedup_plot(title, group, found, colors)
+        plots.append(_time_plot(title, xlabel, group, found, colors))
+        speedup = _speedup_plot(title, xlabel, group, found, colors)
         if speedup is not None:
             plots.append(speedup)
     plots += _roofline_plots(ms, ceilings, colors)
@@ -127,8 +127,8 @@ def _style(case: Case) -> str:
     return "dashed" if case.param("data") == "end_to_end" else "solid"
 
 
-def _time_plot(title: str, group: Sequence[Measurement], found: Sequence[Crossover],
-               colors: dict[tuple[str, str], str]) -> Plot:
+def _time_plot(title: str, xlabel: str, group: Sequence[Measurement],
+               found: Sequence[Crossover], colors: dict[tuple[str, str], str]) -> Plot:
     by_series: dict[Case, list[Measurement]] = defaultdict(list)
     for m in group:
         by_series[m.case.series].append(m)
@@ -138,7 +138,7 @@ def _time_plot(title: str, group: Sequence[Measurement], found: Sequence[Crossov
         lines.append(Series(series_label(case), tuple(float(m.case.size) for m in ms),
                             *_medians_and_cis(ms), colors[(case.backend, case.device)],
                             style=_style(case)))
-    return Plot(f"time {title}", title, f"time per call\n{title}", "size",
+    return Plot(f"time {title}", title, f"time per call\n{title}", xlabel,
                 "time per call (median)", tuple(lines), _marks(found, colors),
                 caption="Median time per call with its 95 % CI band; dashed lines pay the "
                         "host↔device copies (end-to-end), solid ones do not (resident). "
@@ -158,8 +158,9 @@ def _marks(found: Sequence[Crossover], colors: dict[tuple[str, str], str]) -> tu
                  for c in found if c.size is not None)
 
 
-def _speedup_plot(title: str, group: Sequence[Measurement], found: Sequence[Crossover],
-                  colors: dict[tuple[str, str], str]) -> Plot | None:
+def _speedup_plot(title: str, xlabel: str, group: Sequence[Measurement],
+                  found: Sequence[Crossover], colors: dict[tuple[str, str], str]
+                  ) -> Plot | None:
     """GPU series over the fastest CPU case; without a GPU, CPU backends over NumPy."""
     if found:
         pairs = [(c.gpu, c.points) for c in found]
@@ -175,7 +176,7 @@ def _speedup_plot(title: str, group: Sequence[Measurement], found: Sequence[Cros
                tuple(p.high for p in points), colors[(case.backend, case.device)],
                style=_style(case))
         for case, points in sorted(pairs, key=lambda cp: series_label(cp[0])))
-    return Plot(f"speedup {title}", title, f"speedup over {over}\n{title}", "size", ylabel, lines,
+    return Plot(f"speedup {title}", title, f"speedup over {over}\n{title}", xlabel, ylabel, lines,
                 _marks(found, colors), unity=True, yunit="×",
                 caption=f"Ratio of medians over {over} at each size, with its bootstrap 95 % "
                         "CI; above the 1× line it is faster.")
@@ -230,10 +231,10 @@ def _roofline_plots(ms: Sequence[Measurement], ceilings: Sequence[Ceiling],
 def _roofline_points(cases: Sequence[Measurement], colors: dict[tuple[str, str], str]
                      ) -> list[Series]:
     """One scatter per sweep and series: colour by backend, marker by sweep."""
-    sweeps = list(dict.fromkeys(section_title(group_key(m.case)) for m in cases))
+    sweeps = list(dict.fromkeys(sweep_title(group_key(m.case)) for m in cases))
     by: dict[tuple[str, str], list[Measurement]] = defaultdict(list)
     for m in sorted(cases, key=lambda m: m.case.size):
-        by[(section_title(group_key(m.case)), series_label(m.case))].append(m)
+        by[(sweep_title(group_key(m.case)), series_label(m.case))].append(m)
     out = []
     for (sweep, label), group in sorted(by.items()):
         case = group[0].case

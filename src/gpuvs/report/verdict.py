@@ -22,7 +22,7 @@ from gpuvs.analysis.crossover import (
 )
 from gpuvs.analysis.speedup import Speedup
 from gpuvs.model import Case, Caveat, Measurement, Status
-from gpuvs.report.layout import _title as section_title
+from gpuvs.report.layout import sweep_title
 from gpuvs.report.plots import series_label
 from gpuvs.table import Table
 
@@ -37,7 +37,7 @@ def verdict_table(measurements: Iterable[Measurement]) -> Table:
         groups[group_key(m.case)].append(m)
     rows: list[tuple[str, ...]] = []
     for key, ms in groups.items():
-        title = section_title(key)
+        title = sweep_title(key)
         done = [m for m in ms if m.status is Status.OK and m.summary is not None]
         found = crossovers(done)
         made = ([_gpu_row(title, c) for c in sorted(found, key=_resident_first)] if found
