@@ -32,9 +32,22 @@ def test_sections_come_in_order_verdict_first(page) -> None:
     assert '<section id="seeds">' not in page  # a sweep run, not a seeds run
 
 
-def test_the_verdict_says_who_wins_from_what_size_by_how_much_with_the_ci(page) -> None:
+def _rows(html: str) -> list[list[str]]:
+    """The body rows of the tables in `html`, as their cells' text."""
+    rows = [re.findall(r"<td[^>]*>(.*?)</td>", r) for r in re.findall(r"<tr>.*?</tr>", html)]
+    return [r for r in rows if r]
+
+
+def test_the_verdict_answers_first_in_one_row_per_sweep_then_details_per_gpu_series(
+        page) -> None:
     verdict = page[page.index('id="verdict"'):page.index('id="sweeps"')]
-    rows = [re.findall(r"<td[^>]*>(.*?)</td>", r) for r in re.findall(r"<tr>.*?</tr>", verdict)]
+    answer, details = verdict.split("<h3>Per GPU series</h3>")
+    ((sweep, said),) = _rows(answer)
+    assert sweep == "Square matrix product, float32"
+    assert said.startswith("GPU (torch, data on the GPU) faster from n = 1e5; 33.4× [")
+    assert "; with copies each call: GPU faster from n = 1e6; " in said
+    rows = _rows(details)
+    assert len(rows) == 2
     resident = next(r for r in rows if "torch cuda:0 · resident" in r)
     assert resident[1:3] == ["torch cuda:0 · resident", "1e5"]
     assert re.fullmatch(r"33\.4× \[33\.\d, 33\.\d\] at 1e6", resident[3])

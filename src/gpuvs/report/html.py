@@ -20,7 +20,7 @@ from gpuvs.caveats import ADVICE
 from gpuvs.model import Caveat, Ceiling, Measurement, Run, RunKind, Status
 from gpuvs.report.layout import result_tables
 from gpuvs.report.plots import ROOFLINE, Plot, all_plots, to_svg
-from gpuvs.report.verdict import verdict_table
+from gpuvs.report.verdict import series_table, verdict_table
 from gpuvs.table import Table
 
 TEMPLATE = "report.html.j2"
@@ -90,6 +90,7 @@ def _page(run: Run, ms: list[Measurement], ceilings: Sequence[Ceiling]) -> dict[
         "kind": run.kind.value,
         "summary": _summary(run, ms),
         "verdict": view(verdict_table(ms)),
+        "series": view(series_table(ms)),
         "seeds": [view(t) for t in _seed_tables(run, ms)],
         "sweeps": _sweeps(ms, ceilings, plots),
         "rooflines": plots.get(ROOFLINE, []),
