@@ -56,6 +56,18 @@ def test_the_verdict_answers_first_in_one_row_per_sweep_then_details_per_gpu_ser
     assert e2e[1:3] == ["torch cuda:0 · end-to-end", "1e6"]
 
 
+def test_a_cases_note_goes_on_its_own_line_under_its_row_and_wraps_there(page) -> None:
+    sweep = page[page.index('id="sweeps"'):page.index('id="roofline"')]
+    header = re.search(r"<thead><tr>(.*?)</tr></thead>", sweep).group(1)  # type: ignore[union-attr]
+    columns = re.findall(r"<th[^>]*>(.*?)</th>", header)
+    assert "note" not in columns
+    under = re.findall(r'<tr class="noted">.*?</tr>\n<tr class="under"><td colspan="(\d+)">'
+                       r"<div>(.*?)</div></td></tr>", sweep)
+    assert under and all(int(span) == len(columns) for span, _ in under)
+    assert under[0][1].startswith("memory-bound: 0.25 FLOP/byte")
+    assert re.search(r"tr\.under div \{[^}]*overflow-wrap: anywhere", page)
+
+
 def test_every_plot_is_inlined_as_svg_with_its_caption(page) -> None:
     names = [p.name for p in all_plots(gpu_sweep(), CEILINGS)]
     assert re.findall(r'<figure class="plot" data-plot="([^"]+)">\n<svg', page) == names
