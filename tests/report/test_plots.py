@@ -9,7 +9,8 @@ from dataclasses import replace
 from tests.report.samples import CEILINGS, SIZES, gpu_sweep, measurement
 
 from gpuvs.model import Case, Measurement, Status
-from gpuvs.report.plots import all_plots, to_png, to_svg
+from gpuvs.report.draw import to_png, to_svg
+from gpuvs.report.plots import all_plots
 
 SWEEP = "Square matrix product, float32"
 

@@ -18,8 +18,9 @@ from typing import Any
 from gpuvs import env, units
 from gpuvs.caveats import ADVICE
 from gpuvs.model import Caveat, Ceiling, Measurement, Run, RunKind, Status
+from gpuvs.report.draw import to_svg
 from gpuvs.report.layout import result_tables
-from gpuvs.report.plots import ROOFLINE, Plot, all_plots, to_svg
+from gpuvs.report.plots import ROOFLINE, Plot, all_plots
 from gpuvs.report.verdict import series_table, verdict_table
 from gpuvs.table import Table
 
