@@ -6,11 +6,12 @@ import math
 import re
 from dataclasses import replace
 
+import pytest
 from tests.report.samples import CEILINGS, SIZES, gpu_sweep, measurement
 
 from gpuvs.model import Case, Measurement, Status
-from gpuvs.report.draw import to_png, to_svg
-from gpuvs.report.plots import all_plots
+from gpuvs.report.draw import FIGSIZE, PNG_DPI, ROOFLINE_FIGSIZE, onto, to_png, to_svg
+from gpuvs.report.plots import Plot, Series, all_plots
 
 SWEEP = "Square matrix product, float32"
 
@@ -120,3 +121,34 @@ def test_svg_is_deterministic_inline_ready_and_its_ids_belong_to_its_plot() -> N
 def test_png_is_a_png() -> None:
     png = to_png(all_plots(gpu_sweep(), CEILINGS)[0])
     assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 10_000
+
+
+def _width(png: bytes) -> int:
+    return int.from_bytes(png[16:20], "big")  # the IHDR chunk's width
+
+
+def _zigzag() -> Plot:
+    """Two series that cross the whole axes back and forth: no corner is free of data."""
+    x = tuple(float(2**i) for i in range(12))
+    up, down = tuple(10.0 ** (i % 2) for i in range(12)), tuple(10.0 ** (1 - i % 2)
+                                                                 for i in range(12))
+    return Plot("zigzag", "zigzag", "zigzag", "size", "time", (
+        Series("one", x, up), Series("two", x, down, color="#E69F00")))
+
+
+def test_a_legend_of_one_or_two_series_sits_inside_only_where_it_hides_no_data() -> None:
+    pytest.importorskip("matplotlib")
+    cpu_sweep = [measurement(b, "cpu", n) for n in SIZES for b in ("numpy", "torch")]
+    time = all_plots(cpu_sweep)[0]
+    assert len(time.series) == 2 and _width(to_png(time)) == FIGSIZE[0] * PNG_DPI
+    assert _width(to_png(_zigzag())) == ROOFLINE_FIGSIZE[0] * PNG_DPI  # moved beside
+
+
+def test_on_a_callers_axes_a_legend_that_would_hide_data_goes_beside_them() -> None:
+    pytest.importorskip("matplotlib")
+    from matplotlib.figure import Figure
+
+    ax = Figure(layout="constrained").add_subplot()
+    onto(_zigzag(), ax)
+    ax.figure.draw_without_rendering()
+    assert ax.get_legend().get_window_extent().x0 >= ax.get_window_extent().x1

@@ -61,19 +61,72 @@ def _figure(plot: Plot, rc: dict[str, Any]) -> Iterator[Any]:
     import matplotlib
 
     matplotlib.use("Agg")
-    from matplotlib.figure import Figure
-
     known: Any = {k: v for k, v in rc.items() if k in matplotlib.rcParams}  # svg.id: ≥ 3.9
-    # A roofline, or more series than a legend can sit among without hiding points: the
-    # legend goes beside the axes, on a wider figure.
-    outside = plot.section == ROOFLINE or len(plot.series) > LEGEND_INSIDE_MAX
     with matplotlib.rc_context(known):
-        fig = Figure(figsize=ROOFLINE_FIGSIZE if outside else FIGSIZE, layout="constrained")
-        _draw(fig, fig.add_subplot(), plot, legend_outside=outside)
+        outside = _legend_beside(plot)
+        fig, legend = _new_figure(plot, outside)
+        if not outside and _hides_data(fig.axes[0], legend, plot):
+            fig, _ = _new_figure(plot, outside=True)
         yield fig
 
 
-def _draw(fig: Any, ax: Any, plot: Plot, legend_outside: bool) -> None:
+def onto(plot: Plot, ax: Any) -> Any:
+    """`plot` drawn on the caller's Axes (a notebook's), as the report draws it; the legend
+    beside the axes where inside it would hide data. Returns the Axes' Figure."""
+    _draw(ax, plot)
+    outside = _legend_beside(plot)
+    if not outside and _hides_data(ax, _legend(ax, outside=False), plot):
+        outside = True
+    if outside:
+        _legend(ax, outside=True)
+    return ax.figure
+
+
+def _legend_beside(plot: Plot) -> bool:
+    """A roofline, or more series than a legend can sit among without hiding points."""
+    return plot.section == ROOFLINE or len(plot.series) > LEGEND_INSIDE_MAX
+
+
+def _new_figure(plot: Plot, outside: bool) -> tuple[Any, Any]:
+    """The figure and its legend; with the legend beside the axes, a wider figure."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=ROOFLINE_FIGSIZE if outside else FIGSIZE, layout="constrained")
+    ax = fig.add_subplot()
+    _draw(ax, plot)
+    return fig, _legend(ax, outside)
+
+
+def _legend(ax: Any, outside: bool) -> Any:
+    """Beside the axes, or inside where Matplotlib finds the least in its way; None when
+    nothing is labelled (the x axis names each point)."""
+    if not ax.get_legend_handles_labels()[0]:
+        return None
+    if outside:
+        return ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0),
+                         borderaxespad=0.0, frameon=False)
+    return ax.legend(fontsize=7, loc="best", framealpha=0.85)
+
+
+def _hides_data(ax: Any, legend: Any, plot: Plot) -> bool:
+    """Whether the legend inside the axes lies over a series: a point, a CI bound, or the
+    line between two of them. Matplotlib's "best" place is the least bad, not a free one."""
+    from matplotlib.path import Path
+
+    if legend is None:
+        return False
+    ax.figure.draw_without_rendering()  # lays the figure out and places the legend
+    box = legend.get_window_extent()
+    for s in plot.series:
+        for ys in filter(None, (s.y, s.low, s.high)):
+            points = ax.transData.transform(list(zip(s.x, ys, strict=True)))
+            if (any(box.contains(x, y) for x, y in points)
+                    or Path(points).intersects_bbox(box, filled=False)):
+                return True
+    return False
+
+
+def _draw(ax: Any, plot: Plot) -> None:
     ax.set_xscale("linear" if plot.xlabels else "log")
     ax.set_yscale("log")
     for s in plot.series:
@@ -92,10 +145,6 @@ def _draw(fig: Any, ax: Any, plot: Plot, legend_outside: bool) -> None:
     _ticks(ax.yaxis, ax.get_ylim(), plot.yunit)
     ax.tick_params(which="both", labelsize=7.5)
     ax.grid(True, which="major", linewidth=0.4, alpha=0.5)
-    if legend_outside:  # many series: inside the axes they would hide the points
-        fig.legend(fontsize=7, loc="outside right upper", frameon=False)
-    else:
-        ax.legend(fontsize=7, loc="best", framealpha=0.85)
 
 
 TICKS: dict[str, Callable[[float], str]] = {
