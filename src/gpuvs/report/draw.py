@@ -63,11 +63,18 @@ def _figure(plot: Plot, rc: dict[str, Any]) -> Iterator[Any]:
     matplotlib.use("Agg")
     known: Any = {k: v for k, v in rc.items() if k in matplotlib.rcParams}  # svg.id: ≥ 3.9
     with matplotlib.rc_context(known):
-        outside = _legend_beside(plot)
-        fig, legend = _new_figure(plot, outside)
-        if not outside and _hides_data(fig.axes[0], legend, plot):
-            fig, _ = _new_figure(plot, outside=True)
-        yield fig
+        yield figure(plot)
+
+
+def figure(plot: Plot) -> Any:
+    """`plot` as a Matplotlib Figure, with no pyplot and no backend chosen (a notebook
+    shows it as it is); the legend beside the axes, on a wider figure, where inside them
+    it would hide data."""
+    outside = _legend_beside(plot)
+    fig, legend = _new_figure(plot, outside)
+    if not outside and _hides_data(fig.axes[0], legend, plot):
+        fig, _ = _new_figure(plot, outside=True)
+    return fig
 
 
 def onto(plot: Plot, ax: Any) -> Any:
@@ -84,7 +91,8 @@ def onto(plot: Plot, ax: Any) -> Any:
 
 def _legend_beside(plot: Plot) -> bool:
     """A roofline, or more series than a legend can sit among without hiding points."""
-    return plot.section == ROOFLINE or len(plot.series) > LEGEND_INSIDE_MAX
+    labelled = [s for s in plot.series if s.label]
+    return plot.section == ROOFLINE or len(labelled) > LEGEND_INSIDE_MAX
 
 
 def _new_figure(plot: Plot, outside: bool) -> tuple[Any, Any]:
@@ -140,6 +148,7 @@ def _draw(ax: Any, plot: Plot) -> None:
     ax.set_ylabel(plot.ylabel, fontsize=8)
     if plot.xlabels:
         ax.set_xticks(range(len(plot.xlabels)), plot.xlabels, rotation=30, ha="right")
+        ax.set_xlim(-0.5, len(plot.xlabels) - 0.5)
     else:
         _ticks(ax.xaxis, ax.get_xlim(), plot.xunit)
     _ticks(ax.yaxis, ax.get_ylim(), plot.yunit)
@@ -172,6 +181,10 @@ def _draw_series(ax: Any, s: Series) -> None:
     if s.style == "points":
         ax.scatter(s.x, s.y, color=s.color, marker=s.marker, s=22, label=s.label,
                    edgecolors="white", linewidths=0.4, zorder=3)
+        if s.low and s.high:  # each point's 95 % CI as an error bar
+            ax.errorbar(s.x, s.y, yerr=([y - lo for y, lo in zip(s.y, s.low, strict=True)],
+                                        [hi - y for y, hi in zip(s.y, s.high, strict=True)]),
+                        fmt="none", ecolor=s.color, elinewidth=1.2, capsize=3)
     elif s.style == "ceiling":
         ax.plot(s.x, s.y, color=s.color, linewidth=1.6, label=s.label)
     else:

@@ -81,12 +81,12 @@ def all_plots(measurements: Iterable[Measurement], ceilings: Sequence[Ceiling] =
     groups: dict[GroupKey, list[Measurement]] = defaultdict(list)
     for m in ms:
         groups[group_key(m.case)].append(m)
-    colors = _colors(ms)
+    colors = colors_of(ms)
     plots: list[Plot] = []
     for key, group in groups.items():
         title, xlabel = sweep_title(key), size_axis(key).label
         found = crossovers(group)
-        plots.append(_time_plot(title, xlabel, group, found, colors))
+        plots.append(time_plot(title, xlabel, group, found, colors))
         speedup = _speedup_plot(title, xlabel, group, found, colors)
         if speedup is not None:
             plots.append(speedup)
@@ -107,7 +107,7 @@ def series_label(case: Case) -> str:
     return label
 
 
-def _colors(ms: Sequence[Measurement]) -> dict[tuple[str, str], str]:
+def colors_of(ms: Sequence[Measurement]) -> dict[tuple[str, str], str]:
     """One colour per backend and device, the same in every plot of the report."""
     keys = sorted({(m.case.backend, m.case.device) for m in ms})
     return {k: PALETTE[i % len(PALETTE)] for i, k in enumerate(keys)}
@@ -117,8 +117,10 @@ def _style(case: Case) -> str:
     return "dashed" if case.param("data") == "end_to_end" else "solid"
 
 
-def _time_plot(title: str, xlabel: str, group: Sequence[Measurement],
-               found: Sequence[Crossover], colors: dict[tuple[str, str], str]) -> Plot:
+def time_plot(title: str, xlabel: str, group: Sequence[Measurement],
+              found: Sequence[Crossover], colors: dict[tuple[str, str], str]) -> Plot:
+    """Median time per call against size, a line per series with its CI band; the sizes
+    from which a GPU series beats the fastest CPU case marked."""
     by_series: dict[Case, list[Measurement]] = defaultdict(list)
     for m in group:
         by_series[m.case.series].append(m)
