@@ -152,3 +152,16 @@ def test_on_a_callers_axes_a_legend_that_would_hide_data_goes_beside_them() -> N
     onto(_zigzag(), ax)
     ax.figure.draw_without_rendering()
     assert ax.get_legend().get_window_extent().x0 >= ax.get_window_extent().x1
+
+
+def test_an_axis_spanning_less_than_a_decade_labels_more_than_its_power_of_ten() -> None:
+    pytest.importorskip("matplotlib")
+    from gpuvs.report.draw import figure
+
+    narrow = Plot("narrow", "narrow", "narrow", "size", "speedup", (
+        Series("torch cpu", (64.0, 256.0, 1024.0), (0.96, 0.91, 0.86)),), unity=True, yunit="×")
+    ax = figure(narrow).axes[0]
+    ax.figure.draw_without_rendering()
+    lo, hi = ax.get_ylim()
+    shown = [t.get_text() for t in ax.get_yticklabels() if lo <= t.get_position()[1] <= hi]
+    assert shown == ["0.9×", "1×"]

@@ -164,6 +164,7 @@ TICKS: dict[str, Callable[[float], str]] = {
     "": lambda x: f"{x:g}",
 }
 WIDE_DECADES = 2.5  # beyond this, label powers of ten only; within it, 1-2-5 steps
+NARROW_DECADES = 0.7  # within this, every step from 1 to 9: a 1-2-5 tick may not fall in
 
 
 def _ticks(axis: Any, limits: tuple[float, float], unit: str) -> None:
@@ -171,8 +172,10 @@ def _ticks(axis: Any, limits: tuple[float, float], unit: str) -> None:
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
     lo, hi = sorted(limits)
-    wide = lo <= 0 or math.log10(hi / lo) > WIDE_DECADES
-    axis.set_major_locator(LogLocator(subs=(1.0,) if wide else (1.0, 2.0, 5.0)))
+    decades = math.log10(hi / lo) if lo > 0 else math.inf
+    subs = ((1.0,) if decades > WIDE_DECADES else (1.0, 2.0, 5.0) if decades > NARROW_DECADES
+            else tuple(float(k) for k in range(1, 10)))
+    axis.set_major_locator(LogLocator(subs=subs))
     axis.set_major_formatter(FuncFormatter(lambda x, _pos: TICKS[unit](x)))
     axis.set_minor_formatter(NullFormatter())
 
