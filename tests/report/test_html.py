@@ -14,10 +14,11 @@ from tests.helpers import run_id as run_id_of
 from tests.report.samples import CEILINGS, GPU, RealRun, gpu_sweep, invoke, measurement, run
 
 from gpuvs.model import Case, Measurement, Status
-from gpuvs.report.html import render_html
+from gpuvs.report.html import render_html, view
 from gpuvs.report.plots import all_plots
 from gpuvs.store import open_store
 from gpuvs.store.export import load_json, run_document, write_json
+from gpuvs.table import Table
 
 
 @pytest.fixture(scope="module")
@@ -66,6 +67,11 @@ def test_a_cases_note_goes_on_its_own_line_under_its_row_and_wraps_there(page) -
     assert under and all(int(span) == len(columns) for span, _ in under)
     assert under[0][1].startswith("memory-bound: 0.25 FLOP/byte")
     assert re.search(r"tr\.under div \{[^}]*overflow-wrap: anywhere", page)
+
+
+def test_short_notes_stay_in_their_column() -> None:
+    short = view(Table("t", ("size", "note"), (("1", "outliers"), ("2", "first call slow"))))
+    assert short.columns == ("size", "note") and short.under == ()
 
 
 def test_every_plot_is_inlined_as_svg_with_its_caption(page) -> None:

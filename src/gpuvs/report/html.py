@@ -20,6 +20,7 @@ from gpuvs.caveats import ADVICE
 from gpuvs.model import Caveat, Ceiling, Measurement, Run, RunKind, Status
 from gpuvs.report.draw import to_svg
 from gpuvs.report.layout import result_tables
+from gpuvs.report.plain import INLINE_MAX
 from gpuvs.report.plots import ROOFLINE, Plot, all_plots
 from gpuvs.report.verdict import series_table, verdict_table
 from gpuvs.table import Table
@@ -29,7 +30,8 @@ TEMPLATE = "report.html.j2"
 NUMERIC = frozenset({"size", "threads", "time ±CI", "wall", "GPU busy", "throughput", "of peak",
                      "GPU vs CPU", "from size", "by (95 % CI)"})
 # Columns of sentences: each on a full-width line under its row, where it wraps inside
-# the page; as a column beside a dozen columns of numbers it ran out of the page.
+# the page; as a column beside a dozen columns of numbers it ran out of the page. Short
+# ones (a few caveats' names) stay in their column, as in the plain-text tables.
 UNDER_ROW = frozenset({"note"})
 PROTOCOL = (
     ("first call", "timed alone and reported apart (compilation, handles, caches), never "
@@ -118,8 +120,9 @@ def figure_of(p: Plot) -> Figure:
 
 def view(table: Table) -> TableView:
     keep = [i for i, _ in enumerate(table.columns) if any(row[i] for row in table.rows)]
-    inline = [i for i in keep if table.columns[i] not in UNDER_ROW]
-    under = [i for i in keep if table.columns[i] in UNDER_ROW]
+    under = [i for i in keep if table.columns[i] in UNDER_ROW
+             and any(len(row[i]) > INLINE_MAX for row in table.rows)]
+    inline = [i for i in keep if i not in under]
     columns = tuple(table.columns[i] for i in inline)
     return TableView(table.title, columns, tuple(c in NUMERIC for c in columns),
                      tuple(tuple(row[i] for i in inline) for row in table.rows), table.notes,
