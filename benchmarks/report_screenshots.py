@@ -41,18 +41,27 @@ DRAWN_PLOTS_JS = """Array.from(document.querySelectorAll('figure[data-plot]')).f
   const svg = f.querySelector('svg'); if (!svg) return false;
   const r = svg.getBoundingClientRect(); return r.width > 0 && r.height > 0;
 }).map(f => f.dataset.plot)"""
+# Sentences whose text runs past the right edge of the window: cut off, or only reached by
+# scrolling sideways. Their text's own box is measured, not the cell's.
+CUT_OFF_JS = """Array.from(document.querySelectorAll('p, td, dd, li, caption, figcaption'))
+.filter(e => {
+  if (e.textContent.trim().length <= 40) return false;
+  const text = document.createRange(); text.selectNodeContents(e);
+  return text.getBoundingClientRect().right > document.documentElement.clientWidth + 0.5;
+}).map(e => e.textContent.trim().slice(0, 80))"""
 
 
 @dataclass(frozen=True)
 class PageLoad:
     """What loading a page did: the URLs it asked for, the loads that failed, the plots
-    drawn, and a screenshot of the whole page."""
+    drawn, the sentences that run out of the window, and a screenshot of the whole page."""
 
     requests: tuple[str, ...]
     failed: tuple[str, ...]
     plots: tuple[str, ...]
     title: str
     png: bytes
+    cut_off: tuple[str, ...] = ()
 
 
 class Chromium:
@@ -115,6 +124,7 @@ class Chromium:
         self._call("Page.navigate", session=session, url=page.resolve().as_uri())
         self._wait_for("Page.loadEventFired", session)
         plots = self._evaluate(DRAWN_PLOTS_JS, session)
+        cut_off = self._evaluate(CUT_OFF_JS, session)
         title = self._evaluate("document.title", session)
         size = self._call("Page.getLayoutMetrics", session=session)["cssContentSize"]
         shot = self._call("Page.captureScreenshot", session=session, format="png",
@@ -123,7 +133,8 @@ class Chromium:
                                 "scale": 1})
         self._call("Target.closeTarget", targetId=target)
         requests, failed = self._network(session)
-        return PageLoad(requests, failed, tuple(plots), title, base64.b64decode(shot["data"]))
+        return PageLoad(requests, failed, tuple(plots), title, base64.b64decode(shot["data"]),
+                        tuple(cut_off))
 
     def _network(self, session: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
         urls: dict[str, str] = {}

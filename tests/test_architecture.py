@@ -54,7 +54,7 @@ ALLOWED: dict[str, set[str]] = {
     "distributed": {"caveats", "criteria", "errors", "model", "store", "units", "workloads"},
     # everything drawn for a person
     "report": {"analysis", "caveats", "distributed", "env", "model", "seeds", "table",
-               "units"},
+               "units", "workloads"},
     # the user's own code, in the user's process
     "yours": {"_version", "analysis", "backends", "config", "criteria", "env", "errors",
               "model",

@@ -61,7 +61,7 @@ def test_run_measures_saves_and_prints_a_table_then_show_prints_it_again(db, tmp
     result = invoke("run", "-w", "matmul", "-s", "64,128", *QUICK, "--db", db,
                     "--json", str(out_json))
     assert result.exit_code == 0, result.output
-    assert "matmul · correct · float32 · shape=square" in result.output
+    assert "Square matrix product, float32" in result.output
     assert "FLOP/s" in result.output
     run_id = run_id_of(result.output)
     doc = json.loads(out_json.read_text())
@@ -69,7 +69,7 @@ def test_run_measures_saves_and_prints_a_table_then_show_prints_it_again(db, tmp
     assert {m["status"] for m in doc["measurements"]} == {"ok"}
     assert len(doc["measurements"]) == 4  # both shapes (seed000's 1×k×100, square) at 2 sizes
     shown = invoke("show", run_id, "--db", db)
-    assert shown.exit_code == 0 and "shape=square" in shown.output
+    assert shown.exit_code == 0 and "Square matrix product, float32" in shown.output
 
 
 @pytest.mark.usefixtures("worker_env")

@@ -10,6 +10,7 @@ import pytest
 
 from gpuvs.analysis.speedup import Speedup
 from gpuvs.model import Case, Measurement, Status
+from gpuvs.report.plots import PALETTE
 from gpuvs.yours.comparison import Comparison
 
 SIZES = (10, 100, 1000, 10000)
@@ -89,11 +90,38 @@ def test_explain_names_transfer_bound_end_to_end_cases() -> None:
     assert "transfer-bound" in text
 
 
-def test_the_plot_of_a_sweep_has_one_line_per_series() -> None:
+def test_the_plot_of_a_sweep_is_drawn_as_the_reports_plots_are() -> None:
     pytest.importorskip("matplotlib")
-    fig = sweep().plot()
-    labels = [line.get_label() for line in fig.axes[0].get_lines()]
-    assert labels[:3] == ["cpu", "cuda resident", "cuda end_to_end"]
+    ax = sweep().plot().axes[0]
+    lines = {line.get_label(): line for line in ax.get_lines()}
+    assert list(lines)[:3] == ["torch cpu", "torch cuda · end-to-end", "torch cuda · resident"]
+    assert lines["torch cpu"].get_color() == PALETTE[0]
+    assert lines["torch cuda · resident"].get_color() == PALETTE[1]
+    assert lines["torch cuda · end-to-end"].get_linestyle() == "--"  # pays the copies
+    assert (ax.get_xlabel(), ax.get_ylabel()) == ("size", "time per call (median)")
+    ax.figure.draw_without_rendering()
+    assert {t.get_text() for t in ax.get_yticklabels()} >= {"100 µs", "1 ms"}
+
+
+def test_on_a_callers_axes_the_plot_keeps_its_legend_off_the_data() -> None:
+    pytest.importorskip("matplotlib")
+    from matplotlib.figure import Figure
+
+    fig = Figure(layout="constrained")
+    assert sweep().plot(fig.add_subplot()) is fig
+    fig.draw_without_rendering()
+    assert fig.axes[0].get_legend().get_window_extent().x0 >= fig.axes[0].get_window_extent().x1
+
+
+def test_the_plot_of_one_size_is_a_point_per_case_with_its_ci_named_on_the_x_axis() -> None:
+    pytest.importorskip("matplotlib")
+    one = Comparison("f", [_m("cpu", 1000, 1e-3), _m("cuda", 1000, 1e-4),
+                           _m("cuda", 1000, 3e-4, "end_to_end")], ("cpu", "cuda"))
+    ax = one.plot().axes[0]
+    assert [t.get_text() for t in ax.get_xticklabels()] == [
+        "torch cpu", "torch cuda · resident", "torch cuda · end-to-end"]
+    assert ax.get_legend() is None and ax.get_title(loc="left").startswith(
+        "time per call at size 1000")
 
 
 def test_a_notebook_shows_the_answer_then_the_tables_as_html() -> None:

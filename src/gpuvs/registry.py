@@ -57,6 +57,13 @@ class Registry(Generic[T]):
             raise UsageError(f"unknown {self.kind} {name!r}; known: {', '.join(self.names())}")
         return self._classes[name]()
 
+    def find(self, name: str) -> T | None:
+        """The plug-in named `name`, or None: for readers of stored results, whose names
+        may come from elsewhere (`yours:` functions, a plug-in not loaded here)."""
+        self.discover()
+        cls = self._classes.get(name)
+        return cls() if cls is not None else None
+
     def all(self) -> list[T]:
         return [self.get(n) for n in self.names()]
 

@@ -12,8 +12,9 @@ import os
 
 import pytest
 from benchmarks.report_screenshots import CHROMIUM, LAPTOP_WIDTH, Chromium, main
-from tests.report.samples import RealRun
+from tests.report.samples import CEILINGS, RealRun, gpu_sweep, run
 
+from gpuvs.report.html import render_html
 from gpuvs.report.plots import all_plots
 from gpuvs.store.export import load_json
 
@@ -47,6 +48,15 @@ def test_the_report_loads_self_contained_with_every_plot_drawn(real_run: RealRun
     assert shot.width == LAPTOP_WIDTH and shot.height > 3000  # the whole page, not a view
     colours = shot.convert("RGB").getcolors(maxcolors=1 << 20)
     assert colours is not None and len(colours) > 100  # text and plots, not a blank page
+
+
+@pytest.mark.parametrize("width", [LAPTOP_WIDTH, 900])
+def test_every_note_wraps_inside_the_window_even_under_a_row_of_many_numbers(
+        browser, tmp_path, width) -> None:
+    page = tmp_path / "gpu.html"
+    page.write_text(render_html(run(), gpu_sweep(), CEILINGS))
+    loaded = browser.load(page, width)
+    assert loaded.cut_off == ()
 
 
 def test_the_screenshot_script_renders_a_json_export(real_run: RealRun, tmp_path) -> None:

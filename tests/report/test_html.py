@@ -14,10 +14,11 @@ from tests.helpers import run_id as run_id_of
 from tests.report.samples import CEILINGS, GPU, RealRun, gpu_sweep, invoke, measurement, run
 
 from gpuvs.model import Case, Measurement, Status
-from gpuvs.report.html import render_html
+from gpuvs.report.html import render_html, view
 from gpuvs.report.plots import all_plots
 from gpuvs.store import open_store
 from gpuvs.store.export import load_json, run_document, write_json
+from gpuvs.table import Table
 
 
 @pytest.fixture(scope="module")
@@ -32,15 +33,45 @@ def test_sections_come_in_order_verdict_first(page) -> None:
     assert '<section id="seeds">' not in page  # a sweep run, not a seeds run
 
 
-def test_the_verdict_says_who_wins_from_what_size_by_how_much_with_the_ci(page) -> None:
+def _rows(html: str) -> list[list[str]]:
+    """The body rows of the tables in `html`, as their cells' text."""
+    rows = [re.findall(r"<td[^>]*>(.*?)</td>", r) for r in re.findall(r"<tr>.*?</tr>", html)]
+    return [r for r in rows if r]
+
+
+def test_the_verdict_answers_first_in_one_row_per_sweep_then_details_per_gpu_series(
+        page) -> None:
     verdict = page[page.index('id="verdict"'):page.index('id="sweeps"')]
-    rows = [re.findall(r"<td[^>]*>(.*?)</td>", r) for r in re.findall(r"<tr>.*?</tr>", verdict)]
+    answer, details = verdict.split("<h3>Per GPU series</h3>")
+    ((sweep, said),) = _rows(answer)
+    assert sweep == "Square matrix product, float32"
+    assert said.startswith("GPU (torch, data on the GPU) faster from n = 1e5; 33.4× [")
+    assert "; with copies each call: GPU faster from n = 1e6; " in said
+    rows = _rows(details)
+    assert len(rows) == 2
     resident = next(r for r in rows if "torch cuda:0 · resident" in r)
     assert resident[1:3] == ["torch cuda:0 · resident", "1e5"]
     assert re.fullmatch(r"33\.4× \[33\.\d, 33\.\d\] at 1e6", resident[3])
     assert resident[4] == "the fastest CPU case"
     e2e = next(r for r in rows if "torch cuda:0 · end-to-end" in r)
     assert e2e[1:3] == ["torch cuda:0 · end-to-end", "1e6"]
+
+
+def test_a_cases_note_goes_on_its_own_line_under_its_row_and_wraps_there(page) -> None:
+    sweep = page[page.index('id="sweeps"'):page.index('id="roofline"')]
+    header = re.search(r"<thead><tr>(.*?)</tr></thead>", sweep).group(1)  # type: ignore[union-attr]
+    columns = re.findall(r"<th[^>]*>(.*?)</th>", header)
+    assert "note" not in columns
+    under = re.findall(r'<tr class="noted">.*?</tr>\n<tr class="under"><td colspan="(\d+)">'
+                       r"<div>(.*?)</div></td></tr>", sweep)
+    assert under and all(int(span) == len(columns) for span, _ in under)
+    assert under[0][1].startswith("memory-bound: 0.25 FLOP/byte")
+    assert re.search(r"tr\.under div \{[^}]*overflow-wrap: anywhere", page)
+
+
+def test_short_notes_stay_in_their_column() -> None:
+    short = view(Table("t", ("size", "note"), (("1", "outliers"), ("2", "first call slow"))))
+    assert short.columns == ("size", "note") and short.under == ()
 
 
 def test_every_plot_is_inlined_as_svg_with_its_caption(page) -> None:

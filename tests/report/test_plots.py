@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import replace
 
+import pytest
 from tests.report.samples import CEILINGS, SIZES, gpu_sweep, measurement
 
 from gpuvs.model import Case, Measurement, Status
-from gpuvs.report.plots import all_plots, to_png, to_svg
+from gpuvs.report.draw import FIGSIZE, PNG_DPI, ROOFLINE_FIGSIZE, onto, to_png, to_svg
+from gpuvs.report.plots import Plot, Series, all_plots
 
-SWEEP = "matmul · correct · float32 · shape=square"
+SWEEP = "Square matrix product, float32"
 
 
 def by_kind(plots):
@@ -24,8 +27,8 @@ def by_kind(plots):
 def test_a_sweep_gets_time_and_speedup_plots_and_each_device_a_roofline() -> None:
     plots = all_plots(gpu_sweep(), CEILINGS)
     assert [p.name for p in plots] == [
-        "01-time-matmul-correct-float32-shape-square",
-        "02-speedup-matmul-correct-float32-shape-square",
+        "01-time-square-matrix-product-float32",
+        "02-speedup-square-matrix-product-float32",
         "03-roofline-cpu", "04-roofline-cuda-0"]
     assert [p.section for p in plots] == [SWEEP, SWEEP, "roofline", "roofline"]
 
@@ -62,6 +65,16 @@ def test_without_a_gpu_cpu_backends_are_set_against_numpy() -> None:
     assert speedup.title == f"speedup over numpy cpu\n{SWEEP}"
     assert [s.label for s in speedup.series] == ["torch cpu"]
     assert speedup.marks == ()
+
+
+def test_the_x_axis_says_what_size_counts_in_each_sweep() -> None:
+    ms = [measurement(b, "cpu", n) for n in SIZES for b in ("numpy", "torch")]
+    elementwise = [replace(m, case=replace(m.case, workload="elementwise", params=(
+        ("op", "scale"),))) for m in ms]
+    matmul, scale = all_plots(ms)[:2], all_plots(elementwise)[:2]
+    assert {p.xlabel for p in matmul} == {"matrix size n (n×n×n)"}
+    assert {p.xlabel for p in scale} == {"elements"}
+    assert scale[0].title == "time per call\nElementwise x·5 in place, float32"
 
 
 def test_a_sweep_with_one_series_has_no_speedup_plot() -> None:
@@ -108,3 +121,47 @@ def test_svg_is_deterministic_inline_ready_and_its_ids_belong_to_its_plot() -> N
 def test_png_is_a_png() -> None:
     png = to_png(all_plots(gpu_sweep(), CEILINGS)[0])
     assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 10_000
+
+
+def _width(png: bytes) -> int:
+    return int.from_bytes(png[16:20], "big")  # the IHDR chunk's width
+
+
+def _zigzag() -> Plot:
+    """Two series that cross the whole axes back and forth: no corner is free of data."""
+    x = tuple(float(2**i) for i in range(12))
+    up, down = tuple(10.0 ** (i % 2) for i in range(12)), tuple(10.0 ** (1 - i % 2)
+                                                                 for i in range(12))
+    return Plot("zigzag", "zigzag", "zigzag", "size", "time", (
+        Series("one", x, up), Series("two", x, down, color="#E69F00")))
+
+
+def test_a_legend_of_one_or_two_series_sits_inside_only_where_it_hides_no_data() -> None:
+    pytest.importorskip("matplotlib")
+    cpu_sweep = [measurement(b, "cpu", n) for n in SIZES for b in ("numpy", "torch")]
+    time = all_plots(cpu_sweep)[0]
+    assert len(time.series) == 2 and _width(to_png(time)) == FIGSIZE[0] * PNG_DPI
+    assert _width(to_png(_zigzag())) == ROOFLINE_FIGSIZE[0] * PNG_DPI  # moved beside
+
+
+def test_on_a_callers_axes_a_legend_that_would_hide_data_goes_beside_them() -> None:
+    pytest.importorskip("matplotlib")
+    from matplotlib.figure import Figure
+
+    ax = Figure(layout="constrained").add_subplot()
+    onto(_zigzag(), ax)
+    ax.figure.draw_without_rendering()
+    assert ax.get_legend().get_window_extent().x0 >= ax.get_window_extent().x1
+
+
+def test_an_axis_spanning_less_than_a_decade_labels_more_than_its_power_of_ten() -> None:
+    pytest.importorskip("matplotlib")
+    from gpuvs.report.draw import figure
+
+    narrow = Plot("narrow", "narrow", "narrow", "size", "speedup", (
+        Series("torch cpu", (64.0, 256.0, 1024.0), (0.96, 0.91, 0.86)),), unity=True, yunit="×")
+    ax = figure(narrow).axes[0]
+    ax.figure.draw_without_rendering()
+    lo, hi = ax.get_ylim()
+    shown = [t.get_text() for t in ax.get_yticklabels() if lo <= t.get_position()[1] <= hi]
+    assert shown == ["0.9×", "1×"]

@@ -43,7 +43,8 @@ def test_gpuvs_seeds_prints_the_claim_the_replay_and_the_correct_figure(tmp_path
         assert gpu_row.count("skipped: no CUDA device") == 2
     shown = CliRunner().invoke(app, ["show", "latest", "--db", str(tmp_path / "r.sqlite")],
                                env={"COLUMNS": "250"})
-    assert "seed 000" in shown.output and "matmul · as_written" in shown.output
+    assert "seed 000" in shown.output
+    assert "Seed 000's product (1×n)@(n×100), float32 · as written" in shown.output
 
 
 @pytest.mark.parametrize(("args", "message"), [

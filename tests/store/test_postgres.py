@@ -115,6 +115,6 @@ def test_gpuvs_run_show_and_export_on_a_postgresql_store(postgres_db: str) -> No
     assert ran.exit_code == 0, ran.output
     rid = run_id(ran.output)
     shown_run = invoke(app, ["show", rid, "--db", postgres_db], env={"COLUMNS": "200"})
-    assert shown_run.exit_code == 0 and "matmul · correct · float32" in shown_run.output
+    assert shown_run.exit_code == 0 and "Square matrix product, float32" in shown_run.output
     exported = invoke(app, ["export", rid, "-f", "csv", "-o", "-", "--db", postgres_db])
     assert exported.exit_code == 0 and exported.stdout.count("\n") == 3  # header + 2 cases

@@ -68,7 +68,8 @@ def plot(
     db: DbOption = None,
 ) -> None:
     """Write the report's plots as PNG files, for slides."""
-    from gpuvs.report.plots import all_plots, to_png
+    from gpuvs.report.draw import to_png
+    from gpuvs.report.plots import all_plots
 
     with usage_errors():
         record, measurements, ceilings = load_run(run_id, from_json, db)

@@ -12,6 +12,7 @@ from gpuvs.analysis import speedup
 from gpuvs.analysis.crossover import Crossover, crossovers
 from gpuvs.analysis.speedup import data_of
 from gpuvs.model import Measurement, Status
+from gpuvs.report.plots import Plot, Series, colors_of, series_label, time_plot
 
 
 def sizes_of(ms: Sequence[Measurement]) -> tuple[int, ...]:
@@ -114,33 +115,28 @@ def _crossover_lines(found: Sequence[Crossover]) -> list[str]:
 
 
 def figure(name: str, ms: Sequence[Measurement], ax: Any = None) -> Any:
-    """A matplotlib Figure: time per call against size, one line per device and data
-    placement, 95 % CIs shaded (a sweep); or one bar per case (a single size)."""
-    from matplotlib.figure import Figure
+    """A matplotlib Figure drawn as the report draws its plots (colours, line styles, axis
+    units, legend placement): time per call against size, a line per series with its 95 %
+    CI band (a sweep); or each case's median with its CI (a single size). On `ax` when
+    given, else on a figure of its own."""
+    from gpuvs.report import draw
 
-    fig = ax.figure if ax is not None else Figure(figsize=(6.4, 4.0), layout="constrained")
-    ax = ax if ax is not None else fig.add_subplot()
+    plot = _time_plot(name, ms)
+    return draw.figure(plot) if ax is None else draw.onto(plot, ax)
+
+
+def _time_plot(name: str, ms: Sequence[Measurement]) -> Plot:
     done = [m for m in ms if m.status is Status.OK and m.summary is not None]
-    if len(sizes_of(ms)) > 1:
-        for label in dict.fromkeys(_label(m) for m in done):
-            ms = sorted((m for m in done if _label(m) == label), key=lambda m: m.case.size)
-            x = [m.case.size for m in ms]
-            ax.plot(x, [m.summary.median for m in ms], marker="o", label=label)  # type: ignore[union-attr]
-            ax.fill_between(x, [m.summary.ci_low for m in ms],  # type: ignore[union-attr]
-                            [m.summary.ci_high for m in ms], alpha=0.25)  # type: ignore[union-attr]
-        ax.set(xscale="log", yscale="log", xlabel="size", ylabel="seconds per call")
-        crossover = resident_crossover(crossovers(ms))
-        if crossover is not None:
-            ax.axvline(crossover, linestyle="--", color="grey", label="GPU faster from")
-        ax.legend()
-    else:
-        labels = [_label(m) for m in done]
-        medians = [m.summary.median for m in done]  # type: ignore[union-attr]
-        err = [[m.summary.median - m.summary.ci_low for m in done],  # type: ignore[union-attr]
-               [m.summary.ci_high - m.summary.median for m in done]]  # type: ignore[union-attr]
-        ax.barh(labels, medians, xerr=err)
-        ax.set(xscale="log", xlabel="seconds per call (median, 95 % CI)")
-        ax.invert_yaxis()
     dtype = dtype_of(ms)
-    ax.set_title(f"{name}" + (f" · {dtype}" if dtype else ""))
-    return fig
+    title = name + (f" · {dtype}" if dtype else "")
+    colors = colors_of(done)
+    if len(sizes_of(ms)) > 1:
+        return time_plot(title, "size", done, crossovers(done), colors)
+    # One size: a point per case, named on the x axis, so the legend has nothing to add.
+    points = tuple(Series("", (float(i),), (s.median,), (s.ci_low,), (s.ci_high,),
+                          colors[(m.case.backend, m.case.device)], style="points")
+                   for i, (m, s) in enumerate((m, m.summary) for m in done if m.summary))
+    at = f" at size {units.size(done[0].case.size)}" if done else ""
+    return Plot(f"time {title}", title, f"time per call{at}\n{title}", "",
+                "time per call (median, 95 % CI)", points,
+                xlabels=tuple(series_label(m.case) for m in done))

@@ -18,15 +18,21 @@ from typing import Any
 from gpuvs import env, units
 from gpuvs.caveats import ADVICE
 from gpuvs.model import Caveat, Ceiling, Measurement, Run, RunKind, Status
+from gpuvs.report.draw import to_svg
 from gpuvs.report.layout import result_tables
-from gpuvs.report.plots import ROOFLINE, Plot, all_plots, to_svg
-from gpuvs.report.verdict import verdict_table
+from gpuvs.report.plain import INLINE_MAX
+from gpuvs.report.plots import ROOFLINE, Plot, all_plots
+from gpuvs.report.verdict import series_table, verdict_table
 from gpuvs.table import Table
 
 TEMPLATE = "report.html.j2"
 # Columns of numbers: right-aligned so that digits line up.
 NUMERIC = frozenset({"size", "threads", "time ±CI", "wall", "GPU busy", "throughput", "of peak",
                      "GPU vs CPU", "from size", "by (95 % CI)"})
+# Columns of sentences: each on a full-width line under its row, where it wraps inside
+# the page; as a column beside a dozen columns of numbers it ran out of the page. Short
+# ones (a few caveats' names) stay in their column, as in the plain-text tables.
+UNDER_ROW = frozenset({"note"})
 PROTOCOL = (
     ("first call", "timed alone and reported apart (compilation, handles, caches), never "
                    "mixed into the samples"),
@@ -42,13 +48,15 @@ PROTOCOL = (
 
 @dataclass(frozen=True)
 class TableView:
-    """A layout Table as the template draws it: empty columns dropped, numbers marked."""
+    """A layout Table as the template draws it: empty columns dropped, numbers marked,
+    and the sentences of UNDER_ROW columns taken out of the row to go under it."""
 
     title: str
     columns: tuple[str, ...]
     numeric: tuple[bool, ...]
     rows: tuple[tuple[str, ...], ...]
     notes: tuple[str, ...]
+    under: tuple[str, ...] = ()  # per row: the line under it ("" for none); () if none
 
 
 @dataclass(frozen=True)
@@ -90,6 +98,7 @@ def _page(run: Run, ms: list[Measurement], ceilings: Sequence[Ceiling]) -> dict[
         "kind": run.kind.value,
         "summary": _summary(run, ms),
         "verdict": view(verdict_table(ms)),
+        "series": view(series_table(ms)),
         "seeds": [view(t) for t in _seed_tables(run, ms)],
         "sweeps": _sweeps(ms, ceilings, plots),
         "rooflines": plots.get(ROOFLINE, []),
@@ -111,9 +120,14 @@ def figure_of(p: Plot) -> Figure:
 
 def view(table: Table) -> TableView:
     keep = [i for i, _ in enumerate(table.columns) if any(row[i] for row in table.rows)]
-    columns = tuple(table.columns[i] for i in keep)
+    under = [i for i in keep if table.columns[i] in UNDER_ROW
+             and any(len(row[i]) > INLINE_MAX for row in table.rows)]
+    inline = [i for i in keep if i not in under]
+    columns = tuple(table.columns[i] for i in inline)
     return TableView(table.title, columns, tuple(c in NUMERIC for c in columns),
-                     tuple(tuple(row[i] for i in keep) for row in table.rows), table.notes)
+                     tuple(tuple(row[i] for i in inline) for row in table.rows), table.notes,
+                     tuple(" ".join(row[i] for i in under if row[i]) for row in table.rows)
+                     if under else ())
 
 
 def _summary(run: Run, ms: Sequence[Measurement]) -> list[tuple[str, str]]:

@@ -10,7 +10,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 
-from gpuvs import caveats, units
+from gpuvs import caveats, units, workloads
 from gpuvs.analysis import speedup
 from gpuvs.analysis.ceilings import peak_for
 from gpuvs.analysis.crossover import (
@@ -23,15 +23,33 @@ from gpuvs.analysis.roofline import Finding, busy_seconds, findings
 from gpuvs.analysis.speedup import best_cpu_by_size
 from gpuvs.model import Case, Caveat, Ceiling, Measurement, Status
 from gpuvs.table import Table
+from gpuvs.workloads import SizeAxis
 
 COLUMNS = ("size", "backend", "device", "threads", "data", "time ±CI", "wall", "GPU busy",
            "throughput", "of peak", "GPU vs CPU", "note")
 
 
-def _title(key: GroupKey) -> str:
+COLD = ("cache", "cold")  # what --cold adds to every case of a run
+
+
+def sweep_title(key: GroupKey) -> str:
+    """A sweep named for a slide: "Square matrix product, float32", then "· as written"
+    for a variant other than `correct`. The name is the workload's own (`title`); one
+    it does not name (a `yours:` function) reads "matmul · correct · float32 · k=v"."""
     workload, variant, dtype, params = key
-    extra = " ".join(f"{k}={v}" for k, v in params)
-    return f"{workload} · {variant} · {dtype}" + (f" · {extra}" if extra else "")
+    known = workloads.find(workload)
+    name = known.title(tuple(p for p in params if p != COLD)) if known else None
+    if name is None:
+        extra = " ".join(f"{k}={v}" for k, v in params)
+        return f"{workload} · {variant} · {dtype}" + (f" · {extra}" if extra else "")
+    shown = "" if variant == "correct" else f" · {variant.replace('_', ' ')}"
+    return f"{name}, {dtype}{shown}" + (" · caches flushed" if COLD in params else "")
+
+
+def size_axis(key: GroupKey) -> SizeAxis:
+    """What `size` counts in this sweep ("elements"), as its workload says; else "size"."""
+    known = workloads.find(key[0])
+    return known.size_axis(key[3]) if known else SizeAxis()
 
 
 CROSSOVER_COLUMNS = ("GPU series", "data", "GPU faster from", "tie band", "model crossover",
@@ -68,7 +86,7 @@ def crossover_table(key: GroupKey, found: Sequence[Crossover]) -> Table:
     notes = ("GPU faster from: the smallest size from which the 95 % CI of the speedup over "
              "the fastest CPU case stays above 1×; model: where t = t0 + work/throughput "
              "fits cross; asymptotic: the ratio of fitted throughputs",)
-    return Table(f"crossover · {_title(key)}", CROSSOVER_COLUMNS, rows, notes)
+    return Table(f"crossover · {sweep_title(key)}", CROSSOVER_COLUMNS, rows, notes)
 
 
 def _crossover_row(c: Crossover) -> tuple[str, ...]:
@@ -94,14 +112,16 @@ def _table(key: GroupKey, ms: list[Measurement], ceilings: Sequence[Ceiling],
                                          m.case.device, m.case.param("data")))
     rows = tuple(_row(m, best_cpu.get(m.case.size), ceilings, found.get(m.case.key),
                       wins_from.get(m.case.series)) for m in order)
-    notes = (fairness(ms), *_unavailable_notes(ms))
+    axis = size_axis(key)
+    notes = ((f"size: {axis.label}",) if axis != SizeAxis() else ()) + (
+        fairness(ms), *_unavailable_notes(ms))
     if not best_cpu:
         notes += ("no CPU case finished: no speedup or crossover can be computed without a "
                   "CPU series",)
     if not any(m.case.device != "cpu" and m.status is Status.OK for m in ms):
         notes += ("no GPU case finished: no speedup or crossover can be computed without a "
                   "GPU series",)
-    return Table(_title(key), COLUMNS, rows, notes)
+    return Table(sweep_title(key), COLUMNS, rows, notes)
 
 
 def fairness(ms: Sequence[Measurement]) -> str:

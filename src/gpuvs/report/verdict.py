@@ -1,15 +1,18 @@
-"""The answer first: per sweep, who wins, from what size, by how much (with its CI).
+"""The answer first: per sweep, in words, who wins, from what size, by how much (with its CI).
 
-With GPU series, each is set against the fastest CPU case at each size (the crossover
-analysis); without, the fastest CPU series at the largest size is set against the best
-of the others. Either way "from size" is where the winner's 95 % CI starts to stay above
-1× up to the largest size — a tie anywhere after it moves it on. Pure, like layout.py.
+`verdict_table` gives one row per sweep. With GPU series, the answer is the best GPU
+series with its data on the GPU set against the fastest CPU case at each size (the
+crossover analysis), then the same with copies each call where that answer differs.
+Without, the fastest series at the largest size is set against the best of the others.
+Either way "from size" is where the winner's 95 % CI starts to stay above 1× up to the
+largest size — a tie anywhere after it moves it on. `series_table` has the details: one
+row per GPU series. Pure, like layout.py.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 from gpuvs import units
 from gpuvs.analysis import speedup
@@ -22,67 +25,147 @@ from gpuvs.analysis.crossover import (
 )
 from gpuvs.analysis.speedup import Speedup
 from gpuvs.model import Case, Caveat, Measurement, Status
-from gpuvs.report.layout import _title as section_title
+from gpuvs.report.layout import size_axis, sweep_title
 from gpuvs.report.plots import series_label
 from gpuvs.table import Table
+from gpuvs.workloads import SizeAxis
 
-COLUMNS = ("sweep", "who wins", "from size", "by (95 % CI)", "over")
+COLUMNS = ("sweep", "answer")
+SERIES_COLUMNS = ("sweep", "who wins", "from size", "by (95 % CI)", "over")
 FASTEST_CPU = "the fastest CPU case"
+RESIDENT, COPIES = "data on the GPU", "with copies each call"
 
 
 def verdict_table(measurements: Iterable[Measurement]) -> Table:
-    """One row per GPU series of each sweep, or one per CPU-only sweep."""
+    """One row per sweep: the answer in words, for a person who reads no other table."""
+    rows, against_gpu = [], False
+    for key, done in _sweeps(measurements):
+        axis = size_axis(key)
+        found = crossovers(done)
+        against_gpu |= bool(found)
+        answer = _gpu_answer(found, axis) if found else _cpu_answer(done, axis)
+        rows.append((sweep_title(key), answer + _contended(done)))
+    gpu = (f"GPU: the fastest GPU series at the largest size, against the fastest CPU case at "
+           f"each size; {RESIDENT}: its inputs already there (resident); {COPIES}: the "
+           "host↔device copies paid in every call (end-to-end)",) if against_gpu else ()
+    return Table("", COLUMNS, tuple(rows), notes=(*gpu, (
+        "from: the smallest size from which the winner's 95 % CI stays above 1× up to the "
+        "largest size measured; then the ratio of medians at the largest size, with its "
+        "bootstrap 95 % CI")), wrapping=frozenset(COLUMNS))
+
+
+def series_table(measurements: Iterable[Measurement]) -> Table:
+    """The details under the answer: one row per GPU series of each sweep."""
+    rows: list[tuple[str, ...]] = []
+    for key, done in _sweeps(measurements):
+        title = sweep_title(key)
+        found = sorted(crossovers(done), key=_resident_first)
+        rows += [_busy(_gpu_row(title, c), done) for c in found]
+    return Table("", SERIES_COLUMNS, tuple(rows), notes=(
+        "from size: the smallest size from which the winner's 95 % CI stays above 1× up to "
+        "the largest size measured; by: the ratio of medians at the largest size, with its "
+        "bootstrap 95 % CI",), wrapping=frozenset(SERIES_COLUMNS))
+
+
+def _sweeps(measurements: Iterable[Measurement]
+            ) -> Iterator[tuple[GroupKey, list[Measurement]]]:
+    """Each sweep, in the order its first case came, with its finished cases."""
     groups: dict[GroupKey, list[Measurement]] = defaultdict(list)
     for m in measurements:
         groups[group_key(m.case)].append(m)
-    rows: list[tuple[str, ...]] = []
     for key, ms in groups.items():
-        title = section_title(key)
-        done = [m for m in ms if m.status is Status.OK and m.summary is not None]
-        found = crossovers(done)
-        made = ([_gpu_row(title, c) for c in sorted(found, key=_resident_first)] if found
-                else [_cpu_row(title, done)])
-        rows += [_busy(row, done) for row in made]
-    return Table("", COLUMNS, tuple(rows), notes=(
-        "from size: the smallest size from which the winner's 95 % CI stays above 1× up to "
-        "the largest size measured; by: the ratio of medians at the largest size, with its "
-        "bootstrap 95 % CI",), wrapping=frozenset(COLUMNS))
+        yield key, [m for m in ms if m.status is Status.OK and m.summary is not None]
+
+
+def _contended(done: Sequence[Measurement]) -> str:
+    """A verdict built on cases measured while other work held the machine says so."""
+    contended = sum(Caveat.CONTENDED in m.caveats for m in done)
+    return (f"; {contended} case(s) of this sweep contended: measured on a busy machine"
+            if contended else "")
 
 
 def _busy(row: tuple[str, ...], done: Sequence[Measurement]) -> tuple[str, ...]:
-    """A verdict built on cases measured while other work held the machine says so."""
-    contended = sum(Caveat.CONTENDED in m.caveats for m in done)
-    if not contended:
-        return row
-    by = COLUMNS.index("by (95 % CI)")
-    return (*row[:by], f"{row[by]}; {contended} case(s) of this sweep contended: measured "
-                       "on a busy machine", *row[by + 1:])
+    by = SERIES_COLUMNS.index("by (95 % CI)")
+    return (*row[:by], row[by] + _contended(done), *row[by + 1:])
 
 
-def _resident_first(c: Crossover) -> tuple[str, str, bool]:
-    return (c.gpu.backend, c.gpu.device, c.data != "resident")
+def _gpu_answer(found: Sequence[Crossover], axis: SizeAxis) -> str:
+    """The best resident GPU series' answer, then the copies' where it differs."""
+    resident = _best([c for c in found if c.data == "resident"])
+    copies = _best([c for c in found if c.data != "resident"])
+    if resident is None:
+        assert copies is not None  # found holds at least one series
+        return _sentence(copies, axis, _gpu(copies, COPIES))
+    answer = _sentence(resident, axis, _gpu(resident, RESIDENT))
+    if copies is None:
+        return answer
+    if _outcome(copies, axis)[:2] == _outcome(resident, axis)[:2]:
+        return f"{answer}; {COPIES} too: {_outcome(copies, axis)[2]}"
+    same_gpu = copies.gpu.backend == resident.gpu.backend and (
+        copies.gpu.device == resident.gpu.device)
+    return f"{answer}; {COPIES}: {_sentence(copies, axis, 'GPU' if same_gpu else _gpu(copies))}"
+
+
+def _best(found: Sequence[Crossover]) -> Crossover | None:
+    """The GPU series that got furthest, and was fastest there."""
+    return max(found, key=lambda c: (c.points[-1].size, c.points[-1].estimate), default=None)
+
+
+def _gpu(c: Crossover, where: str = "") -> str:
+    """'GPU (torch, data on the GPU)'; the device only where it is not the first GPU."""
+    name = c.gpu.backend + ("" if c.gpu.device == "cuda:0" else f" on {c.gpu.device}")
+    return f"GPU ({name}, {where})" if where else f"GPU ({name})"
+
+
+def _outcome(c: Crossover, axis: SizeAxis) -> tuple[str, str, str]:
+    """(who wins, from where, by how much): ("GPU", "from n = 256", "42× [41, 43] at …")."""
+    last = c.points[-1]
+    if last.verdict == "gpu":
+        return "GPU", _from(c.points, axis), _by(last, axis)
+    if last.verdict == "cpu":
+        inverted = tuple(p.inverse() for p in c.points)
+        return "CPU", _from(inverted, axis), _by(inverted[-1], axis)
+    return "tie", "", _by(last, axis) + " (the CI holds 1×)"
+
+
+def _sentence(c: Crossover, axis: SizeAxis, gpu: str) -> str:
+    """'GPU (torch, data on the GPU) faster from n = 256; 42× [41, 43] at n = 4096'."""
+    winner, since, by = _outcome(c, axis)
+    if winner == "GPU":
+        return f"{gpu} faster {since}; {by}"
+    if winner == "CPU":
+        return f"CPU faster than the {gpu} {since}; {by}"
+    return f"no clear winner between the {gpu} and the CPU: {by}"
 
 
 def _gpu_row(title: str, c: Crossover) -> tuple[str, ...]:
     gpu = series_label(c.gpu)
     last = c.points[-1]
     if last.verdict == "gpu":
-        return (title, gpu, _from(c.points), _by(last), FASTEST_CPU)
+        return (title, gpu, _from_size(c.points), _ratio(last), FASTEST_CPU)
     if last.verdict == "cpu":
         inverted = tuple(p.inverse() for p in c.points)
-        return (title, FASTEST_CPU, _from(inverted), _by(inverted[-1]), gpu)
-    return (title, "tie", "—", _by(last) + " (the CI holds 1×)", f"{gpu} against {FASTEST_CPU}")
+        return (title, FASTEST_CPU, _from_size(inverted), _ratio(inverted[-1]), gpu)
+    return (title, "tie", "—", _ratio(last) + " (the CI holds 1×)",
+            f"{gpu} against {FASTEST_CPU}")
 
 
-def _cpu_row(title: str, done: Sequence[Measurement]) -> tuple[str, ...]:
+def _resident_first(c: Crossover) -> tuple[str, str, bool]:
+    return (c.gpu.backend, c.gpu.device, c.data != "resident")
+
+
+def _cpu_answer(done: Sequence[Measurement], axis: SizeAxis) -> str:
+    """Without a GPU series set against a CPU: the fastest series at the largest size,
+    from where and by how much, over the best of the others."""
     by_series: dict[Case, dict[int, Measurement]] = defaultdict(dict)
     for m in done:
         by_series[m.case.series][m.case.size] = m
     if not by_series:
-        return (title, "—", "—", "no case finished", "")
+        return "no case finished"
+    on_cpu = all(s.device == "cpu" for s in by_series)
+    name = (lambda s: s.backend) if on_cpu else series_label
     if len(by_series) == 1:
-        only = next(iter(by_series))
-        return (title, series_label(only), "—", "nothing to compare with", "")
+        return f"only {series_label(next(iter(by_series)))} finished: nothing to compare with"
     largest = max(n for at in by_series.values() for n in at)
     winner = min((s for s in by_series if largest in by_series[s]),
                  key=lambda s: by_series[s][largest].summary.median)  # type: ignore[union-attr]
@@ -93,16 +176,34 @@ def _cpu_row(title: str, done: Sequence[Measurement]) -> tuple[str, ...]:
             best = min(others, key=lambda m: m.summary.median)  # type: ignore[union-attr]
             points.append((speedup.of(best, by_series[winner][n]), best.case))
     if not points:
-        return (title, series_label(winner), "—", "no other series at the same sizes", "")
+        return (f"{series_label(winner)} fastest at {axis.phrase.format(units.size(largest))}; "
+                "no other series ran at the same sizes")
     last, runner_up = points[-1]
-    speedups = tuple(p for p, _ in points)
     if last.verdict != "gpu":  # "gpu" reads "above 1×" here: the winner's CI clears 1
-        return (title, "tie", "—", _by(last) + " (the CI holds 1×)",
-                f"{series_label(winner)} against {series_label(runner_up)}")
-    return (title, series_label(winner), _from(speedups), _by(last), series_label(runner_up))
+        return (f"no clear winner between {name(winner)} and {name(runner_up)}"
+                f"{' on the CPU' if on_cpu else ''}: {_by(last, axis)} (the CI holds 1×)")
+    return (f"{name(winner)} fastest{' on the CPU' if on_cpu else ''} "
+            f"{_from(tuple(p for p, _ in points), axis)}; "
+            f"{_by(last, axis, over=name(runner_up))}")
 
 
-def _from(points: Sequence[Speedup]) -> str:
+def _from(points: Sequence[Speedup], axis: SizeAxis) -> str:
+    """'from n = 256', 'at every size', 'at n = 25600, the only size'."""
+    size = measured_crossover(points)
+    assert size is not None  # asked only of a winner: its CI clears 1× at the largest size
+    at = axis.phrase.format(units.size(size))
+    if size != points[0].size:
+        return f"from {at}"
+    return "at every size" if len(points) > 1 else f"at {at}, the only size"
+
+
+def _by(p: Speedup, axis: SizeAxis, over: str = "") -> str:
+    """'1.4× [1.39, 1.42] over torch at n = 1024'."""
+    return (f"{p.estimate:.3g}× [{p.low:.3g}, {p.high:.3g}]" + (f" over {over}" if over else "")
+            + f" at {axis.phrase.format(units.size(p.size))}")
+
+
+def _from_size(points: Sequence[Speedup]) -> str:
     size = measured_crossover(points)
     if size is None:
         return "—"
@@ -111,5 +212,5 @@ def _from(points: Sequence[Speedup]) -> str:
     return "every size" if len(points) > 1 else f"{units.size(size)} (only size)"
 
 
-def _by(p: Speedup) -> str:
+def _ratio(p: Speedup) -> str:
     return f"{p.estimate:.3g}× [{p.low:.3g}, {p.high:.3g}] at {units.size(p.size)}"

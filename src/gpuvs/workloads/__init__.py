@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gpuvs.registry import Registry
-from gpuvs.workloads.base import Workload
+from gpuvs.workloads.base import SizeAxis, Workload
 
 REGISTRY: Registry[Workload] = Registry(
     "workload",
@@ -13,6 +13,7 @@ REGISTRY: Registry[Workload] = Registry(
 )
 register = REGISTRY.register
 get = REGISTRY.get
+find = REGISTRY.find
 names = REGISTRY.names
 
 
@@ -20,4 +21,5 @@ def default_suite() -> tuple[str, ...]:
     """What `gpuvs run` measures when no workload is named."""
     return tuple(w.name for w in REGISTRY.all() if w.in_default_suite)
 
-__all__ = ["REGISTRY", "Workload", "default_suite", "get", "names", "register"]
+__all__ = ["REGISTRY", "SizeAxis", "Workload", "default_suite", "find", "get", "names",
+           "register"]

@@ -17,6 +17,7 @@ import os
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar
 
 import numpy as np
@@ -120,6 +121,26 @@ def reference_check(ref: np.ndarray, dtype: str, to_numpy: Callable[[Any], np.nd
     return check
 
 
+@dataclass(frozen=True)
+class SizeAxis:
+    """What a workload's `size` counts, for a person: a plot's axis label with its unit,
+    and how a sentence names one size (`phrase.format("256")` → "n = 256")."""
+
+    label: str = "size"
+    phrase: str = "size {}"
+
+
+def with_others(name: str, params: Params, known: Sequence[str]) -> str:
+    """`name`, then the parameters it does not already say, as `key=value`: two sweeps
+    that differ only by a parameter never share a title."""
+    rest = " ".join(f"{k}={v}" for k, v in params if k not in known)
+    return f"{name} ({rest})" if rest else name
+
+
+# The methods that name a workload's sweeps and sizes for a person, not what it measures.
+NAMING = ("title", "size_axis")
+
+
 class Workload(ABC):
     """One kind of work, swept over sizes and run on every backend the same way."""
 
@@ -157,6 +178,16 @@ class Workload(ABC):
         the params (or the whole workload) to `gpuvs run --all`."""
         return ()
 
+    def title(self, params: Params) -> str | None:
+        """The sweep of `params` named for a slide ("Square matrix product"); the report
+        adds the dtype and any variant but `correct`. None: the report names the sweep by
+        its workload and parameters."""
+        return None
+
+    def size_axis(self, params: Params) -> SizeAxis:
+        """What `size` counts in the sweep of `params` ("elements", "batch size")."""
+        return SizeAxis()
+
     def flops(self, size: int, params: Params) -> float | None:
         return None
 
@@ -178,8 +209,15 @@ class Workload(ABC):
 
     @property
     def version(self) -> str:
-        """Hash of this workload's source: results of changed workloads never mix."""
-        return hashlib.sha256(inspect.getsource(type(self)).encode()).hexdigest()[:12]
+        """Hash of this workload's source: results of changed workloads never mix. What
+        only names its sweeps for a person (NAMING) is left out: a new title measures
+        nothing new, and a stored baseline must still match (`gpuvs check`)."""
+        cls = type(self)
+        source = inspect.getsource(cls)
+        for name in NAMING:
+            if name in vars(cls):
+                source = source.replace("\n" + inspect.getsource(vars(cls)[name]), "")
+        return hashlib.sha256(source.encode()).hexdigest()[:12]
 
     def launches(self, params: Params) -> int:
         """Ops (kernels, on a GPU) one call launches: the unit of its dispatch floor."""

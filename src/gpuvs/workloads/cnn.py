@@ -45,7 +45,7 @@ from gpuvs.model import Case, Params
 from gpuvs.protocol import Prepared
 from gpuvs.replay import SelfTimed
 from gpuvs.workloads import register
-from gpuvs.workloads.base import TOLERANCE, Workload, relative_error
+from gpuvs.workloads.base import TOLERANCE, SizeAxis, Workload, relative_error, with_others
 from gpuvs.workloads.cifar import (
     CLASSES,
     PIXELS,
@@ -463,6 +463,25 @@ class Cnn(Workload):
             DEVICE_BATCHES * size)
         archive = 2 * TRAIN_IMAGES * PIXELS if p.get("dataset") == "cifar100" else 0
         return n * (9 * PIXELS + 8 * CLASSES) + archive
+
+    def title(self, params: Params) -> str:
+        p = dict(params)
+        how = {"keras": "Keras on torch", "torch": "PyTorch"}.get(p.get("framework", "torch"),
+                                                                   p.get("framework", ""))
+        if p.get("compile") == "on":
+            how += " compiled"
+        data = {"cifar100": "CIFAR-100", "synthetic": "synthetic images"}.get(
+            p.get("dataset", ""), "")
+        name = f"Training seed 003's CNN, {how}" + (f", on {data}" if data else "")
+        if "epochs" in p:
+            name += f", fit() for {p['epochs']} epoch(s)"
+        elif "steps" in p:
+            name += f", fit() for {p['steps']} steps"
+        return with_others(name, params, ("framework", "compile", "dataset", "cifar_path",
+                                          "epochs", "steps"))
+
+    def size_axis(self, params: Params) -> SizeAxis:
+        return SizeAxis("batch size (images)", "batch {}")
 
     def prepare(self, backend: Backend, case: Case) -> Prepared:
         if backend.name != "torch":

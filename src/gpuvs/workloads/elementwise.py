@@ -30,12 +30,14 @@ from gpuvs.replay import wall_once
 from gpuvs.workloads import register
 from gpuvs.workloads.base import (
     ITEMSIZE,
+    SizeAxis,
     Workload,
     as_device_sees,
     in_chunks,
     place,
     random_inputs,
     reference_check,
+    with_others,
 )
 
 # Passes over the array per call (each reads and writes it once), and FLOPs per element.
@@ -56,6 +58,8 @@ def _chain(x: Any) -> Any:
 
 
 OPS: dict[str, Callable[[Any], Any]] = {"scale": _scale, "chain": _chain}
+TITLES = {"ones": "New array ones(n)", "scale": "Elementwise x·5 in place",
+          "chain": "Elementwise x·5, x·x, x+x in place"}
 FUSERS = ("cupy", "torch", "jax")
 
 
@@ -132,6 +136,16 @@ class Elementwise(Workload):
 
     def memory_needed(self, size: int, params: Params, dtype: str) -> int:
         return size * ITEMSIZE[dtype]
+
+    def title(self, params: Params) -> str:
+        p = dict(params)
+        name = TITLES.get(p.get("op", ""), "Elementwise op")
+        if p.get("input") == "ones":
+            name += " on ones(n)"
+        return with_others(name, params, ("op", "input"))
+
+    def size_axis(self, params: Params) -> SizeAxis:
+        return SizeAxis("elements", "{} elements")
 
     def prepare(self, backend: Backend, case: Case) -> Prepared:
         op = case.param("op")

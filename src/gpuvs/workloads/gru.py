@@ -43,13 +43,29 @@ from gpuvs.model import Case, Measurement, Params, Status
 from gpuvs.protocol import Prepared
 from gpuvs.replay import SelfTimed, wall_once
 from gpuvs.workloads import register
-from gpuvs.workloads.base import ITEMSIZE, TOLERANCE, Workload, relative_error
+from gpuvs.workloads.base import (
+    ITEMSIZE,
+    TOLERANCE,
+    SizeAxis,
+    Workload,
+    relative_error,
+    with_others,
+)
 
 INPUT = 10
 POST = {"hidden": 20, "batch": 32, "seq": 5}
 SWEEPS = {"hidden": (20, 64, 256, 1024), "batch": (32, 256, 1024, 4096),
           "seq": (5, 32, 128, 512)}
 AS_WRITTEN = ("post_sequential", "post_parallel")
+# How each `how` runs the pair, and what `size` sets on each `axis`, in a person's words.
+HOW = {"post_sequential": "as the post's first timing (autograd on, first call)",
+       "post_parallel": "as the post's \"parallel\" timing (no_grad)",
+       "autograd": "one after the other, autograd on", "sequential": "one after the other",
+       "streams": "on two CUDA streams (two threads on a CPU)",
+       "batched": "batched into one GRU", "graph": "in one CUDA graph"}
+AXES = {"hidden": SizeAxis("hidden size (units)", "hidden size {}"),
+        "batch": SizeAxis("batch size (sequences)", "batch {}"),
+        "seq": SizeAxis("sequence length (steps)", "{} steps")}
 CORRECT = ("autograd", "sequential", "streams", "batched", "graph")
 GPU_ONLY = ("graph",)
 TORCH_SEED = 1
@@ -168,6 +184,15 @@ class Gru(Workload):
 
     def launches(self, params: Params) -> int:
         return 1 if dict(params).get("how") == "graph" else 2
+
+    def title(self, params: Params) -> str:
+        p = dict(params)
+        axis = AXES[p["axis"]].label.split(" (")[0] if p.get("axis") in AXES else "size"
+        name = f"Two GRU forwards {HOW.get(p.get('how', ''), p.get('how', ''))}".rstrip()
+        return with_others(f"{name}, by {axis}", params, ("axis", "how"))
+
+    def size_axis(self, params: Params) -> SizeAxis:
+        return AXES.get(dict(params).get("axis", ""), SizeAxis())
 
     def prepare(self, backend: Backend, case: Case) -> Prepared:
         import torch

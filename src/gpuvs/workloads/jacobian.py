@@ -42,13 +42,24 @@ from gpuvs.protocol import Prepared
 from gpuvs.replay import wall_once
 from gpuvs.units import nbytes
 from gpuvs.workloads import register
-from gpuvs.workloads.base import CHECK_CHUNK, ITEMSIZE, TOLERANCE, Workload, relative_error
+from gpuvs.workloads.base import (
+    CHECK_CHUNK,
+    ITEMSIZE,
+    TOLERANCE,
+    SizeAxis,
+    Workload,
+    relative_error,
+    with_others,
+)
 
 IN, HIDDEN, OUT = 1, 20, 400
 SEED = 4  # the post drew unseeded weights; a seed makes the reference reproducible
 CORRECT = ("naive", "vectorize")
 TUNED = ("vmap", "vmap_jacfwd")
 METHODS = CORRECT + TUNED
+TITLES = {"naive": "autograd's loop, one backward pass per output",
+          "vectorize": "jacobian(vectorize=True)", "vmap": "vmap(jacrev) per sample",
+          "vmap_jacfwd": "vmap(jacfwd) per sample"}
 SIZES = {"naive": (10, 30, 100), "vectorize": (10, 30, 100),
          "vmap": (10, 100, 1000, 10_000), "vmap_jacfwd": (10, 100, 1000, 10_000, 100_000)}
 PERCENT_TIME = ("%%time cell (model built and moved, one jacobian call): wall time once, "
@@ -305,6 +316,14 @@ class Jacobian(Workload):
             return out
         ops = ops_per_call(method, case.size)
         return {"ops": ops, "launches": ops, **out}
+
+    def title(self, params: Params) -> str:
+        method = dict(params).get("method", "")
+        return with_others(f"Jacobian of seed 004's MLP, {TITLES.get(method, method)}",
+                           params, ("method",))
+
+    def size_axis(self, params: Params) -> SizeAxis:
+        return SizeAxis("batch size val (inputs)", "val = {}")
 
     def prepare(self, backend: Backend, case: Case) -> Prepared:
         method, val = case.param("method"), case.size

@@ -19,11 +19,13 @@ from gpuvs.replay import timeit_loops
 from gpuvs.workloads import register
 from gpuvs.workloads.base import (
     ITEMSIZE,
+    SizeAxis,
     Workload,
     as_device_sees,
     host_dtype,
     place,
     random_inputs,
+    with_others,
 )
 
 SEED000_K = 25600
@@ -102,6 +104,19 @@ class Matmul(Workload):
         # The post timed data already on the device, with warm caches.
         return case.variant != "as_written" or (
             case.param("data", "resident") == "resident" and case.param("cache") != "cold")
+
+    def title(self, params: Params) -> str:
+        p = dict(params)
+        name = (f"Seed 000's product (1×n)@(n×{SEED000_N})" if p.get("shape") == "seed000"
+                else "Square matrix product")
+        if "threads" in p:
+            name += f" on {p['threads']} CPU thread{'s' if p['threads'] != '1' else ''}"
+        return with_others(name, params, ("shape", "threads"))
+
+    def size_axis(self, params: Params) -> SizeAxis:
+        if dict(params).get("shape") == "seed000":
+            return SizeAxis(f"inner dimension n of (1×n)@(n×{SEED000_N})", "n = {}")
+        return SizeAxis("matrix size n (n×n×n)", "n = {}")
 
 
 def _matmul(a: object, b: object) -> object:

@@ -82,8 +82,9 @@ class Comparison:
         return Rendered(result_tables(self.measurements), width)
 
     def plot(self, ax: Any = None) -> Any:
-        """A matplotlib Figure: time per call against size, one line per device and data
-        placement, 95 % CIs shaded (a sweep); or one bar per case (a single size)."""
+        """A matplotlib Figure drawn as the report's plots are: time per call against
+        size, one line per device and data placement, 95 % CIs shaded (a sweep); or a
+        point per case with its CI (a single size). On `ax` when given."""
         from gpuvs.report.comparison import figure
 
         return figure(self.name, self.measurements, ax)
