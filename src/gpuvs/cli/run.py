@@ -152,6 +152,7 @@ def _execute(store: Any, config: Any, run_record: Any, json_path: Path | None,
 
     from gpuvs import contention, runner
     from gpuvs.report.layout import result_tables, status_line
+    from gpuvs.report.verdict import answer_table
     from gpuvs.store.runs import RunHandle, guarded, start_run
 
     with usage_errors():
@@ -188,7 +189,8 @@ def _execute(store: Any, config: Any, run_record: Any, json_path: Path | None,
     run.finish()
     measurements = run.measurements()
     ceilings = stored_ceilings(store, run.started)
-    emit_tables(result_tables(measurements, ceilings), fmt, console())
+    emit_tables([*result_tables(measurements, ceilings), answer_table(measurements)], fmt,
+                console())
     out.print(f"run {run.run_id} finished: {status_line(counts)}. Saved to {store.path}; "
               f"`gpuvs show {run.run_id}` prints it again.")
     return wrap_up(out, run, measurements, counts, json_path, report_path, ceilings)

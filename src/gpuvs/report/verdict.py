@@ -54,6 +54,14 @@ def verdict_table(measurements: Iterable[Measurement]) -> Table:
         "bootstrap 95 % CI")), wrapping=frozenset(COLUMNS))
 
 
+def answer_table(measurements: Iterable[Measurement]) -> Table:
+    """The verdict as a run ends in a terminal or a log: its last table, so that the
+    answer is the last thing printed before the run's own line."""
+    from dataclasses import replace
+
+    return replace(verdict_table(measurements), title="the answer, one line per sweep")
+
+
 def series_table(measurements: Iterable[Measurement]) -> Table:
     """The details under the answer: one row per GPU series of each sweep."""
     rows: list[tuple[str, ...]] = []
