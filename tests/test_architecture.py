@@ -44,7 +44,8 @@ ALLOWED: dict[str, set[str]] = {
     "worker": {"backends", "caveats", "contention", "criteria", "errors", "model", "policy",
                "protocol",
                "telemetry", "units", "workloads"},
-    "runner": {"backends", "caveats", "config", "model", "policy", "protocol"},
+    "child": {"model", "policy"},
+    "runner": {"backends", "caveats", "child", "config", "model", "protocol"},
     # results kept, and what they mean
     "store": {"_version", "env", "errors", "model"},
     "analysis": {"backends", "criteria", "env", "model", "protocol", "stats", "units",
