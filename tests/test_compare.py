@@ -123,14 +123,31 @@ def test_bad_input_is_a_usage_error_naming_the_value(call, message: str) -> None
         call()
 
 
-def test_a_function_that_raises_is_named_with_its_error_and_device() -> None:
+def test_a_function_that_raises_is_named_with_its_error_device_and_line() -> None:
     def broken(t: torch.Tensor) -> torch.Tensor:
         raise ValueError("shapes do not line up")
 
-    with pytest.raises(UsageError, match="broken raised ValueError on cpu: shapes do not line "
-                                         "up") as info:
+    line = broken.__code__.co_firstlineno + 1
+    with pytest.raises(UsageError, match=rf"^broken raised ValueError on cpu at \S*"
+                                         rf"test_compare\.py:{line}: shapes do not line up$"
+                       ) as info:
         gpuvs.compare(broken, torch.ones(2))
     assert isinstance(info.value.__cause__, ValueError)  # the traceback is kept
+
+
+def test_the_line_named_is_the_users_not_the_librarys_it_called() -> None:
+    def parse(t: torch.Tensor) -> object:
+        return json.loads("{")  # raises deep inside the standard library's json
+
+    line = parse.__code__.co_firstlineno + 1
+    with pytest.raises(UsageError, match=rf"JSONDecodeError on cpu at \S*test_compare\.py:"
+                                         rf"{line}: "):
+        gpuvs.compare(parse, torch.ones(2))
+
+
+def test_an_error_with_no_frame_of_the_users_names_no_line() -> None:
+    with pytest.raises(UsageError, match=r"^matmul raised RuntimeError on cpu: "):
+        gpuvs.compare(torch.matmul, torch.ones(2, 3), torch.ones(2, 3))
 
 
 def test_arguments_that_cannot_be_moved_are_named() -> None:

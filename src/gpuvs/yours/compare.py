@@ -13,15 +13,19 @@ For each size (one, unless `batch=` or `sizes=` sweeps) and each device in turn:
 
 A device that cannot run here is recorded `unavailable` with the reason; a function that
 raises on the reference device is a `UsageError` (there is nothing to compare), and one
-that raises only on another device is recorded `crashed` on that device.
+that raises only on another device is recorded `crashed` on that device. Either names
+the line of the user's code that raised (`raised_at`).
 """
 
 from __future__ import annotations
 
 import hashlib
 import inspect
+import sysconfig
+import traceback
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from gpuvs import backends, criteria, policy
@@ -172,7 +176,7 @@ def _built(batch: Callable[[int], Any], n: int) -> tuple[Any, ...]:
     try:
         built = batch(n)
     except Exception as e:
-        raise UsageError(f"batch({n}) raised {type(e).__name__}: {e}") from e
+        raise UsageError(f"batch({n}) raised {type(e).__name__}{raised_at(e)}: {e}") from e
     return built if isinstance(built, tuple) else (built,)
 
 
@@ -293,7 +297,7 @@ def _measure(s: _Settings, call: Callable[[], object], case: Case, backend: Any,
         m = protocol_measure(prepared, case, clock, criteria.parse(s.criterion)(),
                              Budget(seconds=s.budget_s))
     except Exception as e:
-        what = f"{s.name} raised {type(e).__name__} on {case.device}: {_line(e)}"
+        what = f"{s.name} raised {type(e).__name__} on {case.device}{raised_at(e)}: {_line(e)}"
         failed, _ = policy.failure(backend, case, e, crashed=what)
         if first and failed.status is Status.CRASHED:
             raise UsageError(what) from e
@@ -314,6 +318,38 @@ def _resident_call(fn: Callable[..., object], inputs: Inputs, device: str
         raise BackendUnavailable(reason)
     pa, pkw = moving.call_to_device(a, kw, device, numpy_to_cupy=name == "cupy")
     return lambda: fn(*pa, **pkw)
+
+
+# Where code that is not the user's lives: gpuvs itself and the standard library (and,
+# by the name of their folders, installed packages: torch, NumPy).
+_NOT_YOURS = (Path(__file__).resolve().parents[1],
+              *{Path(sysconfig.get_paths()[k]).resolve() for k in ("stdlib", "platstdlib")})
+
+
+def raised_at(e: BaseException) -> str:
+    """' at mlp.py:12': the innermost frame of `e`'s traceback in the user's own code,
+    or '' when it has none. The frames inside torch or NumPy say what failed; this says
+    which line of the user's asked for it, which is the line to fix."""
+    for frame in reversed(traceback.extract_tb(e.__traceback__)):
+        if _yours(frame.filename):
+            return f" at {_shown(frame.filename)}:{frame.lineno}"
+    return ""
+
+
+def _yours(filename: str) -> bool:
+    if filename.startswith("<"):  # a notebook cell or the magic's code, not a frozen module
+        return not filename.startswith("<frozen")
+    path = Path(filename).resolve()
+    return not ({"site-packages", "dist-packages"} & set(path.parts)
+                or any(path.is_relative_to(d) for d in _NOT_YOURS))
+
+
+def _shown(filename: str) -> str:
+    """The path relative to the working directory when it is below it, else as it is."""
+    try:
+        return str(Path(filename).resolve().relative_to(Path.cwd()))
+    except (ValueError, OSError):  # elsewhere, or no working directory any more
+        return filename
 
 
 def _line(e: BaseException) -> str:
