@@ -260,3 +260,48 @@ def test_out_of_memory_is_recorded_and_stops_that_series() -> None:
     assert [m.status for m in result.measurements] == [Status.OK, Status.OOM, Status.SKIPPED]
     assert result.measurements[2].reason == "not run: out of memory at size 100"
     assert "cpu at 100: oom: out of memory: RuntimeError: DefaultCPUAllocator" in repr(result)
+
+
+def test_each_case_is_announced_before_its_result_and_done_cases_are_not_run_again() -> None:
+    """What run-file's worker relies on: the parent hears which case is in flight, and a
+    fresh worker given the cases an earlier one finished carries on from there."""
+    from gpuvs.yours.compare import run
+
+    events: list[tuple[str, int]] = []
+    built: list[int] = []
+
+    def batch(n: int) -> torch.Tensor:
+        built.append(n)
+        return torch.rand(n)
+
+    def compare(done: tuple = ()) -> gpuvs.Comparison:
+        return run(torch.tanh, (), {}, devices=("cpu",), batch=batch, sizes=[10, 100],
+                   budget_s=QUICK, done=done,
+                   on_start=lambda c: events.append(("start", c.size)),
+                   on_result=lambda m: events.append(("result", m.case.size)))
+
+    first = compare()
+    assert events == [("start", 10), ("result", 10), ("start", 100), ("result", 100)]
+    events.clear()
+    built.clear()
+    again = compare(done=first.measurements[:1])
+    assert events == [("start", 100), ("result", 100)]
+    assert built == [100]  # size 10 was done: its inputs are not built again
+    assert again.measurements[0] is first.measurements[0]
+    assert [m.case.size for m in again.measurements] == [10, 100]
+
+
+@pytest.mark.gpu
+@needs_cuda
+def test_a_gpu_run_after_an_earlier_worker_timed_the_cpu_is_still_checked_against_it() -> None:
+    from gpuvs.yours.compare import run
+
+    def biased(t: torch.Tensor) -> torch.Tensor:
+        return t * 2 + (1.0 if t.is_cuda else 0.0)
+
+    x = torch.rand(1000)
+    cpu = run(biased, (x,), {}, devices=("cpu",), budget_s=0.1)
+    result = run(biased, (x,), {}, devices=("cpu", "cuda"), budget_s=0.1,
+                 done=cpu.measurements)
+    m = next(m for m in result.measurements if m.case.device == "cuda")
+    assert m.status is Status.WRONG_RESULT and "differs from cpu" in m.reason

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuvs import backends, criteria, policy
+from gpuvs.analysis.speedup import END_TO_END, RESIDENT, data_of
 from gpuvs.config import KEYWORDS, RunConfig, check_devices
 from gpuvs.errors import BackendUnavailable, UsageError, WrongResult
 from gpuvs.model import Case, Measurement, Status
@@ -53,42 +54,92 @@ class _Settings:
     criterion: str
     version: str
     on_result: Callable[[Measurement], None] | None = None
+    on_start: Callable[[Case], None] | None = None
 
 
 def run(fn: Callable[..., object], args: tuple[Any, ...], kwargs: Mapping[str, Any], *,
         devices: Sequence[str] = ("cpu", "cuda"), batch: Callable[[int], Any] | None = None,
         sizes: Sequence[int] | str | None = None, budget_s: float = 1.0,
         tolerance: float | None = None, name: str | None = None, criterion: str = "median-ci",
-        on_result: Callable[[Measurement], None] | None = None) -> Comparison:
+        on_result: Callable[[Measurement], None] | None = None,
+        on_start: Callable[[Case], None] | None = None,
+        done: Sequence[Measurement] = ()) -> Comparison:
     """`gpuvs.compare` with its arguments spelt out (the magic and the CLI call this, so
-    that a user's keyword arguments can never collide with compare's own)."""
+    that a user's keyword arguments can never collide with compare's own).
+
+    `on_start(case)` hears of each case before its inputs go to the device and it runs,
+    `on_result(m)` of each measurement: run-file's worker tells its parent so which case
+    is in flight when it dies. `done` are the cases an earlier worker finished or died
+    in: they are neither run nor reported again, but are part of the result."""
     devices = check_devices(devices)
     if not callable(fn):
         raise UsageError(f"compare needs a function to call; got {type(fn).__name__} {fn!r}")
     RunConfig(budget_s=budget_s, criterion=criterion, devices=devices).validate(KEYWORDS)
     settings = _Settings(fn, name or function_name(fn), budget_s, tolerance, criterion,
-                         source_hash(fn), on_result)
+                         source_hash(fn), on_result, on_start)
     settings.fn, prefix = _unbound(fn)
     plan = _plan(args, dict(kwargs), batch, sizes, prefix)
+    earlier = _Earlier(devices, {_unit(m.case): m for m in done})
     measurements: list[Measurement] = []
     oom_at: dict[str, int] = {}  # a series that ran out of memory stops growing
     for size in plan.sizes:
-        a, kw = plan.inputs(size)
-        reference = _Reference(tolerance)
-        for device in devices:  # every device at one size before the next size
-            if device in oom_at:
-                measurements += _report(settings, [Measurement(
-                    c, Status.SKIPPED, f"not run: out of memory at size {oom_at[device]}")
-                    for c in _cases(settings, a, kw, size, device,
-                                    moving.backend_for((a, kw), device))])
-                continue
-            found = _on_device(settings, a, kw, size, device, reference)
-            if any(m.status is Status.OOM for m in found):
-                oom_at[device] = size
-            measurements += found
+        found = earlier.all_at(size)  # all done already: its inputs need not be built
+        if found is None:
+            found = _at_size(settings, plan.inputs(size), size, earlier, oom_at)
+        for m in found:
+            if m.status is Status.OOM:
+                oom_at.setdefault(m.case.device, size)
+        measurements += found
     return Comparison(settings.name, tuple(measurements), devices,
                       replay=lambda case: _resident_call(settings.fn, plan.inputs(case.size),
                                                          case.device))
+
+
+def _at_size(s: _Settings, inputs: Inputs, size: int, earlier: _Earlier,
+             oom_at: Mapping[str, int]) -> list[Measurement]:
+    a, kw = inputs
+    reference = _Reference(s.tolerance)
+    out: list[Measurement] = []
+    for device in earlier.devices:  # every device at one size before the next size
+        if device in oom_at:
+            out += [earlier.get(c) or _reported(s, Measurement(
+                c, Status.SKIPPED, f"not run: out of memory at size {oom_at[device]}"))
+                for c in _cases(s, a, kw, size, device, moving.backend_for((a, kw), device))]
+        else:
+            out += _on_device(s, a, kw, size, device, reference, earlier)
+    return out
+
+
+def _unit(case: Case) -> tuple[int, str, str]:
+    return case.size, case.device, data_of(case)
+
+
+def _data(device: str) -> tuple[str, ...]:
+    """A GPU's cases time the call resident and end-to-end; the CPU's, once."""
+    return (RESIDENT,) if device == "cpu" else (RESIDENT, END_TO_END)
+
+
+@dataclass(frozen=True)
+class _Earlier:
+    """The cases an earlier worker finished or died in, by size, device and data: run-file
+    starts a fresh worker after a crash, which carries on from there."""
+
+    devices: tuple[str, ...]
+    found: Mapping[tuple[int, str, str], Measurement]
+
+    def get(self, case: Case) -> Measurement | None:
+        return self.found.get(_unit(case))
+
+    def all_at(self, size: int) -> list[Measurement] | None:
+        """Every case of `size`, when every one is done."""
+        units = [(size, d, data) for d in self.devices for data in _data(d)]
+        return [self.found[u] for u in units] if all(u in self.found for u in units) else None
+
+    def wanted_after(self, size: int, device: str) -> bool:
+        """Whether a device after `device` has a case still to run at `size`, which
+        `device`'s output is the reference for."""
+        later = self.devices[self.devices.index(device) + 1:]
+        return any((size, d, data) not in self.found for d in later for data in _data(d))
 
 
 def _unbound(fn: Callable[..., object]) -> tuple[Callable[..., object], tuple[Any, ...]]:
@@ -206,50 +257,79 @@ class _Reference:
 def _cases(s: _Settings, a: tuple[Any, ...], kw: dict[str, Any], size: int,
            device: str, backend: str) -> list[Case]:
     dtype = moving.floating_dtype((a, kw))
-    modes: tuple[tuple[tuple[str, str], ...], ...] = ((),)
-    if device != "cpu":
-        modes += ((("data", "end_to_end"),),)
-    return [Case(WORKLOAD_PREFIX + s.name, "correct", backend, device, dtype, size, p)
-            for p in modes]
+    return [Case(WORKLOAD_PREFIX + s.name, "correct", backend, device, dtype, size,
+                 () if data == RESIDENT else (("data", data),)) for data in _data(device)]
+
+
+def skipped_end_to_end(resident: Measurement) -> Measurement:
+    """The end-to-end twin of a GPU's resident case that did not finish: not measured."""
+    return Measurement(replace(resident.case, params=(("data", END_TO_END),)), Status.SKIPPED,
+                       f"not measured: the resident case is {resident.status}")
 
 
 def _on_device(s: _Settings, a: tuple[Any, ...], kw: dict[str, Any], size: int, device: str,
-               reference: _Reference) -> list[Measurement]:
+               reference: _Reference, earlier: _Earlier) -> list[Measurement]:
     name = moving.backend_for((a, kw), device)
     cases = _cases(s, a, kw, size, device, name)
+    known = [m for c in cases if (m := earlier.get(c)) is not None]
+    if len(known) == len(cases):  # an earlier worker's: a device's cases come all or none
+        if (reference.device is None and known[0].status is Status.OK
+                and earlier.wanted_after(size, device)):
+            _remake_reference(s, a, kw, cases[0], name, reference)
+        return known
     reason = unavailable_reason(name, device, (a, kw))
     if reason is not None:
-        return _report(s, [Measurement(c, Status.UNAVAILABLE, reason) for c in cases])
+        return [_reported(s, Measurement(c, Status.UNAVAILABLE, reason)) for c in cases]
     backend = backends.get(name)
+    _started(s, cases[0])
     placed, keep = _placed(a, kw, device, name, backend)
     if isinstance(placed, str):
-        return _report(s, [Measurement(c, Status.OOM, placed) for c in cases])
+        return [_reported(s, Measurement(c, Status.OOM, placed)) for c in cases]
     pa, pkw = placed
     counters = {"threads": float(t)} if device == "cpu" and (t := backend.threads()) else {}
-    resident = _measure(s, lambda: s.fn(*pa, **pkw), cases[0], backend, reference, counters)
-    out = _report(s, [resident])
-    if len(cases) > 1:
-        host_a, host_kw = moving.call_to_device(a, kw, "cpu", numpy_to_cupy=False,
-                                                modules=lambda m: m)
+    resident = _reported(s, _measure(s, lambda: s.fn(*pa, **pkw), cases[0], backend,
+                                     reference, counters))
+    if len(cases) == 1:
+        return [resident]
+    if resident.status is not Status.OK:
+        return [resident, _reported(s, skipped_end_to_end(resident))]
+    host_a, host_kw = moving.call_to_device(a, kw, "cpu", numpy_to_cupy=False,
+                                            modules=lambda m: m)
 
-        def end_to_end() -> object:
-            ha, hkw = moving.call_to_device(host_a, host_kw, device,
-                                            numpy_to_cupy=name == "cupy", modules=keep)
-            return moving.to_host(s.fn(*ha, **hkw))
+    def end_to_end() -> object:
+        ha, hkw = moving.call_to_device(host_a, host_kw, device,
+                                        numpy_to_cupy=name == "cupy", modules=keep)
+        return moving.to_host(s.fn(*ha, **hkw))
 
-        e2e = (_measure(s, end_to_end, cases[1], backend, reference, counters)
-               if resident.status is Status.OK else Measurement(
-                   cases[1], Status.SKIPPED, f"not measured: the resident case is "
-                                             f"{resident.status}"))
-        out += _report(s, [e2e])
-    return out
+    _started(s, cases[1])
+    return [resident, _reported(s, _measure(s, end_to_end, cases[1], backend, reference,
+                                            counters))]
 
 
-def _report(s: _Settings, ms: list[Measurement]) -> list[Measurement]:
-    for m in ms:
-        if s.on_result is not None:
-            s.on_result(m)
-    return ms
+def _remake_reference(s: _Settings, a: tuple[Any, ...], kw: dict[str, Any], case: Case,
+                      name: str, reference: _Reference) -> None:
+    """The reference output again, from one untimed call, when an earlier worker timed
+    `case` and a later device at its size is still to run: that device's output is
+    checked against it."""
+    placed, _ = _placed(a, kw, case.device, name, backends.get(name))
+    if isinstance(placed, str):
+        return  # out of memory now: the next device that runs gives the reference
+    pa, pkw = placed
+    try:
+        reference.checker(case)(s.fn(*pa, **pkw))
+    except Exception as e:
+        raise UsageError(_raised(s, case, e)) from e
+
+
+def _started(s: _Settings, case: Case) -> None:
+    if s.on_start is not None:
+        s.on_start(case)
+
+
+def _reported(s: _Settings, m: Measurement) -> Measurement:
+    if s.on_result is not None:
+        s.on_result(m)
+    return m
 
 
 def unavailable_reason(backend: str, device: str, data: object) -> str | None:
@@ -297,7 +377,7 @@ def _measure(s: _Settings, call: Callable[[], object], case: Case, backend: Any,
         m = protocol_measure(prepared, case, clock, criteria.parse(s.criterion)(),
                              Budget(seconds=s.budget_s))
     except Exception as e:
-        what = f"{s.name} raised {type(e).__name__} on {case.device}{raised_at(e)}: {_line(e)}"
+        what = _raised(s, case, e)
         failed, _ = policy.failure(backend, case, e, crashed=what)
         if first and failed.status is Status.CRASHED:
             raise UsageError(what) from e
@@ -306,6 +386,10 @@ def _measure(s: _Settings, call: Callable[[], object], case: Case, backend: Any,
     if case.key in reference.errors:
         extra["rel_error"] = reference.errors[case.key]
     return replace(m, counters={**m.counters, **extra}, workload_version=s.version)
+
+
+def _raised(s: _Settings, case: Case, e: BaseException) -> str:
+    return f"{s.name} raised {type(e).__name__} on {case.device}{raised_at(e)}: {_line(e)}"
 
 
 def _resident_call(fn: Callable[..., object], inputs: Inputs, device: str
