@@ -263,8 +263,9 @@ def test_out_of_memory_is_recorded_and_stops_that_series() -> None:
 
 
 def test_each_case_is_announced_before_its_result_and_done_cases_are_not_run_again() -> None:
-    """What run-file's worker relies on: the parent hears which case is in flight, and a
-    fresh worker given the cases an earlier one finished carries on from there."""
+    """What run-file's worker relies on: the parent hears what a size's cases are called
+    and which case is in flight, and a fresh worker given the cases an earlier one
+    finished carries on from there."""
     from gpuvs.yours.compare import run
 
     events: list[tuple[str, int]] = []
@@ -277,15 +278,17 @@ def test_each_case_is_announced_before_its_result_and_done_cases_are_not_run_aga
     def compare(done: tuple = ()) -> gpuvs.Comparison:
         return run(torch.tanh, (), {}, devices=("cpu",), batch=batch, sizes=[10, 100],
                    budget_s=QUICK, done=done,
+                   on_plan=lambda cases: events.append(("plan", cases[0].size)),
                    on_start=lambda c: events.append(("start", c.size)),
                    on_result=lambda m: events.append(("result", m.case.size)))
 
     first = compare()
-    assert events == [("start", 10), ("result", 10), ("start", 100), ("result", 100)]
+    assert events == [("plan", 10), ("start", 10), ("result", 10),
+                      ("plan", 100), ("start", 100), ("result", 100)]
     events.clear()
     built.clear()
     again = compare(done=first.measurements[:1])
-    assert events == [("start", 100), ("result", 100)]
+    assert events == [("plan", 100), ("start", 100), ("result", 100)]
     assert built == [100]  # size 10 was done: its inputs are not built again
     assert again.measurements[0] is first.measurements[0]
     assert [m.case.size for m in again.measurements] == [10, 100]

@@ -55,6 +55,7 @@ class _Settings:
     version: str
     on_result: Callable[[Measurement], None] | None = None
     on_start: Callable[[Case], None] | None = None
+    on_plan: Callable[[list[Case]], None] | None = None
 
 
 def run(fn: Callable[..., object], args: tuple[Any, ...], kwargs: Mapping[str, Any], *,
@@ -63,20 +64,23 @@ def run(fn: Callable[..., object], args: tuple[Any, ...], kwargs: Mapping[str, A
         tolerance: float | None = None, name: str | None = None, criterion: str = "median-ci",
         on_result: Callable[[Measurement], None] | None = None,
         on_start: Callable[[Case], None] | None = None,
+        on_plan: Callable[[list[Case]], None] | None = None,
         done: Sequence[Measurement] = ()) -> Comparison:
     """`gpuvs.compare` with its arguments spelt out (the magic and the CLI call this, so
     that a user's keyword arguments can never collide with compare's own).
 
-    `on_start(case)` hears of each case before its inputs go to the device and it runs,
-    `on_result(m)` of each measurement: run-file's worker tells its parent so which case
-    is in flight when it dies. `done` are the cases an earlier worker finished or died
-    in: they are neither run nor reported again, but are part of the result."""
+    `on_plan(cases)` hears of a size's cases once its inputs are built, `on_start(case)`
+    of each case before its inputs go to the device and it runs, `on_result(m)` of each
+    measurement: run-file's worker tells its parent so which case is in flight when it
+    dies, and what the cases of a size are called. `done` are the cases an earlier
+    worker finished or died in: they are neither run nor reported again, but are part of
+    the result."""
     devices = check_devices(devices)
     if not callable(fn):
         raise UsageError(f"compare needs a function to call; got {type(fn).__name__} {fn!r}")
     RunConfig(budget_s=budget_s, criterion=criterion, devices=devices).validate(KEYWORDS)
     settings = _Settings(fn, name or function_name(fn), budget_s, tolerance, criterion,
-                         source_hash(fn), on_result, on_start)
+                         source_hash(fn), on_result, on_start, on_plan)
     settings.fn, prefix = _unbound(fn)
     plan = _plan(args, dict(kwargs), batch, sizes, prefix)
     earlier = _Earlier(devices, {_unit(m.case): m for m in done})
@@ -98,15 +102,20 @@ def run(fn: Callable[..., object], args: tuple[Any, ...], kwargs: Mapping[str, A
 def _at_size(s: _Settings, inputs: Inputs, size: int, earlier: _Earlier,
              oom_at: Mapping[str, int]) -> list[Measurement]:
     a, kw = inputs
+    planned = [_cases(s, a, kw, size, d, moving.backend_for((a, kw), d))
+               for d in earlier.devices]
+    if s.on_plan is not None:
+        s.on_plan([c for cases in planned for c in cases])
     reference = _Reference(s.tolerance)
     out: list[Measurement] = []
-    for device in earlier.devices:  # every device at one size before the next size
+    for cases in planned:  # every device at one size before the next size
+        device = cases[0].device
         if device in oom_at:
             out += [earlier.get(c) or _reported(s, Measurement(
                 c, Status.SKIPPED, f"not run: out of memory at size {oom_at[device]}"))
-                for c in _cases(s, a, kw, size, device, moving.backend_for((a, kw), device))]
+                for c in cases]
         else:
-            out += _on_device(s, a, kw, size, device, reference, earlier)
+            out += _on_device(s, a, kw, cases, reference, earlier)
     return out
 
 
@@ -114,7 +123,7 @@ def _unit(case: Case) -> tuple[int, str, str]:
     return case.size, case.device, data_of(case)
 
 
-def _data(device: str) -> tuple[str, ...]:
+def placements(device: str) -> tuple[str, ...]:
     """A GPU's cases time the call resident and end-to-end; the CPU's, once."""
     return (RESIDENT,) if device == "cpu" else (RESIDENT, END_TO_END)
 
@@ -132,14 +141,14 @@ class _Earlier:
 
     def all_at(self, size: int) -> list[Measurement] | None:
         """Every case of `size`, when every one is done."""
-        units = [(size, d, data) for d in self.devices for data in _data(d)]
+        units = [(size, d, data) for d in self.devices for data in placements(d)]
         return [self.found[u] for u in units] if all(u in self.found for u in units) else None
 
     def wanted_after(self, size: int, device: str) -> bool:
         """Whether a device after `device` has a case still to run at `size`, which
         `device`'s output is the reference for."""
         later = self.devices[self.devices.index(device) + 1:]
-        return any((size, d, data) not in self.found for d in later for data in _data(d))
+        return any((size, d, data) not in self.found for d in later for data in placements(d))
 
 
 def _unbound(fn: Callable[..., object]) -> tuple[Callable[..., object], tuple[Any, ...]]:
@@ -258,7 +267,7 @@ def _cases(s: _Settings, a: tuple[Any, ...], kw: dict[str, Any], size: int,
            device: str, backend: str) -> list[Case]:
     dtype = moving.floating_dtype((a, kw))
     return [Case(WORKLOAD_PREFIX + s.name, "correct", backend, device, dtype, size,
-                 () if data == RESIDENT else (("data", data),)) for data in _data(device)]
+                 () if data == RESIDENT else (("data", data),)) for data in placements(device)]
 
 
 def skipped_end_to_end(resident: Measurement) -> Measurement:
@@ -267,10 +276,9 @@ def skipped_end_to_end(resident: Measurement) -> Measurement:
                        f"not measured: the resident case is {resident.status}")
 
 
-def _on_device(s: _Settings, a: tuple[Any, ...], kw: dict[str, Any], size: int, device: str,
+def _on_device(s: _Settings, a: tuple[Any, ...], kw: dict[str, Any], cases: list[Case],
                reference: _Reference, earlier: _Earlier) -> list[Measurement]:
-    name = moving.backend_for((a, kw), device)
-    cases = _cases(s, a, kw, size, device, name)
+    name, device, size = cases[0].backend, cases[0].device, cases[0].size
     known = [m for c in cases if (m := earlier.get(c)) is not None]
     if len(known) == len(cases):  # an earlier worker's: a device's cases come all or none
         if (reference.device is None and known[0].status is Status.OK
