@@ -56,11 +56,10 @@ ALLOWED: dict[str, set[str]] = {
     # everything drawn for a person
     "report": {"analysis", "caveats", "distributed", "env", "model", "seeds", "table",
                "units"},
-    # the user's own code, in the user's process
-    "yours": {"_version", "analysis", "backends", "config", "criteria", "env", "errors",
-              "model",
-              "policy", "protocol", "replay", "report", "stats", "store", "units",
-              "workloads"},
+    # the user's own code, in the user's process (or, for run-file, in a worker)
+    "yours": {"_version", "analysis", "backends", "child", "config", "criteria", "env",
+              "errors", "model", "policy", "protocol", "replay", "report", "stats", "store",
+              "units", "workloads"},
     # the public faces
     "api": {"backends", "config", "criteria", "errors", "model", "protocol", "yours"},
     "cli": {"analysis", "backends", "config", "contention", "criteria", "distributed", "env",

@@ -94,6 +94,8 @@ def test_without_sizes_the_builder_is_called_once(script: Path, db: str) -> None
     (["{script}::forward", "-s", "10", "-d", "gpu"], "unknown device 'gpu'; accepted: cpu, "
                                                      "cuda, cuda:N"),
     (["{script}::forward", "-s", "10", "--budget", "0"], "--budget must be a positive number"),
+    (["{script}::forward", "-s", "10", "--timeout", "-1"], "--timeout must be a positive "
+                                                           "number"),
     (["{script}::broken", "-s", "10"], "broken raised RuntimeError on cpu at "
                                        "{script}:{raise_line}: mat1 and mat2 shapes cannot be "
                                        "multiplied"),
@@ -106,7 +108,7 @@ def test_bad_input_is_one_line_and_exit_2(script: Path, db: str, args: list[str]
     fill = {"script": str(script), "dir": str(script.parent), "raise_line": RAISE_LINE}
     result = invoke(*(a.format(**fill) for a in args), "--db", db)
     assert result.exit_code == 2, result.output
-    assert result.output.strip().startswith("error: ")
+    assert result.output.startswith("error: ") and result.output.count("\n") == 1  # no traceback
     assert message.format(**fill) in " ".join(result.output.split())
 
 

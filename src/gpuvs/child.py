@@ -21,6 +21,9 @@ from collections.abc import Iterable, Sequence
 from gpuvs import policy
 from gpuvs.model import Case, Measurement, Status
 
+# A fresh child imports its framework (and the user's file) and initialises the device
+# before its first case: that case's timeout is this much longer.
+STARTUP_ALLOWANCE_S = 120.0
 TAIL_LINES = 20
 TAIL_SHOWN = 5
 KILL_GRACE_S = 1.0

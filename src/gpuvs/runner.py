@@ -25,7 +25,7 @@ from typing import Any, Protocol
 from gpuvs import backends
 from gpuvs.backends.base import NO_GPU
 from gpuvs.caveats import detect as caveats_of
-from gpuvs.child import Child
+from gpuvs.child import STARTUP_ALLOWANCE_S, Child
 from gpuvs.config import RunConfig
 from gpuvs.model import Case, Caveat, Measurement, Status
 from gpuvs.protocol import Budget
@@ -41,7 +41,6 @@ PASS_CAVEATS = frozenset({Caveat.CONTENDED, Caveat.THROTTLED, Caveat.TF32_ON,
 # pause, at most this many times; if it stays contended it is stored with the caveat.
 CONTENDED_RETRIES = 1
 CONTENDED_PAUSE_S = 2.0
-STARTUP_ALLOWANCE_S = 120.0
 
 
 class Recorder(Protocol):
