@@ -116,11 +116,16 @@ def _one_worker(request: Request, record: _Record, timeout_s: float) -> tuple[st
 
 def _follow(worker: FileWorker, record: _Record, timeout_s: float) -> tuple[str, ...] | str:
     """The clock runs from one measurement to the next: setting up a case (building its
-    inputs, copying them to the device) is part of it. A fresh worker's first case has
-    the start-up allowance on top (Python, torch, the user's file, the device)."""
+    inputs, copying them to the device) is part of it. Until its first word (its first
+    inputs built), a fresh worker has the start-up allowance on top: Python, torch and
+    the user's file load before any case; the cases then have the timeout."""
     in_flight: Case | None = None
+    fresh = True
     deadline = time.monotonic() + timeout_s + STARTUP_ALLOWANCE_S
     while (event := worker.event(deadline)) is not None:
+        if fresh or "measurement" in event:
+            deadline = time.monotonic() + timeout_s
+            fresh = False
         if "plan" in event:
             record.plan(Case.from_dict(c) for c in event["plan"])
         elif "start" in event:
@@ -128,7 +133,6 @@ def _follow(worker: FileWorker, record: _Record, timeout_s: float) -> tuple[str,
         elif "measurement" in event:
             record.add(Measurement.from_dict(event["measurement"]))
             in_flight = None
-            deadline = time.monotonic() + timeout_s
         elif "usage_error" in event:
             raise UsageError(event["usage_error"])
         else:
