@@ -79,10 +79,15 @@ class FileWorker(Child):
             os.close(write)
         self._events: queue.Queue[str | None] = queue.Queue()
         threading.Thread(target=self._read, args=(read,), daemon=True).start()
+        message = {"request": request.to_dict(), "done": [m.to_dict() for m in done]}
+        # Sent aside: a worker that never reads it must not stop the clock (`event`).
+        threading.Thread(target=self._send, args=(message,), daemon=True).start()
+
+    def _send(self, message: dict[str, Any]) -> None:
         assert self.proc.stdin is not None
-        with contextlib.suppress(OSError):  # it died at once: its death is the pipe's end
-            self.proc.stdin.write(json.dumps({"request": request.to_dict(),
-                                              "done": [m.to_dict() for m in done]}) + "\n")
+        # It died first (its death is the event pipe's end), or it was closed meanwhile.
+        with contextlib.suppress(OSError, ValueError):
+            self.proc.stdin.write(json.dumps(message) + "\n")
             self.proc.stdin.close()
 
     def _read(self, fd: int) -> None:
