@@ -83,7 +83,7 @@ def run(fn: Callable[..., object], args: tuple[Any, ...], kwargs: Mapping[str, A
                          source_hash(fn), on_result, on_start, on_plan)
     settings.fn, prefix = _unbound(fn)
     plan = _plan(args, dict(kwargs), batch, sizes, prefix)
-    earlier = _Earlier(devices, {_unit(m.case): m for m in done})
+    earlier = _Earlier(devices, {unit(m.case): m for m in done})
     measurements: list[Measurement] = []
     oom_at: dict[str, int] = {}  # a series that ran out of memory stops growing
     for size in plan.sizes:
@@ -119,7 +119,11 @@ def _at_size(s: _Settings, inputs: Inputs, size: int, earlier: _Earlier,
     return out
 
 
-def _unit(case: Case) -> tuple[int, str, str]:
+Unit = tuple[int, str, str]
+
+
+def unit(case: Case) -> Unit:
+    """A case's place in a comparison: its size, device, and data resident or end-to-end."""
     return case.size, case.device, data_of(case)
 
 
@@ -134,10 +138,10 @@ class _Earlier:
     starts a fresh worker after a crash, which carries on from there."""
 
     devices: tuple[str, ...]
-    found: Mapping[tuple[int, str, str], Measurement]
+    found: Mapping[Unit, Measurement]
 
     def get(self, case: Case) -> Measurement | None:
-        return self.found.get(_unit(case))
+        return self.found.get(unit(case))
 
     def all_at(self, size: int) -> list[Measurement] | None:
         """Every case of `size`, when every one is done."""

@@ -10,8 +10,8 @@ with evidence), and a GPU's end-to-end case `skipped` when its resident case die
 fresh worker, told every case done so far, carries on with the rest.
 
 A death outside any case — building a size's inputs, say — takes the cases of that size
-not yet done with it, under their names from an earlier size. Before a worker has built
-any inputs there is nothing to compare: that is a `UsageError`, as an import error is.
+not yet done with it, under their names from an earlier size. Before any worker has built
+inputs there is nothing to compare: that is a `UsageError`, as an import error is.
 """
 
 from __future__ import annotations
@@ -32,11 +32,9 @@ from gpuvs.analysis.speedup import RESIDENT, data_of
 from gpuvs.child import STARTUP_ALLOWANCE_S, Child
 from gpuvs.errors import UsageError
 from gpuvs.model import Case, Measurement, Status
-from gpuvs.yours.compare import WORKLOAD_PREFIX, placements, skipped_end_to_end
+from gpuvs.yours.compare import WORKLOAD_PREFIX, Unit, placements, skipped_end_to_end, unit
 from gpuvs.yours.comparison import Comparison
 from gpuvs.yours.run_file import Request
-
-Unit = tuple[int, str, str]  # size, device, resident or end_to_end
 
 
 @dataclass(frozen=True)
@@ -145,10 +143,6 @@ def _follow(worker: FileWorker, record: _Record, timeout_s: float) -> tuple[str,
     return record.lost(worker, in_flight, timeout_s)
 
 
-def _unit(case: Case) -> Unit:
-    return case.size, case.device, data_of(case)
-
-
 class _Record:
     """What the parent knows: each case's measurement, in the order taken, and what the
     cases of each size whose inputs a worker built are called."""
@@ -167,11 +161,11 @@ class _Record:
         return Comparison(name, self.measurements(), self.request.devices)
 
     def plan(self, cases: Iterable[Case]) -> None:
-        self.planned.update((_unit(c), c) for c in cases)
+        self.planned.update((unit(c), c) for c in cases)
 
     def add(self, m: Measurement) -> None:
-        new = _unit(m.case) not in self.taken
-        self.taken[_unit(m.case)] = m
+        new = unit(m.case) not in self.taken
+        self.taken[unit(m.case)] = m
         if new:
             self.on_result(m)
 
@@ -210,7 +204,7 @@ class _Record:
         size = missing[0][0]
         for u in (u for u in missing if u[0] == size):
             case = self.planned.get(u) or replace(last[u[1:]], size=size)
-            seen = self.taken.get(_unit(last[u[1:]]))
+            seen = self.taken.get(unit(last[u[1:]]))
             self.add(replace(seen, case=case) if seen and seen.status is Status.UNAVAILABLE
                      else Measurement(case, status, f"before the case started (loading the "
                                                     f"file or building the inputs of size "
