@@ -45,7 +45,7 @@ def hangs(x):
 
 
 def exits(x):
-    if len(x) == 20:
+    if len(x) == 30:
         os._exit(3)
     return x * 2
 
@@ -113,9 +113,12 @@ def test_a_hang_outlives_the_timeout_is_killed_and_the_next_size_still_runs(
 
 def test_an_exit_from_the_function_is_crashed_with_its_exit_code(script: Path,
                                                                   db: str) -> None:
+    """At the last size: no worker is left to explain the run, and gpuvs explains it from
+    the numbers (there is no GPU case to profile)."""
     result = invoke(script, "exits", db)
     assert result.exit_code == 1, result.output
-    assert stored(db)[20] == ("crashed", "the worker died (exit code 3).")
+    assert stored(db)[30] == ("crashed", "the worker died (exit code 3).")
+    assert "at size 20, cpu: " in result.output and "saved as run " in result.output
 
 
 def test_what_the_function_prints_stays_out_of_the_output(script: Path, db: str) -> None:
