@@ -44,7 +44,8 @@ ALLOWED: dict[str, set[str]] = {
     "worker": {"backends", "caveats", "contention", "criteria", "errors", "model", "policy",
                "protocol",
                "telemetry", "units", "workloads"},
-    "runner": {"backends", "caveats", "config", "model", "policy", "protocol"},
+    "child": {"model", "policy"},
+    "runner": {"backends", "caveats", "child", "config", "model", "protocol"},
     # results kept, and what they mean
     "store": {"_version", "env", "errors", "model"},
     "analysis": {"backends", "criteria", "env", "model", "protocol", "stats", "units",
@@ -55,11 +56,10 @@ ALLOWED: dict[str, set[str]] = {
     # everything drawn for a person
     "report": {"analysis", "caveats", "distributed", "env", "model", "seeds", "table",
                "units", "workloads"},
-    # the user's own code, in the user's process
-    "yours": {"_version", "analysis", "backends", "config", "criteria", "env", "errors",
-              "model",
-              "policy", "protocol", "replay", "report", "stats", "store", "units",
-              "workloads"},
+    # the user's own code, in the user's process (or, for run-file, in a worker)
+    "yours": {"_version", "analysis", "backends", "child", "config", "criteria", "env",
+              "errors", "model", "policy", "protocol", "replay", "report", "stats", "store",
+              "units", "workloads"},
     # the public faces
     "api": {"backends", "config", "criteria", "errors", "model", "protocol", "yours"},
     "cli": {"analysis", "backends", "config", "contention", "criteria", "distributed", "env",

@@ -123,14 +123,31 @@ def test_bad_input_is_a_usage_error_naming_the_value(call, message: str) -> None
         call()
 
 
-def test_a_function_that_raises_is_named_with_its_error_and_device() -> None:
+def test_a_function_that_raises_is_named_with_its_error_device_and_line() -> None:
     def broken(t: torch.Tensor) -> torch.Tensor:
         raise ValueError("shapes do not line up")
 
-    with pytest.raises(UsageError, match="broken raised ValueError on cpu: shapes do not line "
-                                         "up") as info:
+    line = broken.__code__.co_firstlineno + 1
+    with pytest.raises(UsageError, match=rf"^broken raised ValueError on cpu at \S*"
+                                         rf"test_compare\.py:{line}: shapes do not line up$"
+                       ) as info:
         gpuvs.compare(broken, torch.ones(2))
     assert isinstance(info.value.__cause__, ValueError)  # the traceback is kept
+
+
+def test_the_line_named_is_the_users_not_the_librarys_it_called() -> None:
+    def parse(t: torch.Tensor) -> object:
+        return json.loads("{")  # raises deep inside the standard library's json
+
+    line = parse.__code__.co_firstlineno + 1
+    with pytest.raises(UsageError, match=rf"JSONDecodeError on cpu at \S*test_compare\.py:"
+                                         rf"{line}: "):
+        gpuvs.compare(parse, torch.ones(2))
+
+
+def test_an_error_with_no_frame_of_the_users_names_no_line() -> None:
+    with pytest.raises(UsageError, match=r"^matmul raised RuntimeError on cpu: "):
+        gpuvs.compare(torch.matmul, torch.ones(2, 3), torch.ones(2, 3))
 
 
 def test_arguments_that_cannot_be_moved_are_named() -> None:
@@ -243,3 +260,51 @@ def test_out_of_memory_is_recorded_and_stops_that_series() -> None:
     assert [m.status for m in result.measurements] == [Status.OK, Status.OOM, Status.SKIPPED]
     assert result.measurements[2].reason == "not run: out of memory at size 100"
     assert "cpu at 100: oom: out of memory: RuntimeError: DefaultCPUAllocator" in repr(result)
+
+
+def test_each_case_is_announced_before_its_result_and_done_cases_are_not_run_again() -> None:
+    """What run-file's worker relies on: the parent hears what a size's cases are called
+    and which case is in flight, and a fresh worker given the cases an earlier one
+    finished carries on from there."""
+    from gpuvs.yours.compare import run
+
+    events: list[tuple[str, int]] = []
+    built: list[int] = []
+
+    def batch(n: int) -> torch.Tensor:
+        built.append(n)
+        return torch.rand(n)
+
+    def compare(done: tuple = ()) -> gpuvs.Comparison:
+        return run(torch.tanh, (), {}, devices=("cpu",), batch=batch, sizes=[10, 100],
+                   budget_s=QUICK, done=done,
+                   on_plan=lambda cases: events.append(("plan", cases[0].size)),
+                   on_start=lambda c: events.append(("start", c.size)),
+                   on_result=lambda m: events.append(("result", m.case.size)))
+
+    first = compare()
+    assert events == [("plan", 10), ("start", 10), ("result", 10),
+                      ("plan", 100), ("start", 100), ("result", 100)]
+    events.clear()
+    built.clear()
+    again = compare(done=first.measurements[:1])
+    assert events == [("plan", 100), ("start", 100), ("result", 100)]
+    assert built == [100]  # size 10 was done: its inputs are not built again
+    assert again.measurements[0] is first.measurements[0]
+    assert [m.case.size for m in again.measurements] == [10, 100]
+
+
+@pytest.mark.gpu
+@needs_cuda
+def test_a_gpu_run_after_an_earlier_worker_timed_the_cpu_is_still_checked_against_it() -> None:
+    from gpuvs.yours.compare import run
+
+    def biased(t: torch.Tensor) -> torch.Tensor:
+        return t * 2 + (1.0 if t.is_cuda else 0.0)
+
+    x = torch.rand(1000)
+    cpu = run(biased, (x,), {}, devices=("cpu",), budget_s=0.1)
+    result = run(biased, (x,), {}, devices=("cpu", "cuda"), budget_s=0.1,
+                 done=cpu.measurements)
+    m = next(m for m in result.measurements if m.case.device == "cuda")
+    assert m.status is Status.WRONG_RESULT and "differs from cpu" in m.reason

@@ -42,6 +42,9 @@ def broken(model, t):
     raise RuntimeError("mat1 and mat2 shapes cannot be multiplied")
 """
 
+RAISE_LINE = SCRIPT.splitlines().index('    raise RuntimeError("mat1 and mat2 shapes cannot be '
+                                       'multiplied")') + 1
+
 
 @pytest.fixture
 def script(tmp_path: Path) -> Path:
@@ -91,18 +94,21 @@ def test_without_sizes_the_builder_is_called_once(script: Path, db: str) -> None
     (["{script}::forward", "-s", "10", "-d", "gpu"], "unknown device 'gpu'; accepted: cpu, "
                                                      "cuda, cuda:N"),
     (["{script}::forward", "-s", "10", "--budget", "0"], "--budget must be a positive number"),
-    (["{script}::broken", "-s", "10"], "broken raised RuntimeError on cpu: mat1 and mat2 "
-                                       "shapes cannot be multiplied"),
+    (["{script}::forward", "-s", "10", "--timeout", "-1"], "--timeout must be a positive "
+                                                           "number"),
+    (["{script}::broken", "-s", "10"], "broken raised RuntimeError on cpu at "
+                                       "{script}:{raise_line}: mat1 and mat2 shapes cannot be "
+                                       "multiplied"),
     (["{dir}/bad.py::f"], "importing {dir}/bad.py raised NameError: name 'undefined' is not "
                           "defined"),
 ])
 def test_bad_input_is_one_line_and_exit_2(script: Path, db: str, args: list[str],
                                           message: str) -> None:
     (script.parent / "bad.py").write_text("undefined\n")
-    fill = {"script": str(script), "dir": str(script.parent)}
+    fill = {"script": str(script), "dir": str(script.parent), "raise_line": RAISE_LINE}
     result = invoke(*(a.format(**fill) for a in args), "--db", db)
     assert result.exit_code == 2, result.output
-    assert result.output.strip().startswith("error: ")
+    assert result.output.startswith("error: ") and result.output.count("\n") == 1  # no traceback
     assert message.format(**fill) in " ".join(result.output.split())
 
 

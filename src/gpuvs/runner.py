@@ -4,7 +4,8 @@ every case, each result saved.
 The parent owns the clock: a case that outlives its timeout has its worker's whole
 process group killed and is recorded `TIMEOUT`; a worker that dies is `CRASHED` with
 its signal and stderr tail (or `OOM` when SIGKILL came from outside — the host's
-out-of-memory killer); either way a fresh worker takes the next case. An out-of-memory
+out-of-memory killer), as `gpuvs.child` words it; either way a fresh worker takes the
+next case. An out-of-memory
 stops its series growing. Every measurement is saved the moment it arrives, so a kill
 loses at most the case in flight.
 """
@@ -12,21 +13,19 @@ loses at most the case in flight.
 from __future__ import annotations
 
 import json
-import os
 import queue
-import signal
-import subprocess
 import sys
 import threading
 import time
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
-from gpuvs import backends, policy
+from gpuvs import backends
 from gpuvs.backends.base import NO_GPU
 from gpuvs.caveats import detect as caveats_of
+from gpuvs.child import STARTUP_ALLOWANCE_S, Child
 from gpuvs.config import RunConfig
 from gpuvs.model import Case, Caveat, Measurement, Status
 from gpuvs.protocol import Budget
@@ -42,9 +41,6 @@ PASS_CAVEATS = frozenset({Caveat.CONTENDED, Caveat.THROTTLED, Caveat.TF32_ON,
 # pause, at most this many times; if it stays contended it is stored with the caveat.
 CONTENDED_RETRIES = 1
 CONTENDED_PAUSE_S = 2.0
-STARTUP_ALLOWANCE_S = 120.0
-STDERR_TAIL_LINES = 20
-KILL_GRACE_S = 1.0
 
 
 class Recorder(Protocol):
@@ -59,35 +55,22 @@ class RunSummary:
     measurements: list[Measurement] = field(default_factory=list)
 
 
-class Worker:
+class Worker(Child):
     """One child process for one backend, talked to in JSON lines."""
 
     def __init__(self, backend: str) -> None:
-        env = os.environ | backends.get(backend).worker_env() | {"PYTHONUNBUFFERED": "1"}
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "gpuvs.worker", backend], stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1,
-            start_new_session=True, env=env,
-        )
+        super().__init__([sys.executable, "-m", "gpuvs.worker", backend],
+                         env=backends.get(backend).worker_env())
         self.fresh = True
-        self.killed_by_us = False
-        self.oom_kills_at_start = policy.oom_kills()
         self.ran: set[tuple[str, str]] = set()  # (workload, device) of each replay it ran
         self._lines: queue.Queue[str | None] = queue.Queue()
-        self.stderr_tail: deque[str] = deque(maxlen=STDERR_TAIL_LINES)
         threading.Thread(target=self._read_stdout, daemon=True).start()
-        threading.Thread(target=self._read_stderr, daemon=True).start()
 
     def _read_stdout(self) -> None:
         assert self.proc.stdout is not None
         for line in self.proc.stdout:
             self._lines.put(line)
         self._lines.put(None)
-
-    def _read_stderr(self) -> None:
-        assert self.proc.stderr is not None
-        for line in self.proc.stderr:
-            self.stderr_tail.append(line.rstrip())
 
     def ask(self, request: dict[str, Any], timeout_s: float) -> dict[str, Any] | None:
         """The worker's answer, or None if it died or timed out (see `failure`)."""
@@ -111,59 +94,6 @@ class Worker:
         replays of the same post on the same device — cells the post ran one after
         another in one process (seed 002's `ones`, then `x *= 5`, then the chain)."""
         return self.ran <= {(case.workload, case.device)}
-
-    def failure(self, case: Case, timeout_s: float) -> Measurement:
-        """What became of a case whose worker gave no answer."""
-        if self.killed_by_us:
-            return Measurement(case, Status.TIMEOUT,
-                               reason=f"no result within the {timeout_s:g} s timeout; "
-                                      "the worker was killed")
-        code = self.proc.wait()
-        tail = " | ".join(list(self.stderr_tail)[-5:])
-        if code == -signal.SIGKILL:
-            evidence = policy.oom_evidence(self.proc.pid, self.oom_kills_at_start)
-            if evidence:
-                return Measurement(case, Status.OOM, reason=(
-                    f"the worker was killed by SIGKILL: {evidence}. {tail}").strip())
-            return Measurement(case, Status.CRASHED, reason=(
-                "the worker was killed by SIGKILL, not by gpuvs; nothing says it ran out of "
-                f"memory (no out-of-memory kill in its cgroup or the kernel log). {tail}"
-            ).strip())
-        how = f"signal {signal.Signals(-code).name}" if code < 0 else f"exit code {code}"
-        return Measurement(case, Status.CRASHED, reason=f"the worker died ({how}). {tail}"
-                           .strip())
-
-    def kill(self) -> None:
-        """Terminate the worker's whole process group: frameworks start helpers."""
-        self.killed_by_us = True
-        for sig, wait in ((signal.SIGTERM, KILL_GRACE_S), (signal.SIGKILL, None)):
-            try:
-                os.killpg(self.proc.pid, sig)
-            except ProcessLookupError:
-                break
-            try:
-                self.proc.wait(timeout=wait)
-                break
-            except subprocess.TimeoutExpired:
-                continue
-
-    def retire(self) -> None:
-        """Tell the worker to exit (its stdin closes) without waiting for it: a fresh
-        worker's start-up — importing its framework — overlaps the old one's exit, which
-        on a CUDA device tears down a context. Reap it later with `close`."""
-        if self.proc.poll() is None and self.proc.stdin is not None:
-            try:
-                self.proc.stdin.close()
-            except (BrokenPipeError, OSError):
-                self.kill()
-
-    def close(self) -> None:
-        """Retire the worker and wait for it to exit; kill it if it will not."""
-        self.retire()
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.kill()
 
 
 def execute(run: Recorder, cases: Iterable[Case], config: RunConfig,

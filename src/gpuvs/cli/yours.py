@@ -1,7 +1,8 @@
 """`gpuvs run-file SCRIPT.py::FUNC`: your own function on the CPU and the GPU, from the
-shell. It runs `gpuvs.compare` in this process (your code is imported, not sandboxed;
-`gpuvs.yours.run_file` loads it), prints the tables, the crossover and why, and saves
-the run like any other."""
+shell. `gpuvs.compare` runs in a worker process (`gpuvs.yours.file_runner`; your code is
+imported there, isolated from gpuvs but not sandboxed), so that a segfault, an exit or a
+hang in it becomes a case `crashed` or `timeout` and the run carries on; this process
+prints the tables, the crossover and why, and saves the run like any other."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from gpuvs.cli.app import (
     DbOption,
     JsonOpt,
     SizesOpt,
+    TimeoutOpt,
     app,
     console,
     open_store,
@@ -45,6 +47,7 @@ def run_file(
     tolerance: Annotated[float | None, typer.Option(
         metavar="REL", help="Relative tolerance between devices' outputs; default: the "
                             "output dtype's (float32 2e-3, float64 1e-10).")] = None,
+    timeout: TimeoutOpt = None,
     db: DbOption = None,
     json_path: JsonOpt = None,
 ) -> None:
@@ -55,34 +58,36 @@ def run_file(
     or dicts. They are built on the host and copied to each device; every device's
     output must agree with the CPU's. Example: `gpuvs run-file mlp.py::jacobian --sizes
     1e2:1e4`, with `def inputs(size): return model, torch.rand(size, 1)` in mlp.py.
+
+    Your code runs in a worker process: what it prints is kept out of the output (its
+    last lines are quoted if it dies); a case that dies is recorded crashed, one that
+    outlives --timeout is killed and recorded timeout, and a fresh worker runs the rest.
     """
     from gpuvs.config import RunConfig, check_devices, parse_sizes
-    from gpuvs.yours.compare import run
-    from gpuvs.yours.run_file import check_builder, load_target, spread
+    from gpuvs.yours.file_runner import run
+    from gpuvs.yours.run_file import Request, script
 
     with usage_errors():
-        fn, builder = load_target(target, inputs)
+        script(target)  # the shape and the file, before a worker starts
         chosen = parse_sizes(split(sizes))
         devices = check_devices(split(device) or ("cpu", "cuda"))
-        check_builder(builder, inputs, bool(chosen))
-        budget_s = RunConfig(budget_s=1.0 if budget is None else budget).validate().budget_s
+        given = {"budget_s": budget, "timeout_s": timeout}
+        config = RunConfig(**{k: v for k, v in given.items() if v is not None}).validate()
         store = open_store(db)
-        total = max(len(chosen), 1) * sum(1 if d == "cpu" else 2 for d in devices)
-        with progress(total) as advance:
-            args = () if chosen else spread(builder())
-            result = run(fn, args, {}, devices=devices, batch=builder if chosen else None,
-                         sizes=chosen or None, budget_s=budget_s, tolerance=tolerance,
-                         name=fn.__name__, on_result=advance)
-    raise typer.Exit(_report(result, store, target, json_path))
+        request = Request(target, inputs, chosen, devices, config.budget_s, tolerance)
+        with progress(request.cases) as advance:
+            outcome = run(request, config.timeout_s, advance)
+    raise typer.Exit(_report(outcome, store, target, json_path))
 
 
-def _report(result: Any, store: Any, target: str, json_path: Path | None) -> int:
+def _report(outcome: Any, store: Any, target: str, json_path: Path | None) -> int:
     from gpuvs.report import console as con
     from gpuvs.report.layout import result_tables
 
     out = console()
+    result = outcome.comparison
     con.print_tables(result_tables(result.measurements), out)
-    for line in str(result.explain()).splitlines():
+    for line in outcome.explanation:
         out.print(line, highlight=False, markup=False)
     run_id = result.save(store.location, target=target)
     out.print(f"saved as run {run_id} in {store.path}; `gpuvs show {run_id}` prints it again.",

@@ -13,18 +13,23 @@ For each size (one, unless `batch=` or `sizes=` sweeps) and each device in turn:
 
 A device that cannot run here is recorded `unavailable` with the reason; a function that
 raises on the reference device is a `UsageError` (there is nothing to compare), and one
-that raises only on another device is recorded `crashed` on that device.
+that raises only on another device is recorded `crashed` on that device. Either names
+the line of the user's code that raised (`raised_at`).
 """
 
 from __future__ import annotations
 
 import hashlib
 import inspect
+import sysconfig
+import traceback
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from gpuvs import backends, criteria, policy
+from gpuvs.analysis.speedup import END_TO_END, RESIDENT, data_of
 from gpuvs.config import KEYWORDS, RunConfig, check_devices
 from gpuvs.errors import BackendUnavailable, UsageError, WrongResult
 from gpuvs.model import Case, Measurement, Status
@@ -49,42 +54,105 @@ class _Settings:
     criterion: str
     version: str
     on_result: Callable[[Measurement], None] | None = None
+    on_start: Callable[[Case], None] | None = None
+    on_plan: Callable[[list[Case]], None] | None = None
 
 
 def run(fn: Callable[..., object], args: tuple[Any, ...], kwargs: Mapping[str, Any], *,
         devices: Sequence[str] = ("cpu", "cuda"), batch: Callable[[int], Any] | None = None,
         sizes: Sequence[int] | str | None = None, budget_s: float = 1.0,
         tolerance: float | None = None, name: str | None = None, criterion: str = "median-ci",
-        on_result: Callable[[Measurement], None] | None = None) -> Comparison:
+        on_result: Callable[[Measurement], None] | None = None,
+        on_start: Callable[[Case], None] | None = None,
+        on_plan: Callable[[list[Case]], None] | None = None,
+        done: Sequence[Measurement] = ()) -> Comparison:
     """`gpuvs.compare` with its arguments spelt out (the magic and the CLI call this, so
-    that a user's keyword arguments can never collide with compare's own)."""
+    that a user's keyword arguments can never collide with compare's own).
+
+    `on_plan(cases)` hears of a size's cases once its inputs are built, `on_start(case)`
+    of each case before its inputs go to the device and it runs, `on_result(m)` of each
+    measurement: run-file's worker tells its parent so which case is in flight when it
+    dies, and what the cases of a size are called. `done` are the cases an earlier
+    worker finished or died in: they are neither run nor reported again, but are part of
+    the result."""
     devices = check_devices(devices)
     if not callable(fn):
         raise UsageError(f"compare needs a function to call; got {type(fn).__name__} {fn!r}")
     RunConfig(budget_s=budget_s, criterion=criterion, devices=devices).validate(KEYWORDS)
     settings = _Settings(fn, name or function_name(fn), budget_s, tolerance, criterion,
-                         source_hash(fn), on_result)
+                         source_hash(fn), on_result, on_start, on_plan)
     settings.fn, prefix = _unbound(fn)
     plan = _plan(args, dict(kwargs), batch, sizes, prefix)
+    earlier = _Earlier(devices, {unit(m.case): m for m in done})
     measurements: list[Measurement] = []
     oom_at: dict[str, int] = {}  # a series that ran out of memory stops growing
     for size in plan.sizes:
-        a, kw = plan.inputs(size)
-        reference = _Reference(tolerance)
-        for device in devices:  # every device at one size before the next size
-            if device in oom_at:
-                measurements += _report(settings, [Measurement(
-                    c, Status.SKIPPED, f"not run: out of memory at size {oom_at[device]}")
-                    for c in _cases(settings, a, kw, size, device,
-                                    moving.backend_for((a, kw), device))])
-                continue
-            found = _on_device(settings, a, kw, size, device, reference)
-            if any(m.status is Status.OOM for m in found):
-                oom_at[device] = size
-            measurements += found
+        found = earlier.all_at(size)  # all done already: its inputs need not be built
+        if found is None:
+            found = _at_size(settings, plan.inputs(size), size, earlier, oom_at)
+        for m in found:
+            if m.status is Status.OOM:
+                oom_at.setdefault(m.case.device, size)
+        measurements += found
     return Comparison(settings.name, tuple(measurements), devices,
                       replay=lambda case: _resident_call(settings.fn, plan.inputs(case.size),
                                                          case.device))
+
+
+def _at_size(s: _Settings, inputs: Inputs, size: int, earlier: _Earlier,
+             oom_at: Mapping[str, int]) -> list[Measurement]:
+    a, kw = inputs
+    planned = [_cases(s, a, kw, size, d, moving.backend_for((a, kw), d))
+               for d in earlier.devices]
+    if s.on_plan is not None:
+        s.on_plan([c for cases in planned for c in cases])
+    reference = _Reference(s.tolerance)
+    out: list[Measurement] = []
+    for cases in planned:  # every device at one size before the next size
+        device = cases[0].device
+        if device in oom_at:
+            out += [earlier.get(c) or _reported(s, Measurement(
+                c, Status.SKIPPED, f"not run: out of memory at size {oom_at[device]}"))
+                for c in cases]
+        else:
+            out += _on_device(s, a, kw, cases, reference, earlier)
+    return out
+
+
+Unit = tuple[int, str, str]
+
+
+def unit(case: Case) -> Unit:
+    """A case's place in a comparison: its size, device, and data resident or end-to-end."""
+    return case.size, case.device, data_of(case)
+
+
+def placements(device: str) -> tuple[str, ...]:
+    """A GPU's cases time the call resident and end-to-end; the CPU's, once."""
+    return (RESIDENT,) if device == "cpu" else (RESIDENT, END_TO_END)
+
+
+@dataclass(frozen=True)
+class _Earlier:
+    """The cases an earlier worker finished or died in, by size, device and data: run-file
+    starts a fresh worker after a crash, which carries on from there."""
+
+    devices: tuple[str, ...]
+    found: Mapping[Unit, Measurement]
+
+    def get(self, case: Case) -> Measurement | None:
+        return self.found.get(unit(case))
+
+    def all_at(self, size: int) -> list[Measurement] | None:
+        """Every case of `size`, when every one is done."""
+        units = [(size, d, data) for d in self.devices for data in placements(d)]
+        return [self.found[u] for u in units] if all(u in self.found for u in units) else None
+
+    def wanted_after(self, size: int, device: str) -> bool:
+        """Whether a device after `device` has a case still to run at `size`, which
+        `device`'s output is the reference for."""
+        later = self.devices[self.devices.index(device) + 1:]
+        return any((size, d, data) not in self.found for d in later for data in placements(d))
 
 
 def _unbound(fn: Callable[..., object]) -> tuple[Callable[..., object], tuple[Any, ...]]:
@@ -172,7 +240,7 @@ def _built(batch: Callable[[int], Any], n: int) -> tuple[Any, ...]:
     try:
         built = batch(n)
     except Exception as e:
-        raise UsageError(f"batch({n}) raised {type(e).__name__}: {e}") from e
+        raise UsageError(f"batch({n}) raised {type(e).__name__}{raised_at(e)}: {e}") from e
     return built if isinstance(built, tuple) else (built,)
 
 
@@ -202,50 +270,78 @@ class _Reference:
 def _cases(s: _Settings, a: tuple[Any, ...], kw: dict[str, Any], size: int,
            device: str, backend: str) -> list[Case]:
     dtype = moving.floating_dtype((a, kw))
-    modes: tuple[tuple[tuple[str, str], ...], ...] = ((),)
-    if device != "cpu":
-        modes += ((("data", "end_to_end"),),)
-    return [Case(WORKLOAD_PREFIX + s.name, "correct", backend, device, dtype, size, p)
-            for p in modes]
+    return [Case(WORKLOAD_PREFIX + s.name, "correct", backend, device, dtype, size,
+                 () if data == RESIDENT else (("data", data),)) for data in placements(device)]
 
 
-def _on_device(s: _Settings, a: tuple[Any, ...], kw: dict[str, Any], size: int, device: str,
-               reference: _Reference) -> list[Measurement]:
-    name = moving.backend_for((a, kw), device)
-    cases = _cases(s, a, kw, size, device, name)
+def skipped_end_to_end(resident: Measurement) -> Measurement:
+    """The end-to-end twin of a GPU's resident case that did not finish: not measured."""
+    return Measurement(replace(resident.case, params=(("data", END_TO_END),)), Status.SKIPPED,
+                       f"not measured: the resident case is {resident.status}")
+
+
+def _on_device(s: _Settings, a: tuple[Any, ...], kw: dict[str, Any], cases: list[Case],
+               reference: _Reference, earlier: _Earlier) -> list[Measurement]:
+    name, device, size = cases[0].backend, cases[0].device, cases[0].size
+    known = [m for c in cases if (m := earlier.get(c)) is not None]
+    if len(known) == len(cases):  # an earlier worker's: a device's cases come all or none
+        if (reference.device is None and known[0].status is Status.OK
+                and earlier.wanted_after(size, device)):
+            _remake_reference(s, a, kw, cases[0], name, reference)
+        return known
     reason = unavailable_reason(name, device, (a, kw))
     if reason is not None:
-        return _report(s, [Measurement(c, Status.UNAVAILABLE, reason) for c in cases])
+        return [_reported(s, Measurement(c, Status.UNAVAILABLE, reason)) for c in cases]
     backend = backends.get(name)
+    _started(s, cases[0])
     placed, keep = _placed(a, kw, device, name, backend)
     if isinstance(placed, str):
-        return _report(s, [Measurement(c, Status.OOM, placed) for c in cases])
+        return [_reported(s, Measurement(c, Status.OOM, placed)) for c in cases]
     pa, pkw = placed
     counters = {"threads": float(t)} if device == "cpu" and (t := backend.threads()) else {}
-    resident = _measure(s, lambda: s.fn(*pa, **pkw), cases[0], backend, reference, counters)
-    out = _report(s, [resident])
-    if len(cases) > 1:
-        host_a, host_kw = moving.call_to_device(a, kw, "cpu", numpy_to_cupy=False,
-                                                modules=lambda m: m)
+    resident = _reported(s, _measure(s, lambda: s.fn(*pa, **pkw), cases[0], backend,
+                                     reference, counters))
+    if len(cases) == 1:
+        return [resident]
+    if resident.status is not Status.OK:
+        return [resident, _reported(s, skipped_end_to_end(resident))]
+    host_a, host_kw = moving.call_to_device(a, kw, "cpu", numpy_to_cupy=False,
+                                            modules=lambda m: m)
 
-        def end_to_end() -> object:
-            ha, hkw = moving.call_to_device(host_a, host_kw, device,
-                                            numpy_to_cupy=name == "cupy", modules=keep)
-            return moving.to_host(s.fn(*ha, **hkw))
+    def end_to_end() -> object:
+        ha, hkw = moving.call_to_device(host_a, host_kw, device,
+                                        numpy_to_cupy=name == "cupy", modules=keep)
+        return moving.to_host(s.fn(*ha, **hkw))
 
-        e2e = (_measure(s, end_to_end, cases[1], backend, reference, counters)
-               if resident.status is Status.OK else Measurement(
-                   cases[1], Status.SKIPPED, f"not measured: the resident case is "
-                                             f"{resident.status}"))
-        out += _report(s, [e2e])
-    return out
+    _started(s, cases[1])
+    return [resident, _reported(s, _measure(s, end_to_end, cases[1], backend, reference,
+                                            counters))]
 
 
-def _report(s: _Settings, ms: list[Measurement]) -> list[Measurement]:
-    for m in ms:
-        if s.on_result is not None:
-            s.on_result(m)
-    return ms
+def _remake_reference(s: _Settings, a: tuple[Any, ...], kw: dict[str, Any], case: Case,
+                      name: str, reference: _Reference) -> None:
+    """The reference output again, from one untimed call, when an earlier worker timed
+    `case` and a later device at its size is still to run: that device's output is
+    checked against it."""
+    placed, _ = _placed(a, kw, case.device, name, backends.get(name))
+    if isinstance(placed, str):
+        return  # out of memory now: the next device that runs gives the reference
+    pa, pkw = placed
+    try:
+        reference.checker(case)(s.fn(*pa, **pkw))
+    except Exception as e:
+        raise UsageError(_raised(s, case, e)) from e
+
+
+def _started(s: _Settings, case: Case) -> None:
+    if s.on_start is not None:
+        s.on_start(case)
+
+
+def _reported(s: _Settings, m: Measurement) -> Measurement:
+    if s.on_result is not None:
+        s.on_result(m)
+    return m
 
 
 def unavailable_reason(backend: str, device: str, data: object) -> str | None:
@@ -293,7 +389,7 @@ def _measure(s: _Settings, call: Callable[[], object], case: Case, backend: Any,
         m = protocol_measure(prepared, case, clock, criteria.parse(s.criterion)(),
                              Budget(seconds=s.budget_s))
     except Exception as e:
-        what = f"{s.name} raised {type(e).__name__} on {case.device}: {_line(e)}"
+        what = _raised(s, case, e)
         failed, _ = policy.failure(backend, case, e, crashed=what)
         if first and failed.status is Status.CRASHED:
             raise UsageError(what) from e
@@ -302,6 +398,10 @@ def _measure(s: _Settings, call: Callable[[], object], case: Case, backend: Any,
     if case.key in reference.errors:
         extra["rel_error"] = reference.errors[case.key]
     return replace(m, counters={**m.counters, **extra}, workload_version=s.version)
+
+
+def _raised(s: _Settings, case: Case, e: BaseException) -> str:
+    return f"{s.name} raised {type(e).__name__} on {case.device}{raised_at(e)}: {_line(e)}"
 
 
 def _resident_call(fn: Callable[..., object], inputs: Inputs, device: str
@@ -314,6 +414,38 @@ def _resident_call(fn: Callable[..., object], inputs: Inputs, device: str
         raise BackendUnavailable(reason)
     pa, pkw = moving.call_to_device(a, kw, device, numpy_to_cupy=name == "cupy")
     return lambda: fn(*pa, **pkw)
+
+
+# Where code that is not the user's lives: gpuvs itself and the standard library (and,
+# by the name of their folders, installed packages: torch, NumPy).
+_NOT_YOURS = (Path(__file__).resolve().parents[1],
+              *{Path(sysconfig.get_paths()[k]).resolve() for k in ("stdlib", "platstdlib")})
+
+
+def raised_at(e: BaseException) -> str:
+    """' at mlp.py:12': the innermost frame of `e`'s traceback in the user's own code,
+    or '' when it has none. The frames inside torch or NumPy say what failed; this says
+    which line of the user's asked for it, which is the line to fix."""
+    for frame in reversed(traceback.extract_tb(e.__traceback__)):
+        if _yours(frame.filename):
+            return f" at {_shown(frame.filename)}:{frame.lineno}"
+    return ""
+
+
+def _yours(filename: str) -> bool:
+    if filename.startswith("<"):  # a notebook cell or the magic's code, not a frozen module
+        return not filename.startswith("<frozen")
+    path = Path(filename).resolve()
+    return not ({"site-packages", "dist-packages"} & set(path.parts)
+                or any(path.is_relative_to(d) for d in _NOT_YOURS))
+
+
+def _shown(filename: str) -> str:
+    """The path relative to the working directory when it is below it, else as it is."""
+    try:
+        return str(Path(filename).resolve().relative_to(Path.cwd()))
+    except (ValueError, OSError):  # elsewhere, or no working directory any more
+        return filename
 
 
 def _line(e: BaseException) -> str:

@@ -1,22 +1,52 @@
-"""`gpuvs run-file SCRIPT.py::FUNC`'s loading: the user's file imported as `python
-SCRIPT.py` would, its FUNC and the BUILDER of FUNC's arguments found, each missing piece
-a `UsageError` that names what is there instead."""
+"""`gpuvs run-file SCRIPT.py::FUNC`: what it asks for (`Request`, checked in gpuvs's own
+process as far as that needs none of the user's code) and the loading, in the worker
+that runs it (`gpuvs.yours.file_worker`): the user's file imported as `python SCRIPT.py`
+would, its FUNC and the BUILDER of FUNC's arguments found, each missing piece a
+`UsageError` that names what is there instead."""
 
 from __future__ import annotations
 
 import importlib.util
 import inspect
 import sys
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from gpuvs.errors import UsageError
+from gpuvs.yours.compare import placements
 
 DEFAULT_INPUTS = "inputs"
 
 
-def load_target(target: str, inputs: str) -> tuple[Any, Any]:
-    """FUNC and BUILDER from SCRIPT.py::FUNC, or a UsageError that names what is wrong."""
+@dataclass(frozen=True)
+class Request:
+    """What run-file runs: the parent checks it and hands it to each worker."""
+
+    target: str                 # SCRIPT.py::FUNC
+    inputs: str                 # BUILDER's name
+    sizes: tuple[int, ...]      # () = BUILDER() once, at the size of what it returns
+    devices: tuple[str, ...]
+    budget_s: float
+    tolerance: float | None
+
+    @property
+    def cases(self) -> int:
+        """How many cases the run has: one per size on the CPU, two on a GPU."""
+        return max(len(self.sizes), 1) * sum(len(placements(d)) for d in self.devices)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Request:
+        return cls(d["target"], d["inputs"], tuple(d["sizes"]), tuple(d["devices"]),
+                   d["budget_s"], d["tolerance"])
+
+
+def script(target: str) -> tuple[Path, str]:
+    """SCRIPT.py's path and FUNC's name, the file there; or a UsageError that says why
+    not. Nothing of the file is run: gpuvs checks this before starting a worker."""
     path_text, sep, name = target.rpartition("::")
     if not sep or not path_text or not name:
         raise UsageError(f"expected SCRIPT.py::FUNC, e.g. mlp.py::jacobian; got {target!r}")
@@ -24,6 +54,12 @@ def load_target(target: str, inputs: str) -> tuple[Any, Any]:
     if not path.is_file():
         raise UsageError(f"no file {path_text!r}" + (" (it is a directory)" if path.is_dir()
                                                       else ""))
+    return path, name
+
+
+def load_target(target: str, inputs: str) -> tuple[Any, Any]:
+    """FUNC and BUILDER from SCRIPT.py::FUNC, or a UsageError that names what is wrong."""
+    path, name = script(target)
     module = _import(path)
     functions = sorted(n for n, v in vars(module).items()
                        if inspect.isfunction(v) and v.__module__ == module.__name__)

@@ -1,0 +1,220 @@
+"""run-file's parent: the user's function runs in a worker process
+(`gpuvs.yours.file_worker`), never in gpuvs's own, which keeps the clock and the record.
+
+As the runner does for registered workloads, with the same `gpuvs.child` pieces: the
+worker says which case it starts and sends each measurement as it finishes, on a pipe of
+their own; the user's prints go to the output whose tail the note on a death quotes. A
+case that outlives the timeout has the worker's process group killed and is `timeout`; a
+worker that dies leaves its case `crashed`, the signal or exit code named (or `oom`,
+with evidence), and a GPU's end-to-end case `skipped` when its resident case died. A
+fresh worker, told every case done so far, carries on with the rest.
+
+A death outside any case — building a size's inputs, say — takes the cases of that size
+not yet done with it, under their names from an earlier size. Before any worker has built
+inputs there is nothing to compare: that is a `UsageError`, as an import error is.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import queue
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from gpuvs.analysis.explain import explain
+from gpuvs.analysis.speedup import RESIDENT, data_of
+from gpuvs.child import STARTUP_ALLOWANCE_S, Child
+from gpuvs.errors import UsageError
+from gpuvs.model import Case, Measurement, Status
+from gpuvs.yours.compare import WORKLOAD_PREFIX, Unit, placements, skipped_end_to_end, unit
+from gpuvs.yours.comparison import Comparison
+from gpuvs.yours.run_file import Request
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """Every case of the run, and why each GPU case came out as it did."""
+
+    comparison: Comparison
+    explanation: tuple[str, ...]
+
+
+def run(request: Request, timeout_s: float,
+        on_result: Callable[[Measurement], None] = lambda m: None) -> Outcome:
+    """Every case of `request`, each measured in a worker, whatever becomes of them.
+    `on_result` hears of each measurement as it arrives."""
+    record = _Record(request, on_result)
+    unexplained = ""  # why the worker that was to explain the run died, if it did
+    while not record.complete() or (record.profiled() and not unexplained):
+        explaining = record.complete()  # nothing to run: a worker only to profile the GPU's
+        ended = _one_worker(request, record, timeout_s)
+        if isinstance(ended, tuple):
+            return Outcome(record.comparison(), ended)
+        unexplained = ended if explaining else ""
+    return Outcome(record.comparison(), _explained(record.comparison(), unexplained))
+
+
+class FileWorker(Child):
+    """One worker: the request and the cases done so far go in on stdin; its events come
+    back on a pipe whose writing end only the worker holds, so that its end is the
+    worker's."""
+
+    def __init__(self, request: Request, done: Sequence[Measurement]) -> None:
+        read, write = os.pipe()
+        try:
+            super().__init__([sys.executable, "-m", "gpuvs.yours.file_worker", str(write)],
+                             merged=True, pass_fds=(write,))
+        except BaseException:
+            os.close(read)
+            raise
+        finally:
+            os.close(write)
+        self._events: queue.Queue[str | None] = queue.Queue()
+        threading.Thread(target=self._read, args=(read,), daemon=True).start()
+        message = {"request": request.to_dict(), "done": [m.to_dict() for m in done]}
+        # Sent aside: a worker that never reads it must not stop the clock (`event`).
+        threading.Thread(target=self._send, args=(message,), daemon=True).start()
+
+    def _send(self, message: dict[str, Any]) -> None:
+        assert self.proc.stdin is not None
+        # It died first (its death is the event pipe's end), or it was closed meanwhile.
+        with contextlib.suppress(OSError, ValueError):
+            self.proc.stdin.write(json.dumps(message) + "\n")
+            self.proc.stdin.close()
+
+    def _read(self, fd: int) -> None:
+        with open(fd, encoding="utf-8", errors="replace") as events:
+            for line in events:
+                self._events.put(line)
+        self._events.put(None)
+
+    def event(self, deadline: float) -> dict[str, Any] | None:
+        """The worker's next event; None once it has died, or when `deadline` (of
+        `time.monotonic`) passed first — then it is killed (`death` says `timeout`)."""
+        try:
+            line = self._events.get(timeout=max(deadline - time.monotonic(), 0.0))
+        except queue.Empty:
+            self.kill()
+            return None
+        return json.loads(line) if line is not None else None
+
+
+def _one_worker(request: Request, record: _Record, timeout_s: float) -> tuple[str, ...] | str:
+    """A worker followed to its end: its explanation of the run, or why it died."""
+    worker = FileWorker(request, record.measurements())
+    try:
+        ended = _follow(worker, record, timeout_s)
+    except BaseException:  # its usage error, Ctrl-C: no case will follow
+        worker.kill()
+        raise
+    worker.close() if isinstance(ended, tuple) else worker.kill()  # what it started, too
+    return ended
+
+
+def _follow(worker: FileWorker, record: _Record, timeout_s: float) -> tuple[str, ...] | str:
+    """The clock runs from one measurement to the next: setting up a case (building its
+    inputs, copying them to the device) is part of it. Until its first word (its first
+    inputs built), a fresh worker has the start-up allowance on top: Python, torch and
+    the user's file load before any case; the cases then have the timeout."""
+    in_flight: Case | None = None
+    fresh = True
+    deadline = time.monotonic() + timeout_s + STARTUP_ALLOWANCE_S
+    while (event := worker.event(deadline)) is not None:
+        if fresh or "measurement" in event:
+            deadline = time.monotonic() + timeout_s
+            fresh = False
+        if "plan" in event:
+            record.plan(Case.from_dict(c) for c in event["plan"])
+        elif "start" in event:
+            in_flight = Case.from_dict(event["start"])
+        elif "measurement" in event:
+            record.add(Measurement.from_dict(event["measurement"]))
+            in_flight = None
+        elif "usage_error" in event:
+            raise UsageError(event["usage_error"])
+        else:
+            return tuple(event["explained"])
+    return record.lost(worker, in_flight, timeout_s)
+
+
+class _Record:
+    """What the parent knows: each case's measurement, in the order taken, and what the
+    cases of each size whose inputs a worker built are called."""
+
+    def __init__(self, request: Request, on_result: Callable[[Measurement], None]) -> None:
+        self.request = request
+        self.on_result = on_result
+        self.taken: dict[Unit, Measurement] = {}
+        self.planned: dict[Unit, Case] = {}
+
+    def measurements(self) -> tuple[Measurement, ...]:
+        return tuple(self.taken.values())
+
+    def comparison(self) -> Comparison:
+        name = next(iter(self.taken.values())).case.workload.removeprefix(WORKLOAD_PREFIX)
+        return Comparison(name, self.measurements(), self.request.devices)
+
+    def plan(self, cases: Iterable[Case]) -> None:
+        self.planned.update((unit(c), c) for c in cases)
+
+    def add(self, m: Measurement) -> None:
+        new = unit(m.case) not in self.taken
+        self.taken[unit(m.case)] = m
+        if new:
+            self.on_result(m)
+
+    def complete(self) -> bool:
+        return len(self.taken) == self.request.cases
+
+    def profiled(self) -> bool:
+        """Whether a GPU case finished: explaining it profiles the user's function."""
+        return any(m.status is Status.OK and m.case.device != "cpu"
+                   for m in self.taken.values())
+
+    def lost(self, worker: FileWorker, in_flight: Case | None, timeout_s: float) -> str:
+        """Record what a worker's death took with it; returns why it died."""
+        status, reason = worker.death(timeout_s)
+        if in_flight is not None:
+            m = Measurement(in_flight, status, reason)
+            self.add(m)
+            if in_flight.device != "cpu" and data_of(in_flight) == RESIDENT:
+                self.add(skipped_end_to_end(m))
+        elif not self.complete():  # else it died explaining: every case is taken
+            self._lost_outside_a_case(status, reason)
+        return reason
+
+    def _lost_outside_a_case(self, status: Status, reason: str) -> None:
+        """The cases not taken at the smallest size with any: named as a worker planned
+        them, or else as at the last size planned. A device found unavailable there is
+        unavailable here too; every other case is lost with the worker."""
+        if not self.planned:
+            path = self.request.target.rpartition("::")[0]
+            raise UsageError(f"loading {path} or building its first inputs ended the worker "
+                             f"before any case ran: {reason}")
+        last = {(device, data): c for (_, device, data), c in self.planned.items()}
+        sizes = self.request.sizes or tuple(sorted({u[0] for u in self.planned}))
+        missing = [(size, d, data) for size in sizes for d in self.request.devices
+                   for data in placements(d) if (size, d, data) not in self.taken]
+        size = missing[0][0]
+        for u in (u for u in missing if u[0] == size):
+            case = self.planned.get(u) or replace(last[u[1:]], size=size)
+            seen = self.taken.get(unit(last[u[1:]]))
+            self.add(replace(seen, case=case) if seen and seen.status is Status.UNAVAILABLE
+                     else Measurement(case, status, f"before the case started (loading the "
+                                                    f"file or building the inputs of size "
+                                                    f"{size}): {reason}"))
+
+
+def _explained(comparison: Comparison, unexplained: str) -> tuple[str, ...]:
+    """The explanation from the numbers alone, where no worker could give it: no GPU case
+    finished (there is nothing to profile), or the worker profiling one died."""
+    def replay(case: Case) -> Callable[[], object]:
+        raise RuntimeError(f"the worker that profiled it died: {unexplained}")
+
+    return tuple(str(explain(comparison.measurements, replay)).splitlines())

@@ -1,0 +1,187 @@
+"""`gpuvs run-file` runs the user's function in a worker process: whatever the function
+does to its process — a segfault, `os._exit`, a hang, a flood of prints — gpuvs records
+the case and carries on. Real workers, real torch on the CPU."""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from gpuvs.cli import app
+
+pytest.importorskip("torch")
+runner = CliRunner()
+
+SCRIPT = """
+import os
+import signal
+import sys
+import time
+
+import torch
+
+
+def inputs(size):
+    return torch.rand(size)
+
+
+def segfaults(x):
+    if len(x) == 20:
+        print("the last words before the crash", flush=True)
+        os.kill(os.getpid(), signal.SIGSEGV)
+    return x * 2
+
+
+def hangs(x):
+    if len(x) == 10:
+        time.sleep(1000)
+    return x * 2
+
+
+def exits(x):
+    if len(x) == 30:
+        os._exit(3)
+    return x * 2
+
+
+def chatty(x):
+    print("chatter " * 200)
+    print("more chatter", file=sys.stderr)
+    return x * 2
+
+
+def double(x):
+    return x * 2
+
+
+def inputs_die_at_20(size):
+    if size == 20:
+        os.kill(os.getpid(), signal.SIGSEGV)
+    return torch.rand(size)
+"""
+
+
+@pytest.fixture
+def script(tmp_path: Path) -> Path:
+    path = tmp_path / "risky.py"
+    path.write_text(SCRIPT)
+    return path
+
+
+def invoke(script: Path, func: str, db: str, *args: str):
+    return runner.invoke(app, ["run-file", f"{script}::{func}", "--sizes", "10,20,30", "-d",
+                               "cpu", "--budget", "0.05", "--db", db, *args],
+                         env={"COLUMNS": "200"})
+
+
+def stored(db: str) -> dict[int, tuple[str, str]]:
+    """The saved run's cases: size → (status, reason)."""
+    with sqlite3.connect(db) as conn:
+        return {size: (status, reason) for size, status, reason in conn.execute(
+            "SELECT size, status, reason FROM measurements")}
+
+
+def test_a_segfault_at_one_size_is_that_case_crashed_and_the_other_sizes_run(
+        script: Path, db: str) -> None:
+    result = invoke(script, "segfaults", db)
+    assert result.exit_code == 1, result.output  # a crashed case: the run is incomplete
+    cases = stored(db)
+    assert {size: status for size, (status, _) in cases.items()} == {
+        10: "ok", 20: "crashed", 30: "ok"}
+    assert cases[20][1] == "the worker died (signal SIGSEGV). the last words before the crash"
+    assert "crashed: the worker died (signal SIGSEGV)" in result.output
+    assert "saved as run " in result.output
+
+
+def test_a_hang_outlives_the_timeout_is_killed_and_the_next_size_still_runs(
+        script: Path, db: str) -> None:
+    """At the first size, too: the start-up allowance covers loading, not the case."""
+    started = time.monotonic()
+    result = invoke(script, "hangs", db, "--timeout", "3")
+    assert time.monotonic() - started < 60  # not the 120 s start-up allowance
+    assert result.exit_code == 0, result.output  # a timeout is a result, not a failure
+    cases = stored(db)
+    assert cases[10] == ("timeout", "no result within the 3 s timeout; the worker was killed")
+    assert cases[20][0] == cases[30][0] == "ok"
+
+
+def test_an_exit_from_the_function_is_crashed_with_its_exit_code(script: Path,
+                                                                  db: str) -> None:
+    """At the last size: no worker is left to explain the run, and gpuvs explains it from
+    the numbers (there is no GPU case to profile)."""
+    result = invoke(script, "exits", db)
+    assert result.exit_code == 1, result.output
+    assert stored(db)[30] == ("crashed", "the worker died (exit code 3).")
+    assert "at size 20, cpu: " in result.output and "saved as run " in result.output
+
+
+def test_what_the_function_prints_stays_out_of_the_output(script: Path, db: str) -> None:
+    """gpuvs as a command of its own, so that any output of the worker's would show."""
+    result = subprocess.run(
+        [sys.executable, "-m", "gpuvs", "run-file", f"{script}::chatty", "--sizes", "10,20",
+         "-d", "cpu", "--budget", "0.05", "--db", db], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert "chatter" not in result.stdout + result.stderr
+    assert "saved as run " in result.stdout
+    assert {status for status, _ in stored(db).values()} == {"ok"}
+
+
+def test_inputs_that_kill_the_worker_take_their_size_and_the_next_size_runs(
+        script: Path, db: str) -> None:
+    result = invoke(script, "double", db, "--inputs", "inputs_die_at_20")
+    assert result.exit_code == 1, result.output
+    cases = stored(db)
+    assert cases[20] == ("crashed", "before the case started (loading the file or building "
+                                    "the inputs of size 20): the worker died (signal SIGSEGV).")
+    assert cases[10][0] == cases[30][0] == "ok"
+
+
+def test_a_file_that_kills_the_worker_as_it_loads_is_one_line_and_exit_2(
+        tmp_path: Path, db: str) -> None:
+    path = tmp_path / "dies.py"
+    path.write_text("import os\nprint('loading', flush=True)\nos._exit(7)\n")
+    result = runner.invoke(app, ["run-file", f"{path}::f", "--db", db])
+    assert result.exit_code == 2, result.output
+    assert result.output == (f"error: loading {path} or building its first inputs ended the "
+                             "worker before any case ran: the worker died (exit code 7). "
+                             "loading\n")
+
+
+@pytest.mark.gpu
+def test_on_cuda_a_resident_case_that_kills_the_worker_skips_its_end_to_end_twin(
+        tmp_path: Path, db: str) -> None:
+    """And the explanation still counts the kernels of the cases that finished: a fresh
+    worker, with every case done, profiles them."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    path = tmp_path / "gpu.py"
+    path.write_text("import os, signal, torch\n"
+                    "def inputs(size):\n"
+                    "    return torch.rand(size)\n"
+                    "def dies_on_cuda_at_20(x):\n"
+                    "    if x.is_cuda and len(x) == 20:\n"
+                    "        os.kill(os.getpid(), signal.SIGSEGV)\n"
+                    "    return x * 2\n")
+    result = runner.invoke(app, ["run-file", f"{path}::dies_on_cuda_at_20", "--sizes",
+                                 "10,20", "--budget", "0.05", "--db", db],
+                           env={"COLUMNS": "200"})
+    assert result.exit_code == 1, result.output
+    with sqlite3.connect(db) as conn:
+        cases = {(size, device, params): (status, reason) for size, device, params, status,
+                 reason in conn.execute("SELECT size, device, params, status, reason FROM "
+                                        "measurements")}
+    at_20 = {k[1:]: v for k, v in cases.items() if k[0] == 20}
+    assert at_20[("cpu", "{}")][0] == "ok"
+    assert at_20[("cuda", "{}")] == ("crashed", "the worker died (signal SIGSEGV).")
+    assert at_20[("cuda", '{"data": "end_to_end"}')] == (
+        "skipped", "not measured: the resident case is crashed")
+    assert {v[0] for k, v in cases.items() if k[0] == 10} == {"ok"}
+    assert "at size 10, cuda resident: " in result.output
+    assert "kernels not counted" not in result.output
