@@ -15,14 +15,19 @@ from gpuvs.cli.app import (
     EXIT_FAILED_RUN,
     BudgetOpt,
     DbOption,
+    FormatOpt,
     JsonOpt,
     SizesOpt,
     TimeoutOpt,
     app,
+    check_format,
+    check_writable,
     console,
+    emit_tables,
     open_store,
     split,
     usage_errors,
+    write_file,
 )
 from gpuvs.report.progress import progress
 from gpuvs.yours.run_file import DEFAULT_INPUTS
@@ -50,6 +55,7 @@ def run_file(
     timeout: TimeoutOpt = None,
     db: DbOption = None,
     json_path: JsonOpt = None,
+    fmt: FormatOpt = "plain",
 ) -> None:
     """Compare your own function on the CPU and the GPU, over sizes.
 
@@ -68,6 +74,8 @@ def run_file(
     from gpuvs.yours.run_file import Request, script
 
     with usage_errors():
+        check_format(fmt)
+        check_writable(json_path)
         script(target)  # the shape and the file, before a worker starts
         chosen = parse_sizes(split(sizes))
         devices = check_devices(split(device) or ("cpu", "cuda"))
@@ -75,28 +83,27 @@ def run_file(
         config = RunConfig(**{k: v for k, v in given.items() if v is not None}).validate()
         store = open_store(db)
         request = Request(target, inputs, chosen, devices, config.budget_s, tolerance)
-        with progress(request.cases) as advance:
+        with progress(request.cases, fmt != "plain") as advance:
             outcome = run(request, config.timeout_s, advance)
-    raise typer.Exit(_report(outcome, store, target, json_path))
+    raise typer.Exit(_report(outcome, store, target, json_path, fmt))
 
 
-def _report(outcome: Any, store: Any, target: str, json_path: Path | None) -> int:
-    from gpuvs.report import console as con
+def _report(outcome: Any, store: Any, target: str, json_path: Path | None,
+            fmt: str = "plain") -> int:
     from gpuvs.report.layout import result_tables
+    from gpuvs.report.verdict import answer_table
 
-    out = console()
+    out = console(stderr=fmt != "plain")  # stdout holds only the tables in md or json
     result = outcome.comparison
-    con.print_tables(result_tables(result.measurements), out)
+    emit_tables([*result_tables(result.measurements), answer_table(result.measurements)],
+                fmt, console())
     for line in outcome.explanation:
         out.print(line, highlight=False, markup=False)
     run_id = result.save(store.location, target=target)
     out.print(f"saved as run {run_id} in {store.path}; `gpuvs show {run_id}` prints it again.",
               markup=False)
     if json_path:
-        import os
-
-        tmp = json_path.with_name(json_path.name + ".tmp")
-        tmp.write_text(result.to_json(indent=1))
-        os.replace(tmp, json_path)  # atomically: a reader never sees half a file
+        with usage_errors():
+            write_file(json_path, result.to_json(indent=1), "JSON")
         out.print(f"wrote {json_path}", markup=False)
     return EXIT_FAILED_RUN if result.failed else 0
