@@ -108,3 +108,17 @@ def test_a_contended_sweep_keeps_its_caveat_in_its_row() -> None:
     (answer,) = answers(ms).values()
     assert answer.endswith("; 8 case(s) of this sweep contended: measured on a busy machine")
     assert series_table(ms).rows[0][3].endswith("contended: measured on a busy machine")
+
+
+def test_a_winner_that_ran_float32_as_tf32_is_named_so_in_its_row() -> None:
+    """JAX runs float32 products on TF32 matrix units by default: its 297× on the H100 was
+    less precise work than the CPU's, and the answer says so where it names JAX."""
+    cpu = sweep({("numpy", "cpu", "resident"): lambda n: 1e-3})
+    jax = sweep({("jax", GPU, "resident"): lambda n: 1e-5}, caveats=(Caveat.TF32_ON,))
+    torch = sweep({("torch", GPU, "resident"): lambda n: 1e-4})
+    (answer,) = answers(cpu + jax + torch).values()
+    assert answer.startswith("GPU (jax, data on the GPU)")
+    assert answer.endswith("; jax ran its float32 products as TF32 (a 10-bit mantissa), not "
+                           "full float32")
+    (plain,) = answers(cpu + torch).values()
+    assert "TF32" not in plain

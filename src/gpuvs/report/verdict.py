@@ -44,7 +44,7 @@ def verdict_table(measurements: Iterable[Measurement]) -> Table:
         found = crossovers(done)
         against_gpu |= bool(found)
         answer = _gpu_answer(found, axis) if found else _cpu_answer(done, axis)
-        rows.append((sweep_title(key), answer + _contended(done)))
+        rows.append((sweep_title(key), answer + _tf32(done, answer) + _contended(done)))
     gpu = (f"GPU: the fastest GPU series at the largest size, against the fastest CPU case at "
            f"each size; {RESIDENT}: its inputs already there (resident); {COPIES}: the "
            "host↔device copies paid in every call (end-to-end)",) if against_gpu else ()
@@ -90,6 +90,15 @@ def _contended(done: Sequence[Measurement]) -> str:
     contended = sum(Caveat.CONTENDED in m.caveats for m in done)
     return (f"; {contended} case(s) of this sweep contended: measured on a busy machine"
             if contended else "")
+
+
+def _tf32(done: Sequence[Measurement], answer: str) -> str:
+    """A winner whose float32 products ran on TF32 matrix units (JAX's GPU default) did
+    less precise work than the CPU it beat: the answer says so beside its ratio."""
+    named = sorted({m.case.backend for m in done if Caveat.TF32_ON in m.caveats
+                    and f"GPU ({m.case.backend}" in answer})
+    return "".join(f"; {b} ran its float32 products as TF32 (a 10-bit mantissa), not full "
+                   "float32" for b in named)
 
 
 def _busy(row: tuple[str, ...], done: Sequence[Measurement]) -> tuple[str, ...]:
