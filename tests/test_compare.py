@@ -308,3 +308,19 @@ def test_a_gpu_run_after_an_earlier_worker_timed_the_cpu_is_still_checked_agains
                  done=cpu.measurements)
     m = next(m for m in result.measurements if m.case.device == "cuda")
     assert m.status is Status.WRONG_RESULT and "differs from cpu" in m.reason
+
+
+def test_a_sweep_from_python_shows_its_progress_on_stderr_and_one_size_does_not(capsys
+                                                                             ) -> None:
+    import torch
+
+    import gpuvs
+
+    gpuvs.compare(lambda x: x * 5, batch=lambda n: torch.rand(n), sizes=[10, 100],
+                  devices=["cpu"], budget_s=0.02)
+    swept = capsys.readouterr()
+    assert swept.out == ""
+    assert "[1/2] yours:lambda/correct/torch/cpu/float32/10 ok" in swept.err
+    assert "[2/2] yours:lambda/correct/torch/cpu/float32/100 ok" in swept.err
+    gpuvs.compare(lambda x: x * 5, torch.rand(10), devices=["cpu"], budget_s=0.02)
+    assert capsys.readouterr().err == ""

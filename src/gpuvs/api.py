@@ -67,9 +67,10 @@ def compare(fn: Callable[..., object], *args: Any, devices: Sequence[str] = ("cp
     the one argument) and `sizes` lists the sizes (`[100, 1000]` or `"1e2:1e5"`; default
     10 to 10^4): the comparison then sweeps and reports the crossover. `sizes` without
     `batch` resizes the first axis of every tensor and array argument (rows repeated).
-    `budget_s` is the sampling time per case. Returns a `gpuvs.yours.comparison.Comparison`.
+    `budget_s` is the sampling time per case. A sweep shows its progress on stderr.
+    Returns a `gpuvs.yours.comparison.Comparison`.
     """
     from gpuvs.yours.compare import run
 
     return run(fn, args, kwargs, devices=devices, batch=batch, sizes=sizes,
-               budget_s=budget_s, tolerance=tolerance, name=name)
+               budget_s=budget_s, tolerance=tolerance, name=name, show_progress=True)

@@ -23,7 +23,8 @@ import hashlib
 import inspect
 import sysconfig
 import traceback
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -65,7 +66,7 @@ def run(fn: Callable[..., object], args: tuple[Any, ...], kwargs: Mapping[str, A
         on_result: Callable[[Measurement], None] | None = None,
         on_start: Callable[[Case], None] | None = None,
         on_plan: Callable[[list[Case]], None] | None = None,
-        done: Sequence[Measurement] = ()) -> Comparison:
+        done: Sequence[Measurement] = (), show_progress: bool = False) -> Comparison:
     """`gpuvs.compare` with its arguments spelt out (the magic and the CLI call this, so
     that a user's keyword arguments can never collide with compare's own).
 
@@ -74,7 +75,7 @@ def run(fn: Callable[..., object], args: tuple[Any, ...], kwargs: Mapping[str, A
     measurement: run-file's worker tells its parent so which case is in flight when it
     dies, and what the cases of a size are called. `done` are the cases an earlier
     worker finished or died in: they are neither run nor reported again, but are part of
-    the result."""
+    the result. `show_progress` shows a sweep's progress on stderr (`gpuvs.compare`)."""
     devices = check_devices(devices)
     if not callable(fn):
         raise UsageError(f"compare needs a function to call; got {type(fn).__name__} {fn!r}")
@@ -84,19 +85,51 @@ def run(fn: Callable[..., object], args: tuple[Any, ...], kwargs: Mapping[str, A
     settings.fn, prefix = _unbound(fn)
     plan = _plan(args, dict(kwargs), batch, sizes, prefix)
     earlier = _Earlier(devices, {unit(m.case): m for m in done})
+    with _progress_shown(settings, plan, devices, show_progress):
+        measurements = _sweep(settings, plan, earlier)
+    return Comparison(settings.name, tuple(measurements), devices,
+                      replay=lambda case: _resident_call(settings.fn, plan.inputs(case.size),
+                                                         case.device))
+
+
+def _sweep(s: _Settings, plan: _Plan, earlier: _Earlier) -> list[Measurement]:
     measurements: list[Measurement] = []
     oom_at: dict[str, int] = {}  # a series that ran out of memory stops growing
     for size in plan.sizes:
         found = earlier.all_at(size)  # all done already: its inputs need not be built
         if found is None:
-            found = _at_size(settings, plan.inputs(size), size, earlier, oom_at)
+            found = _at_size(s, plan.inputs(size), size, earlier, oom_at)
         for m in found:
             if m.status is Status.OOM:
                 oom_at.setdefault(m.case.device, size)
         measurements += found
-    return Comparison(settings.name, tuple(measurements), devices,
-                      replay=lambda case: _resident_call(settings.fn, plan.inputs(case.size),
-                                                         case.device))
+    return measurements
+
+
+@contextmanager
+def _progress_shown(s: _Settings, plan: _Plan, devices: Sequence[str], show: bool
+                    ) -> Iterator[None]:
+    """A sweep called from Python shows its progress on stderr as the commands do (a bar
+    with the time left in a terminal or a notebook, a line per case elsewhere); one size
+    is quick and shows none."""
+    if not show or len(plan.sizes) < 2:
+        yield
+        return
+    from gpuvs.report.progress import progress
+
+    told = s.on_result
+    with progress(len(plan.sizes) * sum(len(placements(d)) for d in devices),
+                  stderr=True) as advance:
+        def both(m: Measurement) -> None:
+            advance(m)
+            if told is not None:
+                told(m)
+
+        s.on_result = both
+        try:
+            yield
+        finally:
+            s.on_result = told
 
 
 def _at_size(s: _Settings, inputs: Inputs, size: int, earlier: _Earlier,
