@@ -1,0 +1,70 @@
+"""Output piped to a file or a CI log reads as in a wide terminal: no table squeezed to 80
+columns, no number or word split across lines, whatever COLUMNS the environment sets."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+COMMANDS = {
+    "run": ["run", "-w", "matmul", "-a", "shape=square", "-b", "numpy,torch", "-d", "cpu",
+            "-s", "64,512", "--budget", "0.05", "--passes", "1"],
+    "sweep": ["sweep", "elementwise", "-a", "op=scale", "-b", "numpy,torch", "-d", "cpu",
+              "-s", "1e3,1e5", "--budget", "0.05", "--passes", "1"],
+    "seeds --quick": ["seeds", "--seed", "0", "--quick", "--device", "cpu",
+                      "--budget", "0.05"],
+}
+
+
+def gpuvs(args: list[str], db: Path, columns: str, out: Path | None = None) -> str:
+    env = os.environ | {"COLUMNS": columns}
+    with open(out or os.devnull, "w") as sink:
+        proc = subprocess.run([sys.executable, "-m", "gpuvs", *args, "--db", str(db)],
+                              stdout=sink if out else subprocess.PIPE, text=True, env=env,
+                              timeout=300)
+    assert proc.returncode == 0
+    return out.read_text() if out else proc.stdout
+
+
+def tables(text: str) -> list[tuple[str, list[str]]]:
+    """(the dashes line, the rows under it) of each plain table."""
+    lines, found = text.splitlines(), []
+    for i, line in enumerate(lines):
+        if re.fullmatch(r"-+( +-+)+", line):
+            rows = []
+            for row in lines[i + 1:]:  # the table ends at a blank line or a line of prose
+                if not row.strip() or ("  " not in row.strip() and not _note(row)):
+                    break
+                rows.append(row)
+            found.append((line, rows))
+    return found
+
+
+def _note(row: str) -> bool:
+    return row.lstrip().startswith(("note:", "why:"))
+
+
+@pytest.mark.parametrize("name", COMMANDS)
+def test_piped_tables_keep_their_columns_at_any_columns_setting(name: str, tmp_path: Path
+                                                                 ) -> None:
+    db = tmp_path / "r.sqlite"
+    text = gpuvs(COMMANDS[name], db, columns="40", out=tmp_path / "out.txt")
+    assert max(map(len, text.splitlines())) > 80  # not squeezed to a terminal's width
+    found = tables(text)
+    assert found, text
+    for dashes, rows in found:
+        gaps = [m.start() for m in re.finditer(r" {2}", dashes)]
+        for row in rows:
+            if _note(row):
+                continue  # a long note has a line of its own under its row
+            assert len(row) <= len(dashes), row
+            assert all(row[g:g + 2] in ("  ", row[g:g + 2].rstrip(), "") for g in gaps
+                       if g < len(row)), row
+    # The same stored run, shown piped at two widths: the same bytes.
+    narrow, wide = gpuvs(["show", "latest"], db, "40"), gpuvs(["show", "latest"], db, "400")
+    assert narrow == wide
