@@ -38,9 +38,12 @@ def test_a_case_measured_while_two_processes_hog_the_cores_says_so() -> None:
     hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
     try:
         sink = Collected()
-        case = Case("elementwise", "correct", "numpy", "cpu", "float32", 1_000_000,
+        case = Case("elementwise", "correct", "numpy", "cpu", "float32", 10_000_000,
                     (("op", "scale"),))
-        execute(sink, [case], RunConfig(budget_s=0.3, timeout_s=120))
+        # One pass of a fixed 60 samples of milliseconds each: a window long enough for the
+        # kernel's CPU-time ticks to show the hogs (a CI met early made it too short).
+        execute(sink, [case], RunConfig(budget_s=1.0, timeout_s=120, passes=1,
+                                        criterion="fixed:n=60"))
     finally:
         for h in hogs:
             h.kill()
