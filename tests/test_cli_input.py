@@ -215,3 +215,14 @@ def test_a_full_disk_mid_run_fails_the_run_in_one_line_and_keeps_its_cases(tmp_p
         # Lazily: a worker of the failed run may still hold a file there for a moment, and
         # a plain umount would then leave the mount behind.
         subprocess.run(["umount", "--lazy", str(disk)])
+
+
+def test_a_dry_run_or_a_refused_resume_creates_no_database(tmp_path) -> None:
+    """--dry-run stores nothing, and a --resume refused for its flags opens nothing: no
+    database file appears where none was."""
+    db = tmp_path / "never.sqlite"
+    assert invoke("run", "--dry-run", "--db", str(db)).exit_code == 0
+    assert invoke("sweep", "matmul", "--dry-run", "--db", str(db)).exit_code == 0
+    one_line_error(invoke("run", "--resume", "latest", "--all", "--db", str(db)),
+                   "drop --all")
+    assert not db.exists()

@@ -108,7 +108,8 @@ JsonOpt = Annotated[Path | None, typer.Option(
     help="Also write the run (config, environment, raw samples) here.")]
 WorkloadsOpt = Annotated[list[str] | None, typer.Option(
     "--workload", "-w", metavar="WORKLOAD",
-    help="Workload(s) to run; default: all. See `gpuvs list`.")]
+    help="Workload(s) to run, each whole; default: the first-answer suite (square products "
+         "and x *= 5 over sizes; --all for every workload). See `gpuvs list`.")]
 ColdOpt = Annotated[bool, typer.Option(
     "--cold", help="Flush the caches before every timed call (GPU L2, CPU last-level "
                    "cache); one call per sample.")]

@@ -73,7 +73,6 @@ def run(
     with usage_errors():
         check_format(fmt)
         check_writable(json_path, report_path)
-        store = open_store(db)
         given = {"-w": workload, "--variant": variant, "-b": backend, "-d": device,
                  "--dtype": dtype, "-s": sizes, "--budget": budget, "--timeout": timeout,
                  "--criterion": criterion, "--cold": cold or None, "--passes": passes,
@@ -83,6 +82,7 @@ def run(
             raise UsageError(f"--resume finishes a run with the settings it was started with; "
                              f"drop {', '.join(clashing)} (or start a new run without "
                              "--resume)")
+        store = open_store(db) if resume else None  # a dry run stores nothing: no database
         run_record = _resumed(store, resume) if resume else None
         if run_record is not None:
             if run_record.kind is not RunKind.SWEEP:
@@ -95,6 +95,7 @@ def run(
         if dry_run:
             print_plan(plan.expand(config), config)
             raise typer.Exit(0)
+        store = store or open_store(db)
     raise typer.Exit(_execute(store, config, run_record, json_path, report_path, fmt=fmt))
 
 
@@ -118,12 +119,12 @@ def sweep(
             raise UsageError(f"--factor must be a number above 1; got {factor}")
         check_format(fmt)
         check_writable(json_path, report_path)
-        store = open_store(db)
         config = build_config((workload,), variant, backend, device, dtype, sizes, budget,
                                timeout, criterion, cold, passes, axis)
         if dry_run:
             print_plan(plan.expand(config), config)
             raise typer.Exit(0)
+        store = open_store(db)
     raise typer.Exit(_execute(store, config, None, json_path, report_path,
                               factor if refine else None, fmt))
 
