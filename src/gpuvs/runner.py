@@ -5,9 +5,8 @@ The parent owns the clock: a case that outlives its timeout has its worker's who
 process group killed and is recorded `TIMEOUT`; a worker that dies is `CRASHED` with
 its signal and stderr tail (or `OOM` when SIGKILL came from outside — the host's
 out-of-memory killer), as `gpuvs.child` words it; either way a fresh worker takes the
-next case. An out-of-memory
-stops its series growing. Every measurement is saved the moment it arrives, so a kill
-loses at most the case in flight.
+next case. An out-of-memory stops its series growing. Every measurement is saved the
+moment it arrives, so a kill loses at most the case in flight.
 """
 
 from __future__ import annotations
@@ -164,8 +163,8 @@ def _again(m: Measurement) -> bool:
 def merged(first: Measurement, later: Measurement) -> Measurement:
     """One case from two passes: samples in the order taken, the first pass's first call,
     loops and what only it measured (kernel counts, parts, busy time), the later pass's
-    other counters, and the caveats judged on all the samples (plus
-    those only a pass could see: contention, throttling, TF32). A later pass that failed
+    other counters, and the caveats judged on all the samples (plus those only a pass
+    could see: contention, throttling, TF32). A later pass that failed
     is the case's outcome: a number that could not be taken again is not kept."""
     if later.status is not Status.OK:
         return later

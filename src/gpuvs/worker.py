@@ -124,19 +124,20 @@ def _watched(make: Callable[[], Prepared], backend: Backend, case: Case, clock: 
     watch = telemetry.Watch(case.device)
     settled = watch.settled if watch.active else None
     prepared = replace(make(), clocks_settled=settled)
+    def timed(prepared: Prepared, budget: Budget) -> Measurement:
+        with backend.quiet_numpy_blas():
+            return measure(prepared, case, clock, criteria.parse(request["criterion"])(),
+                           budget)
+
     before = contention.snapshot()
     budget = Budget(**request["budget"])
-    with backend.quiet_numpy_blas():
-        m = measure(prepared, case, clock, criteria.parse(request["criterion"])(), budget)
+    m = timed(prepared, budget)
     remeasured = caveats.REMEASURE & set(m.caveats)
     if remeasured:  # two groups or a drift: look longer before calling it a number
-        budget = replace(budget, seconds=REMEASURE_BUDGET_FACTOR * budget.seconds)
         del prepared  # its inputs go before the fresh ones are made
         gc.collect()
         prepared = replace(make(), clocks_settled=settled)
-        with backend.quiet_numpy_blas():
-            m = measure(prepared, case, clock, criteria.parse(request["criterion"])(),
-                        budget)
+        m = timed(prepared, replace(budget, seconds=REMEASURE_BUDGET_FACTOR * budget.seconds))
     after = contention.snapshot()
     share = contention.others_share(before, after)
     watch.finish()

@@ -47,6 +47,12 @@ def usage_errors() -> Iterator[None]:
         raise typer.Exit(EXIT_USAGE) from None
 
 
+def narration(fmt: str) -> Any:
+    """The console for a command's own lines (its header, progress, "finished", "wrote"):
+    stdout, or stderr when stdout carries machine-read tables (`--format md|json`)."""
+    return console(stderr=fmt != "plain")
+
+
 def one_line(text: str) -> str:
     """A message that a library wrote over several lines (tarfile, pickle), joined: an
     error is one line, in a terminal and in a CI log alike."""
@@ -211,14 +217,14 @@ def print_plan(cases: Sequence[Any], config: Any) -> None:
 
 
 def estimate_line(cases: Sequence[Any], config: Any) -> str:
-    """'about 4 min (estimated at budget 1 s a case, 2 passes)'."""
+    """'about 4 min (a rough estimate at budget 1 s a case, 2 passes)'."""
     from gpuvs import plan
 
     seconds = plan.estimate_s(tuple(cases), config)
     about = (f"about {seconds / 60:.0f} min" if seconds >= 90 else
              f"about {max(seconds, 1):.0f} s")
-    return f"{about} (a rough estimate at budget {config.budget_s:g} s a case, {config.passes} " \
-           f"pass{'es' if config.passes > 1 else ''})"
+    passes = f"{config.passes} pass{'es' if config.passes > 1 else ''}"
+    return f"{about} (a rough estimate at budget {config.budget_s:g} s a case, {passes})"
 
 
 def check_writable(*paths: Path | None) -> None:

@@ -22,6 +22,7 @@ from gpuvs.cli.app import (
     check_format,
     console,
     emit_tables,
+    narration,
     open_store,
     split,
     usage_errors,
@@ -142,12 +143,12 @@ def _execute(spec: Any, db: str | None, json_path: Any, fmt: str = "plain") -> i
         store = open_store(db)
     run = start_run(store, RunKind.DIST, spec.config())
     spec = replace(spec, run_id=run.run_id, db=store.location)
-    out = console(stderr=fmt != "plain")  # stdout holds only the tables in md or json
+    out = narration(fmt)
     s = spec.setup
     out.print(f"run {run.run_id}: {len(spec.cases)} cases on up to {s.nproc} ranks × "
               f"{s.device} ({s.backend})")
     again = "The same `gpuvs dist` command measures every case again."
-    with usage_errors(), guarded(run, again), progress(len(spec.cases), fmt != "plain") as advance:
+    with usage_errors(), guarded(run, again), progress(len(spec.cases), out.stderr) as advance:
         info = (worker.serve(spec, advance) if spec.launched
                 else launch.execute(spec, run, advance))
     run.finish()

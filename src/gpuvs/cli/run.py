@@ -33,6 +33,7 @@ from gpuvs.cli.app import (
     console,
     emit_tables,
     estimate_line,
+    narration,
     open_store,
     print_plan,
     split,
@@ -165,7 +166,7 @@ def _execute(store: Any, config: Any, run_record: Any, json_path: Path | None,
         run = RunHandle(store, run_record)
         skip = frozenset(m.case.key for m in run.measurements()
                          if runner.complete(m, config.passes))
-    out = console(stderr=fmt != "plain")  # stdout holds only the tables in md or json
+    out = narration(fmt)
     busy = contention.busy_line()
     if busy:
         out.print(busy, markup=False, highlight=False)
@@ -182,7 +183,7 @@ def _execute(store: Any, config: Any, run_record: Any, json_path: Path | None,
     rounds = 0
     with usage_errors(), guarded(run, "`gpuvs run --resume latest` finishes it."):
         while cases:
-            with progress(sum(c.key not in skip for c in cases), fmt != "plain") as advance:
+            with progress(sum(c.key not in skip for c in cases), out.stderr) as advance:
                 counts += runner.execute(run, cases, config, on_result=advance,
                                          skip_keys=skip).counts
             cases = _refinement(store, run.run_id, refine_factor, rounds)

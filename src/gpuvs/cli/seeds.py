@@ -18,6 +18,7 @@ from gpuvs.cli.app import (
     check_format,
     console,
     emit_tables,
+    narration,
     open_store,
     print_plan,
     split,
@@ -126,12 +127,12 @@ def _run(store: Any, config: Any, cases: list[Any], chosen: tuple[str, ...], opt
     run = start_run(store, RunKind.SEEDS, {
         "seeds": list(chosen), **asdict(options), "budget_s": config.budget_s,
         "timeout_s": config.timeout_s, "devices": list(config.devices)})
-    out = console(stderr=fmt != "plain")  # stdout holds only the tables in md or json
+    out = narration(fmt)
     out.print(f"run {run.run_id}: seeds {', '.join(chosen)}, {len(cases)} cases"
               + (" (--quick)" if options.quick else ""))
     started = time.monotonic()
     again = f"`gpuvs seeds {' '.join(chosen)}` measures them again."
-    with usage_errors(), guarded(run, again), progress(len(cases), fmt != "plain") as advance:
+    with usage_errors(), guarded(run, again), progress(len(cases), out.stderr) as advance:
         counts = runner.execute(run, cases, config, on_result=advance).counts
     took = units.seconds(time.monotonic() - started)
     run.finish()

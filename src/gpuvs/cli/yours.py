@@ -24,6 +24,7 @@ from gpuvs.cli.app import (
     check_writable,
     console,
     emit_tables,
+    narration,
     open_store,
     split,
     usage_errors,
@@ -83,7 +84,7 @@ def run_file(
         config = RunConfig(**{k: v for k, v in given.items() if v is not None}).validate()
         store = open_store(db)
         request = Request(target, inputs, chosen, devices, config.budget_s, tolerance)
-        with progress(request.cases, fmt != "plain") as advance:
+        with progress(request.cases, narration(fmt).stderr) as advance:
             outcome = run(request, config.timeout_s, advance)
     raise typer.Exit(_report(outcome, store, target, json_path, fmt))
 
@@ -93,7 +94,7 @@ def _report(outcome: Any, store: Any, target: str, json_path: Path | None,
     from gpuvs.report.layout import result_tables
     from gpuvs.report.verdict import answer_table
 
-    out = console(stderr=fmt != "plain")  # stdout holds only the tables in md or json
+    out = narration(fmt)
     result = outcome.comparison
     emit_tables([*result_tables(result.measurements), answer_table(result.measurements)],
                 fmt, console())

@@ -117,19 +117,11 @@ def _progress_shown(s: _Settings, plan: _Plan, devices: Sequence[str], show: boo
         return
     from gpuvs.report.progress import progress
 
-    told = s.on_result
+    told = s.on_result  # the run's own settings: the caller's hook still hears each case
     with progress(len(plan.sizes) * sum(len(placements(d)) for d in devices),
                   stderr=True) as advance:
-        def both(m: Measurement) -> None:
-            advance(m)
-            if told is not None:
-                told(m)
-
-        s.on_result = both
-        try:
-            yield
-        finally:
-            s.on_result = told
+        s.on_result = advance if told is None else lambda m: (advance(m), told(m))
+        yield
 
 
 def _at_size(s: _Settings, inputs: Inputs, size: int, earlier: _Earlier,
