@@ -181,7 +181,10 @@ def _execute(store: Any, config: Any, run_record: Any, json_path: Path | None,
                   "and -w, -s or -a narrow it", markup=False, highlight=False)
     counts: Counter[str] = Counter()
     rounds = 0
-    with usage_errors(), guarded(run, "`gpuvs run --resume latest` finishes it."):
+    def finished() -> int:
+        return sum(runner.complete(m, config.passes) for m in run.measurements())
+
+    with usage_errors(), guarded(run, "`gpuvs run --resume latest` finishes it.", finished):
         while cases:
             with progress(sum(c.key not in skip for c in cases), out.stderr) as advance:
                 counts += runner.execute(run, cases, config, on_result=advance,

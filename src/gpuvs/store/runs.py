@@ -15,7 +15,7 @@ import secrets
 import signal
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
@@ -80,7 +80,8 @@ class RunHandle:
 
 
 @contextmanager
-def guarded(run: RunHandle, how_to_finish: str) -> Iterator[RunHandle]:
+def guarded(run: RunHandle, how_to_finish: str,
+            finished: Callable[[], int] | None = None) -> Iterator[RunHandle]:
     """A run never left `running` by something that stops it early:
 
     - Ctrl-C (SIGINT) and SIGTERM end it as `interrupted`, and `Interrupted` says how to
@@ -91,7 +92,9 @@ def guarded(run: RunHandle, how_to_finish: str) -> Iterator[RunHandle]:
       `failed` with the reason, where the store can still say so, and the `StoreError`
       goes on, naming what was kept.
 
-    Either way the cases recorded so far stay."""
+    Either way the cases recorded so far stay. `finished` counts the cases that need
+    nothing more (a case stored after its first pass of two is measured again by
+    `--resume`); by default, every recorded case."""
     caught: list[str] = []
 
     def terminated(signum: int, frame: Any) -> None:
@@ -105,8 +108,8 @@ def guarded(run: RunHandle, how_to_finish: str) -> Iterator[RunHandle]:
     except KeyboardInterrupt:
         name = caught[0] if caught else "SIGINT"
         run.interrupt(f"stopped by {name}")
-        saved = len(run.finished_keys())
-        raise Interrupted(f"run {run.run_id} stopped by {name}; its {saved} recorded cases "
+        saved = finished() if finished is not None else len(run.finished_keys())
+        raise Interrupted(f"run {run.run_id} stopped by {name}; its {saved} finished cases "
                           f"are kept. {how_to_finish}") from None
     except StoreError as e:
         try:
