@@ -1,8 +1,11 @@
-"""A run stopped early: marked `interrupted`, and the line that says so counts the cases
-that need nothing more, not every row a first pass stored."""
+"""A run's lifecycle, from its one owner: created at once, each case committed as it is
+recorded, then finished or interrupted (the line that says so counting the cases that
+need nothing more, not every row a first pass stored); its kind in its config, a sweep's
+left implicit as sweeps have always been stored."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -13,12 +16,41 @@ from gpuvs.store import open_store
 from gpuvs.store.runs import guarded, start_run
 
 
+def _case(size: int) -> Measurement:
+    return Measurement(Case("matmul", "correct", "numpy", "cpu", "float32", size), Status.OK,
+                       samples=(1e-3, 1.1e-3, 0.9e-3))
+
+
+def test_a_started_run_is_stored_at_once_and_keeps_each_case_it_records(tmp_path: Path
+                                                                        ) -> None:
+    with open_store(str(tmp_path / "r.sqlite")) as store:
+        run = start_run(store, RunKind.SEEDS, {"seeds": ["000"]})
+        assert re.fullmatch(r"\d{8}-\d{6}-[0-9a-f]{4}", run.run_id)
+        assert store.get_run(run.run_id).status == "running"
+        run.record(_case(1))
+        run.record(_case(2))
+        assert run.finished_keys() == {_case(1).case.key, _case(2).case.key}
+        run.finish()
+        stored = run.stored()
+    assert stored.status == "finished" and stored.finished_at is not None
+    assert dict(stored.config) == {"kind": "seeds", "seeds": ["000"]}
+    assert stored.kind is RunKind.SEEDS
+
+
+def test_a_sweep_is_stored_without_a_kind_and_reads_back_as_one(tmp_path: Path) -> None:
+    with open_store(str(tmp_path / "r.sqlite")) as store:
+        run = start_run(store, RunKind.SWEEP, {"budget_s": 1.0})
+        run.interrupt("SIGINT after 3 of 9 cases")
+        stored = run.stored()
+    assert "kind" not in stored.config and stored.kind is RunKind.SWEEP
+    assert (stored.status, stored.reason) == ("interrupted", "SIGINT after 3 of 9 cases")
+
+
 def test_an_interrupted_run_says_how_many_cases_are_finished(tmp_path: Path) -> None:
     with open_store(str(tmp_path / "r.sqlite")) as store:
         run = start_run(store, RunKind.SWEEP, {})
         for size in (64, 128, 256):
-            run.record(Measurement(Case("matmul", "correct", "numpy", "cpu", "float32", size),
-                                   Status.OK, samples=(1e-3,) * 5))
+            run.record(_case(size))
         with pytest.raises(Interrupted, match="its 1 finished cases are kept"), \
                 guarded(run, "finish it.", finished=lambda: 1):
             raise KeyboardInterrupt
