@@ -33,8 +33,11 @@ class SimDevice:
     """Virtual host time plus a queue of kernels on a simulated device."""
 
     def __init__(self, launch_s: float = 5e-6, sync_s: float = 20e-6, jitter: float = 0.0,
-                 seed: int = 0, idle_start_s: float = 0.0) -> None:
+                 seed: int = 0, idle_start_s: float = 0.0, event_s: float = 0.0) -> None:
         self.launch_s, self.sync_s, self.jitter = launch_s, sync_s, jitter
+        # Device time an event takes once stamped (the queue drains around it: about a
+        # microsecond on the H100).
+        self.event_s = event_s
         # A kernel that starts on an idle device runs this much longer (as on the H100:
         # a 4096² product took 2725 µs a call from idle, 2649 µs back to back).
         self.idle_start_s = idle_start_s
@@ -56,8 +59,9 @@ class SimDevice:
 
     def stamp(self) -> float:
         """An event: recorded after the work queued before it, at no host cost."""
-        self.queue_end = max(self.host, self.queue_end)
-        return self.queue_end
+        stamp = self.queue_end = max(self.host, self.queue_end)
+        self.queue_end += self.event_s
+        return stamp
 
 
 class SimTimer:
@@ -71,6 +75,11 @@ class SimTimer:
 
     def stop(self) -> None:
         self.pairs.append((self._start, self.device.stamp()))
+
+    def lap(self) -> None:
+        mark = self.device.stamp()
+        self.pairs.append((self._start, mark))
+        self._start = mark
 
     def elapsed(self) -> list[float]:
         self.device.synchronize()

@@ -150,3 +150,24 @@ def test_a_kernel_that_starts_on_an_idle_device_does_not_inflate_the_samples() -
         dev.launch(kernel_s)
         one_per_sync.stop()
     assert min(one_per_sync.elapsed()) == pytest.approx(kernel_s + 76e-6, rel=1e-3)
+
+
+def test_samples_laid_end_to_end_miss_nothing_a_loop_of_calls_pays() -> None:
+    """One event ends a sample and starts the next: the samples of a batch add up to the
+    device time the batch took, events included. A start and a stop event per sample left
+    one event's device time (about 1 µs on the H100) between every two samples."""
+    dev = SimDevice(launch_s=1e-6, event_s=1e-6)
+    kernel_s = 270e-6
+    m = measure(Prepared(lambda: dev.launch(kernel_s), _ok, single_call=True), CASE,
+                SimClock(dev), FixedCount(n=20))
+    assert m.summary is not None
+    assert m.summary.median == pytest.approx(kernel_s + dev.event_s, rel=1e-6)
+    paired = SimTimer(dev)  # the old way: a start and a stop event around each sample
+    dev.synchronize()
+    begin = dev.queue_end = dev.host
+    for _ in range(5):
+        paired.start()
+        dev.launch(kernel_s)
+        paired.stop()
+    span = dev.queue_end - begin
+    assert span - sum(paired.elapsed()) == pytest.approx(5 * dev.event_s, rel=1e-6)

@@ -145,8 +145,8 @@ def test_a_busy_worker_killed_from_outside_crashed_and_the_next_size_runs() -> N
 
     sink = Collected()
     cases = [case("test_spin", 200_000), case("test_spin", 300)]  # 0.2 s a call, then 0.3 ms
-    done = threading.Thread(target=execute, args=(sink, cases, RunConfig(budget_s=5,
-                                                                         timeout_s=60)))
+    one_worker = RunConfig(budget_s=5, timeout_s=60, passes=1)  # no next pass's worker
+    done = threading.Thread(target=execute, args=(sink, cases, one_worker))
     done.start()
     victim = None
     while victim is None and done.is_alive():
@@ -279,3 +279,32 @@ def test_a_later_pass_adds_samples_and_keeps_what_the_first_measured_once() -> N
     assert final.counters["passes"] == 2
     assert final.counters["gru1_s"] == first.counters["gru1_s"]  # not measured again
     assert len(final.samples) > len(first.samples)
+
+
+@pytest.mark.usefixtures("worker_env")
+def test_the_next_pass_runs_in_a_worker_started_with_the_first_pass() -> None:
+    """A pass in fresh processes used to pay a second start-up (torch and a CUDA context:
+    about 5 s on the H100) before its first number. The next pass's worker now starts
+    beside the first pass's and waits ready: it is already alive when the first pass
+    records, and it is the one that measures the second pass."""
+    import psutil
+
+    class Watching(Collected):
+        def __init__(self) -> None:
+            super().__init__()
+            self.alive: list[set[int]] = []
+            self.pids: list[int] = []  # the process that measured each pass
+
+        def record(self, m: Measurement) -> None:
+            super().record(m)
+            self.pids.append(int(m.counters["pid"]))
+            self.alive.append({p.pid for p in psutil.Process().children(recursive=True)
+                               if p.status() != psutil.STATUS_ZOMBIE
+                               and "gpuvs.worker" in " ".join(p.cmdline())})
+
+    sink = Watching()
+    execute(sink, [Case("test_pid", "correct", "numpy", "cpu", "float32", 1)],
+            RunConfig(budget_s=0.1, timeout_s=60, passes=2))
+    first, second = sink.pids
+    assert first != second  # a fresh process for the second pass
+    assert {first, second} <= sink.alive[0]  # both alive when the first pass recorded

@@ -10,11 +10,13 @@
 5. sample until the criterion is met or the budget ends — device-event time *and*
    synchronised wall time on asynchronous devices.
 
-On an asynchronous device the samples of a batch are timed with events recorded back to
-back, after one untimed loop, and the host synchronises once per batch: the device never
-idles between samples. Synchronising around every sample let it idle, and a kernel that
-starts on an idle GPU runs slower (a 4096² product: 2725 µs a call timed one call per
-sync, 2649 µs back to back, on an H100 whose SM clock held 1980 MHz throughout).
+On an asynchronous device the samples of a batch are timed with events laid end to end
+(one event ends a sample and starts the next), after one untimed loop, and the host
+synchronises once per batch: the device never idles between samples, and no time a loop
+of calls pays falls between two samples. Synchronising around every sample let it idle,
+and a kernel that starts on an idle GPU runs slower (a 4096² product: 2725 µs a call
+timed one call per sync, 2649 µs back to back, on an H100 whose SM clock held 1980 MHz
+throughout).
 
 The host clock is never read over asynchronous work without synchronising first. The
 clock is injected (`Clock`), so the same code runs on CPUs, CUDA, JAX and the simulated
@@ -55,6 +57,10 @@ class DeviceTimer(Protocol):
 
     def start(self) -> None: ...
     def stop(self) -> None: ...
+    def lap(self) -> None:
+        """End the open interval and start the next at the same mark: samples laid end to
+        end leave no time between them that a loop of calls would have paid."""
+        ...
     def elapsed(self) -> list[float]:
         """Seconds of every interval since the last read; synchronises once."""
         ...
@@ -86,6 +92,11 @@ class HostTimer:
 
     def stop(self) -> None:
         self._marks.append((self._t0, self._now()))
+
+    def lap(self) -> None:
+        t = self._now()
+        self._marks.append((self._t0, t))
+        self._t0 = t
 
     def elapsed(self) -> list[float]:
         out = [b - a for a, b in self._marks]
@@ -285,10 +296,10 @@ def _batch(prepared: Prepared, clock: Clock, timer: DeviceTimer | None, loops: i
            count: int, lead_in: bool = True) -> tuple[list[float], list[float], float]:
     """`count` samples of `loops` calls: (each sample's device seconds, wall seconds, the
     wall seconds a sample took). On an asynchronous device with events, the samples run
-    back to back, after one untimed loop (`lead_in`) that keeps the device busy while the
-    first start event is queued, and the batch's synchronised wall time is one wall
-    sample. Cold cases keep one synchronised sample per flush: each call starts from
-    flushed caches."""
+    back to back and tile the batch (`DeviceTimer.lap`), after one untimed loop
+    (`lead_in`) that keeps the device busy while the first event is queued, and the
+    batch's synchronised wall time is one wall sample. Cold cases keep one synchronised
+    sample per flush: each call starts from flushed caches."""
     if timer is None or not clock.is_async or prepared.flush is not None:
         walls = [_one_sample_s(prepared, clock, timer, loops) for _ in range(count)]
         device = timer.elapsed() if timer is not None else walls
@@ -299,11 +310,11 @@ def _batch(prepared: Prepared, clock: Clock, timer: DeviceTimer | None, loops: i
     out = None
     for _ in range(loops if lead_in else 0):
         out = call()
-    for _ in range(count):
-        timer.start()
+    timer.start()
+    for i in range(count):
         for _ in range(loops):
             out = call()
-        timer.stop()
+        timer.lap() if i + 1 < count else timer.stop()
     clock.synchronize(out)
     per_sample = (clock.now() - t0) / (count + lead_in)
     return timer.elapsed(), [per_sample], per_sample

@@ -55,11 +55,13 @@ class RunSummary:
 
 
 class Worker(Child):
-    """One child process for one backend, talked to in JSON lines."""
+    """One child process for one backend, talked to in JSON lines. It starts `device`
+    before it says it is ready (`gpuvs.worker`)."""
 
-    def __init__(self, backend: str) -> None:
-        super().__init__([sys.executable, "-m", "gpuvs.worker", backend],
+    def __init__(self, backend: str, device: str = "cpu") -> None:
+        super().__init__([sys.executable, "-m", "gpuvs.worker", backend, device],
                          env=backends.get(backend).worker_env())
+        self.ready = False
         self.fresh = True
         self.ran: set[tuple[str, str]] = set()  # (workload, device) of each replay it ran
         self._lines: queue.Queue[str | None] = queue.Queue()
@@ -71,8 +73,23 @@ class Worker(Child):
             self._lines.put(line)
         self._lines.put(None)
 
+    def await_ready(self) -> None:
+        """Wait until the worker has loaded its framework and started its device. One that
+        dies starting is left for its first case to find dead; one that hangs is killed."""
+        if self.ready:
+            return
+        self.ready = True
+        try:
+            line = self._lines.get(timeout=STARTUP_ALLOWANCE_S)
+        except queue.Empty:
+            self.kill()
+            return
+        if line is None:
+            self._lines.put(None)  # its first case reads the death
+
     def ask(self, request: dict[str, Any], timeout_s: float) -> dict[str, Any] | None:
         """The worker's answer, or None if it died or timed out (see `failure`)."""
+        self.await_ready()
         assert self.proc.stdin is not None
         try:
             self.proc.stdin.write(json.dumps(request) + "\n")
@@ -95,6 +112,10 @@ class Worker(Child):
         return self.ran <= {(case.workload, case.device)}
 
 
+# The workers in use, by backend and whether they replay a post.
+Workers = dict[tuple[str, bool], Worker]
+
+
 def execute(run: Recorder, cases: Iterable[Case], config: RunConfig,
             on_result: Callable[[Measurement], None] = lambda m: None,
             skip_keys: frozenset[str] = frozenset()) -> RunSummary:
@@ -104,9 +125,14 @@ def execute(run: Recorder, cases: Iterable[Case], config: RunConfig,
     pass with its share of the budget, and a case's samples from every pass are merged:
     its CI then covers what a new process, a moment later, gives (a process's own memory
     layout, a passing load) — a CI from one process covers only that process. Replays of
-    a post, cases that failed, and calls too long to sample twice run once."""
+    a post, cases that failed, and calls too long to sample twice run once.
+
+    The next pass's worker for a backend starts together with this pass's (a spare), so
+    a pass costs no second start-up (framework import, device context: about 5 s for
+    torch on CUDA); no case is measured until every starting worker is ready."""
     summary = RunSummary()
-    workers: dict[tuple[str, bool], Worker] = {}  # by backend, and whether it replays
+    workers: Workers = {}
+    spares: dict[str, Worker] = {}  # the next pass's measuring worker, by backend
     retired: list[Worker] = []
     oom_series: dict[Case, int] = {}
     request_base = {"budget": Budget(seconds=config.budget_s / config.passes).__dict__,
@@ -116,7 +142,10 @@ def execute(run: Recorder, cases: Iterable[Case], config: RunConfig,
     try:
         for n in range(config.passes):
             if n:
-                _retire_all(workers, retired)  # the next pass starts new processes
+                _retire_all(workers, retired)  # the next pass runs in new processes
+                workers.update({(b, False): w for b, w in spares.items()})
+                spares.clear()
+            ahead = spares if n + 1 < config.passes else None
             for case in todo:
                 if n and not _again(done[case.key]):
                     continue
@@ -124,7 +153,7 @@ def execute(run: Recorder, cases: Iterable[Case], config: RunConfig,
                 # first pass measured are kept when the two are merged.
                 request = request_base | ({"samples_only": True} if n else {})
                 m = (_precheck(case, oom_series)
-                     or _dispatch(case, workers, retired, request, config))
+                     or _dispatch(case, workers, ahead, retired, request, config))
                 if m.status is Status.OOM:
                     oom_series.setdefault(case.series, case.size)
                 m = merged(done[case.key], m) if n else m
@@ -136,12 +165,15 @@ def execute(run: Recorder, cases: Iterable[Case], config: RunConfig,
                     on_result(m)
     finally:
         stopping = sys.exc_info()[0] is not None  # Ctrl-C, SIGTERM: no case will follow
-        for w in (*retired, *workers.values()):
-            w.kill() if stopping else w.close()
+        every = (*retired, *workers.values(), *spares.values())
+        for w in every:  # all told first, so that they wind down together
+            w.kill() if stopping else w.retire()
+        for w in every:
+            w.close()
     return summary
 
 
-def _retire_all(workers: dict[tuple[str, bool], Worker], retired: list[Worker]) -> None:
+def _retire_all(workers: Workers, retired: list[Worker]) -> None:
     retired.extend(workers.values())
     for w in workers.values():
         w.retire()
@@ -195,28 +227,31 @@ def _precheck(case: Case, oom_series: dict[Case, int]) -> Measurement | None:
     return None
 
 
-def _dispatch(case: Case, workers: dict[tuple[str, bool], Worker], retired: list[Worker],
-              request_base: dict[str, Any], config: RunConfig) -> Measurement:
+def _dispatch(case: Case, workers: Workers, spares: dict[str, Worker] | None,
+              retired: list[Worker], request_base: dict[str, Any],
+              config: RunConfig) -> Measurement:
     """The case run in its worker; `runner_s` is what it cost as the parent saw it: the
     worker's `case_s` plus starting a worker where one was started for it."""
     t0 = time.perf_counter()
-    m = _answered(case, workers, retired, request_base, config)
+    m = _answered(case, workers, spares, retired, request_base, config)
     retries = 0
     while Caveat.CONTENDED in m.caveats and retries < CONTENDED_RETRIES:
         time.sleep(CONTENDED_PAUSE_S)  # let whatever else runs finish, then measure again
         retries += 1
-        m = _answered(case, workers, retired, request_base, config)
+        m = _answered(case, workers, spares, retired, request_base, config)
     counters = {**m.counters, "runner_s": time.perf_counter() - t0}
     if retries:
         counters["contended_retries"] = float(retries)
     return replace(m, counters=counters)
 
 
-def _answered(case: Case, workers: dict[tuple[str, bool], Worker], retired: list[Worker],
-              request_base: dict[str, Any], config: RunConfig) -> Measurement:
+def _answered(case: Case, workers: Workers, spares: dict[str, Worker] | None,
+              retired: list[Worker], request_base: dict[str, Any],
+              config: RunConfig) -> Measurement:
     """Measurements share one long-lived worker per backend (imports, device context and
     profiler paid once). A post's replays run apart, in a process of their own as the
-    post's did — one process for the cells of one post on one device."""
+    post's did — one process for the cells of one post on one device. `spares`, when a
+    pass follows, gets the next pass's worker for the backend, started now."""
     replay = case.variant == "as_written"
     key = (case.backend, replay)
     worker = workers.get(key)
@@ -225,9 +260,13 @@ def _answered(case: Case, workers: dict[tuple[str, bool], Worker], retired: list
         retired.append(worker)
         worker = None
     if worker is None or worker.proc.poll() is not None:
-        worker = workers[key] = Worker(case.backend)
+        worker = workers[key] = Worker(case.backend, case.device)
+        if spares is not None and not replay and case.backend not in spares:
+            spares[case.backend] = Worker(case.backend, case.device)
     if replay:
         worker.ran.add((case.workload, case.device))
+    for w in (*workers.values(), *(spares or {}).values()):
+        w.await_ready()  # nothing is measured while a worker starts
     answer = worker.ask({"case": case.to_dict(), **request_base}, config.timeout_s)
     if answer is None:
         m = worker.failure(case, config.timeout_s)

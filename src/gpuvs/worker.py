@@ -1,15 +1,20 @@
 """The child process: one backend, many cases, one JSON line out per case.
 
-Started by the runner as `python -m gpuvs.worker BACKEND` in a fresh interpreter (never
-forked after CUDA init). Requests arrive as JSON lines on stdin; each answer is one JSON
-line on the protocol channel, a private copy of stdout, while file descriptor 1 is
-pointed at stderr so that anything a framework prints cannot corrupt the protocol.
+Started by the runner as `python -m gpuvs.worker BACKEND DEVICE` in a fresh interpreter
+(never forked after CUDA init). It first loads its framework and starts DEVICE
+(`Backend.preload`), then says `{"ready": true}`: the runner measures nothing while a
+worker starts, so a worker started ahead of its pass never disturbs a case. Requests
+arrive as JSON lines on stdin; each answer is one JSON line on the protocol channel, a
+private copy of stdout, while file descriptor 1 is pointed at stderr so that anything a
+framework prints cannot corrupt the protocol.
+
 Out-of-memory becomes data (`OOM`); an error that poisons the device (sticky CUDA
 errors) is reported and the worker exits so the runner starts a fresh one.
 """
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import json
 import os
@@ -225,6 +230,10 @@ def main(argv: list[str]) -> int:
     sys.stdout = sys.stderr
     backend = backends.get(argv[0])
     backend.prepare_worker()
+    with contextlib.suppress(Exception):  # the first case meets it again and records it
+        backend.preload(argv[1])
+    channel.write(json.dumps({"ready": True}) + "\n")
+    channel.flush()
     return serve(backend, sys.stdin, channel)
 
 

@@ -99,6 +99,11 @@ class EventTimer:
     def stop(self) -> None:
         self._pairs.append((self._start, self._record()))
 
+    def lap(self) -> None:
+        mark = self._record()
+        self._pairs.append((self._start, mark))
+        self._start = mark
+
     def elapsed(self) -> list[float]:
         if not self._pairs:
             return []
@@ -289,3 +294,11 @@ class Backend(ABC):
     def prepare_worker(self) -> None:
         """Set-up a worker does once, before importing the framework (env variables)."""
         return None
+
+    def preload(self, device: str) -> None:
+        """Import the framework and start `device` (a GPU's context), so that a worker
+        started ahead of its pass waits ready instead of paying seconds at its first case.
+        Whatever fails here fails again at that case, which records why."""
+        if self.unavailable_reason(device) is None:
+            clock = self.clock(device)
+            clock.synchronize(self.ones((1,), self.dtypes[0], device))
