@@ -340,6 +340,14 @@ class Pid(_TestWorkload):
 
 
 @workloads.register
+class OtherPost(Pid):
+    """A second post to replay: its cells run in a process of their own."""
+
+    name = "test_pid_other"
+    description = "which process ran the case, for another post"
+
+
+@workloads.register
 class Bimodal(_TestWorkload):
     """Every third call takes a third of the others' time: two groups of samples."""
 

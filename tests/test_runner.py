@@ -281,30 +281,48 @@ def test_a_later_pass_adds_samples_and_keeps_what_the_first_measured_once() -> N
     assert len(final.samples) > len(first.samples)
 
 
+class Watching(Collected):
+    """Also keeps, at each record, the process that measured it and the workers alive."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.alive: list[set[int]] = []
+        self.pids: list[int] = []
+
+    def record(self, m: Measurement) -> None:
+        import psutil
+
+        super().record(m)
+        self.pids.append(int(m.counters["pid"]))
+        self.alive.append({p.pid for p in psutil.Process().children(recursive=True)
+                           if p.status() != psutil.STATUS_ZOMBIE
+                           and "gpuvs.worker" in " ".join(p.cmdline())})
+
+
 @pytest.mark.usefixtures("worker_env")
 def test_the_next_pass_runs_in_a_worker_started_with_the_first_pass() -> None:
     """A pass in fresh processes used to pay a second start-up (torch and a CUDA context:
     about 5 s on the H100) before its first number. The next pass's worker now starts
     beside the first pass's and waits ready: it is already alive when the first pass
     records, and it is the one that measures the second pass."""
-    import psutil
-
-    class Watching(Collected):
-        def __init__(self) -> None:
-            super().__init__()
-            self.alive: list[set[int]] = []
-            self.pids: list[int] = []  # the process that measured each pass
-
-        def record(self, m: Measurement) -> None:
-            super().record(m)
-            self.pids.append(int(m.counters["pid"]))
-            self.alive.append({p.pid for p in psutil.Process().children(recursive=True)
-                               if p.status() != psutil.STATUS_ZOMBIE
-                               and "gpuvs.worker" in " ".join(p.cmdline())})
-
     sink = Watching()
     execute(sink, [Case("test_pid", "correct", "numpy", "cpu", "float32", 1)],
             RunConfig(budget_s=0.1, timeout_s=60, passes=2))
     first, second = sink.pids
     assert first != second  # a fresh process for the second pass
     assert {first, second} <= sink.alive[0]  # both alive when the first pass recorded
+
+
+@pytest.mark.usefixtures("worker_env")
+def test_each_posts_replay_process_is_started_before_the_first_case() -> None:
+    """A post's replays run in a fresh process of their own; each such process used to
+    start when its post came up, between cases. All start together before the first case
+    now, so the second post's process is alive when the first case is recorded."""
+    plain = Case("test_pid", "correct", "numpy", "cpu", "float32", 1)
+    first, second = (Case(w, "as_written", "numpy", "cpu", "float32", 1)
+                     for w in ("test_pid", "test_pid_other"))
+    sink = Watching()
+    execute(sink, [plain, first, second], RunConfig(budget_s=0.1, timeout_s=60, passes=1))
+    measured, replayed, other = sink.pids
+    assert len({measured, replayed, other}) == 3  # each post apart, and from measurements
+    assert {replayed, other} <= sink.alive[0]

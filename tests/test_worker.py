@@ -48,3 +48,22 @@ def test_a_cuda_case_on_a_machine_without_a_gpu_says_so_before_importing_anythin
         pytest.skip("this machine has a GPU")
     for name in ("torch", "cupy", "jax"):
         assert backends.get(name).unavailable_reason("cuda:0") == NO_GPU
+
+
+def test_a_later_pass_builds_no_reference_and_the_first_pass_does(monkeypatch) -> None:
+    """The first pass checked the output against the float64 reference; a later pass
+    times the same call on the same seeded inputs, and building the reference again
+    would cost it seconds on large cases (a 4096³ product: 0.3 s on 16 cores)."""
+    from gpuvs.workloads import matmul
+
+    built: list[int] = []
+    seen = matmul.as_device_sees
+    monkeypatch.setattr(matmul, "as_device_sees", lambda a, dtype: built.append(1) or seen(
+        a, dtype))
+    case = Case("matmul", "correct", "numpy", "cpu", "float32", 64, (("shape", "square"),))
+    first, _ = run_case(backends.get("numpy"), {"case": case.to_dict(), **REQUEST})
+    assert first.status is Status.OK and len(built) == 2  # a @ b in float64: both sides
+    later, _ = run_case(backends.get("numpy"),
+                        {"case": case.to_dict(), **REQUEST, "samples_only": True})
+    assert later.status is Status.OK and len(later.samples) == 5
+    assert len(built) == 2  # none built again

@@ -17,7 +17,7 @@ import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
@@ -61,6 +61,7 @@ class Worker(Child):
     def __init__(self, backend: str, device: str = "cpu") -> None:
         super().__init__([sys.executable, "-m", "gpuvs.worker", backend, device],
                          env=backends.get(backend).worker_env())
+        self.device = device
         self.ready = False
         self.fresh = True
         self.ran: set[tuple[str, str]] = set()  # (workload, device) of each replay it ran
@@ -112,8 +113,101 @@ class Worker(Child):
         return self.ran <= {(case.workload, case.device)}
 
 
-# The workers in use, by backend and whether they replay a post.
-Workers = dict[tuple[str, bool], Worker]
+class Pool:
+    """The run's worker processes: the measuring worker of each backend, its twin for the
+    next pass (a pass runs in fresh processes), one process for each post's replays on
+    each device, and those winding down.
+
+    Every worker the plan needs is started together, at the first case that needs one,
+    instead of one at a time between cases: they start in parallel (about 5 s each for
+    torch on CUDA, once), and each waits ready with its framework loaded and its device
+    started. Nothing is measured while a worker starts or winds down: an import or a
+    context torn down takes CPU time that a case would share (and be called `contended`
+    for, and measured again). A worker that dies is replaced alone, and waited for too."""
+
+    def __init__(self, cases: Sequence[Case], passes: int) -> None:
+        self._plan, self._passes, self._started = cases, passes, False
+        self.measuring: dict[str, Worker] = {}  # by backend
+        self.following: dict[str, Worker] = {}  # the next pass's, by backend
+        self.replaying: dict[str, Worker] = {}  # the replay process in use, by backend
+        self.waiting: dict[tuple[str, str, str], Worker] = {}  # by (backend, post, device)
+        self.retired: list[Worker] = []
+
+    def worker_for(self, case: Case) -> Worker:
+        """The ready worker that runs `case`, once every starting worker is ready."""
+        if not self._started:
+            self._started = True
+            self._start_ahead()
+        b = case.backend
+        if case.variant == "as_written":
+            worker = self.replaying.get(b)
+            if worker is not None and (worker.proc.poll() is not None
+                                       or not worker.replays_as_in_one_process(case)):
+                self._retire(worker)
+                worker = None
+            if worker is None:
+                worker = (self.waiting.pop((b, case.workload, case.device), None)
+                          or Worker(b, case.device))
+                self.replaying[b] = worker
+            worker.ran.add((case.workload, case.device))
+        else:
+            worker = self.measuring.get(b)
+            if worker is None or worker.proc.poll() is not None:
+                worker = self.measuring[b] = Worker(b, case.device)
+        self._settle()
+        return worker
+
+    def drop(self, worker: Worker) -> None:
+        """A worker that died or must be replaced: the next case starts a fresh one."""
+        for group in (self.measuring, self.replaying):
+            for b, w in list(group.items()):
+                if w is worker:
+                    del group[b]
+
+    def next_pass(self, n: int) -> None:
+        """Pass `n` measures in the processes started for it; if a pass follows it, that
+        one's twins start now."""
+        for w in list(self.measuring.values()):
+            self._retire(w)
+        self.measuring, self.following = self.following, {}
+        if n + 1 < self._passes:
+            self.following = {b: Worker(b, w.device) for b, w in self.measuring.items()}
+
+    def close(self, stopping: bool) -> None:
+        """End every worker: all told first, so that they wind down together."""
+        every = (*self.retired, *self.measuring.values(), *self.following.values(),
+                 *self.replaying.values(), *self.waiting.values())
+        for w in every:
+            w.kill() if stopping else w.retire()
+        for w in every:
+            w.close()
+
+    def _start_ahead(self) -> None:
+        for case in self._plan:
+            if _precheck(case, {}) is not None:  # decided without a worker
+                continue
+            b = case.backend
+            if case.variant == "as_written":
+                key = (b, case.workload, case.device)
+                if key not in self.waiting:
+                    self.waiting[key] = Worker(b, case.device)
+            elif b not in self.measuring:
+                self.measuring[b] = Worker(b, case.device)
+                if self._passes > 1:
+                    self.following[b] = Worker(b, case.device)
+
+    def _retire(self, worker: Worker) -> None:
+        worker.retire()
+        self.retired.append(worker)
+        self.drop(worker)
+
+    def _settle(self) -> None:
+        for w in self.retired:
+            w.close()
+        self.retired.clear()
+        for w in (*self.measuring.values(), *self.following.values(),
+                  *self.replaying.values(), *self.waiting.values()):
+            w.await_ready()
 
 
 def execute(run: Recorder, cases: Iterable[Case], config: RunConfig,
@@ -125,35 +219,26 @@ def execute(run: Recorder, cases: Iterable[Case], config: RunConfig,
     pass with its share of the budget, and a case's samples from every pass are merged:
     its CI then covers what a new process, a moment later, gives (a process's own memory
     layout, a passing load) — a CI from one process covers only that process. Replays of
-    a post, cases that failed, and calls too long to sample twice run once.
-
-    The next pass's worker for a backend starts together with this pass's (a spare), so
-    a pass costs no second start-up (framework import, device context: about 5 s for
-    torch on CUDA); no case is measured until every starting worker is ready."""
+    a post, cases that failed, and calls too long to sample twice run once. The workers
+    come from a `Pool`, which starts them all before the first case."""
     summary = RunSummary()
-    workers: Workers = {}
-    spares: dict[str, Worker] = {}  # the next pass's measuring worker, by backend
-    retired: list[Worker] = []
     oom_series: dict[Case, int] = {}
     request_base = {"budget": Budget(seconds=config.budget_s / config.passes).__dict__,
                     "criterion": config.criterion}
     todo = [c for c in cases if c.key not in skip_keys]
+    pool = Pool(todo, config.passes)
     done: dict[str, Measurement] = {}
     try:
         for n in range(config.passes):
             if n:
-                _retire_all(workers, retired)  # the next pass runs in new processes
-                workers.update({(b, False): w for b, w in spares.items()})
-                spares.clear()
-            ahead = spares if n + 1 < config.passes else None
+                pool.next_pass(n)
             for case in todo:
                 if n and not _again(done[case.key]):
                     continue
                 # A later pass adds samples only: the counts, parts and busy time that the
                 # first pass measured are kept when the two are merged.
                 request = request_base | ({"samples_only": True} if n else {})
-                m = (_precheck(case, oom_series)
-                     or _dispatch(case, workers, ahead, retired, request, config))
+                m = _precheck(case, oom_series) or _dispatch(case, pool, request, config)
                 if m.status is Status.OOM:
                     oom_series.setdefault(case.series, case.size)
                 m = merged(done[case.key], m) if n else m
@@ -164,20 +249,8 @@ def execute(run: Recorder, cases: Iterable[Case], config: RunConfig,
                     summary.measurements.append(m)
                     on_result(m)
     finally:
-        stopping = sys.exc_info()[0] is not None  # Ctrl-C, SIGTERM: no case will follow
-        every = (*retired, *workers.values(), *spares.values())
-        for w in every:  # all told first, so that they wind down together
-            w.kill() if stopping else w.retire()
-        for w in every:
-            w.close()
+        pool.close(stopping=sys.exc_info()[0] is not None)  # Ctrl-C, SIGTERM: kill them
     return summary
-
-
-def _retire_all(workers: Workers, retired: list[Worker]) -> None:
-    retired.extend(workers.values())
-    for w in workers.values():
-        w.retire()
-    workers.clear()
 
 
 def complete(m: Measurement, passes: int) -> bool:
@@ -227,53 +300,36 @@ def _precheck(case: Case, oom_series: dict[Case, int]) -> Measurement | None:
     return None
 
 
-def _dispatch(case: Case, workers: Workers, spares: dict[str, Worker] | None,
-              retired: list[Worker], request_base: dict[str, Any],
+def _dispatch(case: Case, pool: Pool, request_base: dict[str, Any],
               config: RunConfig) -> Measurement:
     """The case run in its worker; `runner_s` is what it cost as the parent saw it: the
-    worker's `case_s` plus starting a worker where one was started for it."""
+    worker's `case_s` plus starting workers where they were started for it."""
     t0 = time.perf_counter()
-    m = _answered(case, workers, spares, retired, request_base, config)
+    m = _answered(case, pool, request_base, config)
     retries = 0
     while Caveat.CONTENDED in m.caveats and retries < CONTENDED_RETRIES:
         time.sleep(CONTENDED_PAUSE_S)  # let whatever else runs finish, then measure again
         retries += 1
-        m = _answered(case, workers, spares, retired, request_base, config)
+        m = _answered(case, pool, request_base, config)
     counters = {**m.counters, "runner_s": time.perf_counter() - t0}
     if retries:
         counters["contended_retries"] = float(retries)
     return replace(m, counters=counters)
 
 
-def _answered(case: Case, workers: Workers, spares: dict[str, Worker] | None,
-              retired: list[Worker], request_base: dict[str, Any],
+def _answered(case: Case, pool: Pool, request_base: dict[str, Any],
               config: RunConfig) -> Measurement:
     """Measurements share one long-lived worker per backend (imports, device context and
     profiler paid once). A post's replays run apart, in a process of their own as the
-    post's did — one process for the cells of one post on one device. `spares`, when a
-    pass follows, gets the next pass's worker for the backend, started now."""
-    replay = case.variant == "as_written"
-    key = (case.backend, replay)
-    worker = workers.get(key)
-    if worker is not None and replay and not worker.replays_as_in_one_process(case):
-        worker.retire()
-        retired.append(worker)
-        worker = None
-    if worker is None or worker.proc.poll() is not None:
-        worker = workers[key] = Worker(case.backend, case.device)
-        if spares is not None and not replay and case.backend not in spares:
-            spares[case.backend] = Worker(case.backend, case.device)
-    if replay:
-        worker.ran.add((case.workload, case.device))
-    for w in (*workers.values(), *(spares or {}).values()):
-        w.await_ready()  # nothing is measured while a worker starts
+    post's did — one process for the cells of one post on one device."""
+    worker = pool.worker_for(case)
     answer = worker.ask({"case": case.to_dict(), **request_base}, config.timeout_s)
     if answer is None:
         m = worker.failure(case, config.timeout_s)
         worker.kill()
-        del workers[key]
+        pool.drop(worker)
         return m
     if answer.get("fatal"):
         worker.close()
-        del workers[key]
+        pool.drop(worker)
     return Measurement.from_dict(answer["measurement"])
