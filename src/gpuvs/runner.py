@@ -1,5 +1,5 @@
-"""The parent: one spawned worker per backend (and one for a post's replays), a clock on
-every case, each result saved.
+"""The parent: a pool of spawned workers (one per backend, its twin for the next pass,
+one per post and device for the replays), a clock on every case, each result saved.
 
 The parent owns the clock: a case that outlives its timeout has its worker's whole
 process group killed and is recorded `TIMEOUT`; a worker that dies is `CRASHED` with
