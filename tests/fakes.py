@@ -13,6 +13,7 @@ Workers load this module through GPUVS_PLUGINS=tests.fakes.
 
 from __future__ import annotations
 
+import importlib
 import os
 import resource
 import signal
@@ -375,3 +376,16 @@ class Planted(_TestWorkload):
     def prepare(self, backend: Backend, case: Case) -> Prepared:
         slowdown = float(os.environ.get("GPUVS_PLANTED_SLOWDOWN", "1"))
         return Prepared(call=lambda: spin(case.size * 1e-6 * slowdown), check=_ok)
+
+
+@workloads.register
+class LateImport(_TestWorkload):
+    """Imports a module no other code imports, as seed 000's inputs import torch in a NumPy
+    worker."""
+
+    name = "test_late_import"
+    description = "imports tests.late_import while preparing"
+
+    def prepare(self, backend: Backend, case: Case) -> Prepared:
+        importlib.import_module("tests.late_import")
+        return Prepared(call=lambda: spin(1e-6), check=_ok)

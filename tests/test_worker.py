@@ -67,3 +67,23 @@ def test_a_later_pass_builds_no_reference_and_the_first_pass_does(monkeypatch) -
                         {"case": case.to_dict(), **REQUEST, "samples_only": True})
     assert later.status is Status.OK and len(later.samples) == 5
     assert len(built) == 2  # none built again
+
+
+def test_what_a_case_imports_is_left_out_of_later_collections() -> None:
+    """The collection after every case walks only what cases made: a framework's objects
+    (frozen when the worker starts) and what a case imported are not walked again."""
+    import gc
+    import sys
+
+    import tests.fakes  # noqa: F401
+
+    assert "tests.late_import" not in sys.modules
+    try:
+        m = _run("numpy", Case("test_late_import", "correct", "numpy", "cpu", "float32", 1))
+        assert m.status is Status.OK, m.reason
+        from tests.late_import import LONG_LIVED
+
+        walked = {id(o) for o in gc.get_objects()}
+        assert not walked & {id(LONG_LIVED), *map(id, LONG_LIVED)}
+    finally:
+        gc.unfreeze()

@@ -66,6 +66,7 @@ def _measured(backend: Backend, case: Case, request: dict[str, Any]
               ) -> tuple[Measurement, bool]:
     workload = workloads.get(case.workload)
     extra: dict[str, float] = {}
+    modules = len(sys.modules)
     try:
         clock = backend.clock(case.device)
         if case.variant == "as_written":
@@ -92,6 +93,8 @@ def _measured(backend: Backend, case: Case, request: dict[str, Any]
     finally:
         prepared = None
         gc.collect()
+        if len(sys.modules) > modules:  # see `main`: what a case imported stays too
+            gc.freeze()
         backend.empty_cache(case.device)
     return _annotated(backend, workload, m, extra), False
 
@@ -236,6 +239,12 @@ def main(argv: list[str]) -> int:
     backend.prepare_worker()
     with contextlib.suppress(Exception):  # the first case meets it again and records it
         backend.preload(argv[1])
+    # The framework's own objects (about 166 000 for torch) live as long as the process:
+    # frozen, they are left out of every collection. The collection after each case then
+    # walks only what the cases made (0.1 ms, not 110 ms, for torch on a 2-core CPU), and
+    # one that falls inside a timed loop is as short. A case that imports (seed 000's
+    # inputs come from torch's generator, in a NumPy worker too) freezes what it imported.
+    gc.freeze()
     channel.write(json.dumps({"ready": True}) + "\n")
     channel.flush()
     return serve(backend, sys.stdin, channel)
