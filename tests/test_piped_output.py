@@ -16,9 +16,7 @@ COMMANDS = {
             "-s", "64,512", "--budget", "0.05", "--passes", "1"],
     "sweep": ["sweep", "elementwise", "-a", "op=scale", "-b", "numpy,torch", "-d", "cpu",
               "-s", "1e3,1e5", "--budget", "0.05", "--passes", "1"],
-    "seeds --quick": ["seeds", "--seed", "0", "--quick", "--device", "cpu",
-                      "--budget", "0.05"],
-}
+}  # and `gpuvs seeds --seed 0 --quick`, run once for several tests (conftest)
 
 
 def gpuvs(args: list[str], db: Path, columns: str, out: Path | None = None) -> str:
@@ -53,7 +51,15 @@ def _note(row: str) -> bool:
 def test_piped_tables_keep_their_columns_at_any_columns_setting(name: str, tmp_path: Path
                                                                  ) -> None:
     db = tmp_path / "r.sqlite"
-    text = gpuvs(COMMANDS[name], db, columns="40", out=tmp_path / "out.txt")
+    _assert_wide_and_aligned(gpuvs(COMMANDS[name], db, columns="40", out=tmp_path / "out.txt"),
+                             db)
+
+
+def test_piped_seeds_tables_keep_their_columns(seed000_run) -> None:
+    _assert_wide_and_aligned(seed000_run.output, seed000_run.db)  # piped, COLUMNS=40
+
+
+def _assert_wide_and_aligned(text: str, db: Path) -> None:
     assert max(map(len, text.splitlines())) > 80  # not squeezed to a terminal's width
     found = tables(text)
     assert found, text

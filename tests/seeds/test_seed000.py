@@ -27,13 +27,9 @@ def test_seed_000_replays_the_post_and_measures_it_right() -> None:
     assert {c.size for c in cases} == {25600}
 
 
-@pytest.mark.usefixtures("worker_env")
-def test_gpuvs_seeds_prints_the_claim_the_replay_and_the_correct_figure(tmp_path) -> None:
-    result = CliRunner().invoke(app, ["seeds", "--seed", "0", "--quick", "--budget", "0.05",
-                                      "--db", str(tmp_path / "r.sqlite")],
-                                env={"COLUMNS": "250"})
-    assert result.exit_code == 0, result.output
-    out = result.output
+def test_gpuvs_seeds_prints_the_claim_the_replay_and_the_correct_figure(seed000_run
+                                                                       ) -> None:
+    out = seed000_run.output
     assert "seed 000" in out and "post claims" in out and "as written here" in out
     cpu_row = next(line for line in out.splitlines() if line.startswith("torch CPU: x @ y"))
     assert "932 µs" in cpu_row and cpu_row.count("µs") + cpu_row.count("ms") >= 3
@@ -41,7 +37,7 @@ def test_gpuvs_seeds_prints_the_claim_the_replay_and_the_correct_figure(tmp_path
     if NO_GPU:
         gpu_row = next(line for line in out.splitlines() if line.startswith("torch CUDA: x @"))
         assert gpu_row.count("skipped: no CUDA device") == 2
-    shown = CliRunner().invoke(app, ["show", "latest", "--db", str(tmp_path / "r.sqlite")],
+    shown = CliRunner().invoke(app, ["show", "latest", "--db", str(seed000_run.db)],
                                env={"COLUMNS": "250"})
     assert "seed 000" in shown.output
     assert "Seed 000's product (1×n)@(n×100), float32 · as written" in shown.output
@@ -84,18 +80,12 @@ def test_a_data_file_that_is_not_the_cifar_archive_is_refused_before_any_case(tm
     assert not db.exists()  # nothing was started
 
 
-def test_seeds_take_their_budget_from_the_projects_pyproject(tmp_path, monkeypatch) -> None:
+def test_seeds_take_their_budget_from_the_projects_pyproject(seed000_run) -> None:
     """[tool.gpuvs] budget_s is the user's default for every command, seeds included; a
     seeds run's own shorter budget applies only where nothing was set."""
     from gpuvs.store import open_store
 
-    monkeypatch.chdir(tmp_path)
-    (tmp_path / "pyproject.toml").write_text("[tool.gpuvs]\nbudget_s = 0.03\n")
-    db = str(tmp_path / "s.sqlite")
-    result = CliRunner().invoke(app, ["seeds", "--seed", "0", "--quick", "--device", "cpu",
-                                      "--db", db], env={"COLUMNS": "200"})
-    assert result.exit_code == 0, result.output
-    with open_store(db) as store:
+    with open_store(str(seed000_run.db)) as store:
         assert store.get_run(store.latest_run_id()).config["budget_s"] == 0.03
 
 
