@@ -25,19 +25,15 @@ $(VENV)/.setup-test: $(VENV)/.setup-run
 	$(BIN)/python -m pip install -q -e ".[test]"
 	touch $@
 
-# The report's browser test drives Debian's chromium (no browser download: the package).
-# CI runs as root on Debian; elsewhere, without root, the browser test skips and says why.
-$(CHROMIUM):
+# The report's browser test drives Debian's chromium (no browser download: the package);
+# the PostgreSQL store's tests start a private server from Debian's binaries (never the
+# package's own cluster). CI runs as root on Debian: both come from one `apt-get update`
+# (a grouped target: the recipe runs once for either). Elsewhere, without root, those
+# tests skip and say how to install them.
+$(CHROMIUM) $(POSTGRES) &:
 	@if command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ]; then \
-		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; \
-	else echo "note: no $(CHROMIUM), and apt-get as root is not available to install it"; fi
-
-# The PostgreSQL store's tests start a private server from Debian's binaries (never the
-# package's own cluster); without root they skip and say how to install it.
-$(POSTGRES):
-	@if command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ]; then \
-		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q postgresql; \
-	else echo "note: no PostgreSQL server binaries, and apt-get as root is not available to install them"; fi
+		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium postgresql; \
+	else echo "note: no $(CHROMIUM) or $(POSTGRES), and apt-get as root is not available to install them"; fi
 
 setup-run: $(VENV)/.setup-run
 setup-test: $(VENV)/.setup-test $(CHROMIUM) $(POSTGRES)
