@@ -65,3 +65,24 @@ def test_gpuvs_run_names_a_busy_machine_before_it_starts(monkeypatch) -> None:
     assert line is not None and line.startswith("this machine is busy: load ")
     monkeypatch.setattr(os, "getloadavg", lambda: (0.0, 0.0, 0.0))
     assert contention.busy_line() is None
+
+
+def test_a_load_begun_just_before_the_run_is_named_though_the_load_average_lags(
+        monkeypatch) -> None:
+    """Two processes that started hogging the cores a moment ago barely move the 1-minute
+    load; what they took since the command began names the machine busy."""
+    import os
+    import time
+
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.0, 0.0, 0.0))
+    began = contention.snapshot()
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
+    try:
+        time.sleep(0.5)
+        line = contention.busy_line(since=began)
+    finally:
+        for h in hogs:
+            h.kill()
+            h.wait()
+    assert line is not None and line.startswith("this machine is busy: other processes took ")
+    assert contention.busy_line(since=contention.snapshot()) is None  # an instant: no evidence

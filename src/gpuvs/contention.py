@@ -21,7 +21,7 @@ OTHERS_SHARE = 0.25
 # 10 ms, so over a case of a few tens of ms the share is noise, not evidence.
 OTHERS_MIN_S = 0.1
 # `gpuvs run` names a busy machine at the start when the 1-minute load is this share of
-# the cores or more.
+# the cores or more, or when other processes were contending since the command began.
 BUSY_LOAD_SHARE = 0.75
 TOP_PROCESSES = 3
 
@@ -69,14 +69,22 @@ def contended(before: Snapshot, after: Snapshot, cores: int | None = None) -> bo
     return others >= OTHERS_MIN_S and others_share(before, after, cores) > OTHERS_SHARE
 
 
-def busy_line() -> str | None:
-    """One line naming a busy machine before a run starts ('' when it is quiet): the load
-    against the cores and the processes using the most CPU."""
+def busy_line(since: Snapshot | None = None) -> str | None:
+    """One line naming a busy machine before a run starts (None when it is quiet): the
+    load against the cores, or other processes' share of the CPU `since` the command
+    began (a load started seconds ago, which the 1-minute load average hardly shows
+    yet), and the processes using the most CPU."""
     import psutil
 
     cores = psutil.cpu_count() or 1
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
-    if load < BUSY_LOAD_SHARE * cores:
+    now = snapshot() if since is not None else None
+    if load >= BUSY_LOAD_SHARE * cores:
+        why = f"load {load:.1f} on {cores} cores"
+    elif since is not None and now is not None and contended(since, now, cores):
+        why = (f"other processes took {others_share(since, now, cores):.0%} of the CPU "
+               f"in the last {now.wall_s - since.wall_s:.1f} s")
+    else:
         return None
     me = os.getpid()
     procs = list(psutil.process_iter(["pid", "name"]))
@@ -95,7 +103,7 @@ def busy_line() -> str | None:
             continue
     top = ", ".join(f"{name} ({pct:.0f} %)" for pct, name in sorted(usage, reverse=True)
                     [:TOP_PROCESSES] if pct >= 1)
-    return (f"this machine is busy: load {load:.1f} on {cores} cores"
+    return (f"this machine is busy: {why}"
             + (f"; using the CPU: {top}" if top else "")
             + "; timings may be slow and noisy, and cases measured under contention are "
               "marked 'contended'")

@@ -153,6 +153,8 @@ def _execute(store: Any, config: Any, run_record: Any, json_path: Path | None,
     from collections import Counter
 
     from gpuvs import contention, runner
+
+    began = contention.snapshot()  # what other processes do from here is named below
     from gpuvs.report.layout import result_tables, status_line
     from gpuvs.report.verdict import answer_table
     from gpuvs.store.runs import RunHandle, guarded, start_run
@@ -167,7 +169,7 @@ def _execute(store: Any, config: Any, run_record: Any, json_path: Path | None,
         skip = frozenset(m.case.key for m in run.measurements()
                          if runner.complete(m, config.passes))
     out = narration(fmt)
-    busy = contention.busy_line()
+    busy = contention.busy_line(since=began)
     if busy:
         out.print(busy, markup=False, highlight=False)
     todo = [c for c in cases if c.key not in skip]
