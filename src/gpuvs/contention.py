@@ -78,10 +78,9 @@ def busy_line(since: Snapshot | None = None) -> str | None:
 
     cores = psutil.cpu_count() or 1
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
-    now = snapshot() if since is not None else None
     if load >= BUSY_LOAD_SHARE * cores:
         why = f"load {load:.1f} on {cores} cores"
-    elif since is not None and now is not None and contended(since, now, cores):
+    elif since is not None and contended(since, now := snapshot(), cores):
         why = (f"other processes took {others_share(since, now, cores):.0%} of the CPU "
                f"in the last {now.wall_s - since.wall_s:.1f} s")
     else:
