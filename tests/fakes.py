@@ -389,3 +389,30 @@ class LateImport(_TestWorkload):
     def prepare(self, backend: Backend, case: Case) -> Prepared:
         importlib.import_module("tests.late_import")
         return Prepared(call=lambda: spin(1e-6), check=_ok)
+
+
+# The kinds of case whose `preload` ran in this process (a worker's), by `mark`.
+PRELOADED: set[str] = set()
+
+
+@workloads.register
+class Preloaded(_TestWorkload):
+    """Counts whether its preload ran in the worker before its case; `mark=fail` makes
+    the preload raise."""
+
+    name = "test_preloaded"
+    description = "whether the worker preloaded this kind of case before it ran"
+    variants = ("as_written", "correct")
+
+    def preload(self, backend: Backend, case: Case) -> None:
+        if case.param("mark") == "fail":
+            raise RuntimeError("a preload that fails")
+        PRELOADED.add(case.param("mark", "plain"))
+
+    def prepare(self, backend: Backend, case: Case) -> Prepared:
+        from gpuvs.replay import wall_once
+
+        return Prepared(call=lambda: None, check=_ok, self_timed=wall_once(lambda: None))
+
+    def counters(self, case: Case) -> dict[str, float]:
+        return {"preloaded": float(case.param("mark", "plain") in PRELOADED)}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from types import SimpleNamespace
 
 import pytest
 
@@ -329,3 +330,33 @@ def test_each_posts_replay_process_is_started_before_the_first_case() -> None:
     measured, replayed, other = sink.pids
     assert len({measured, replayed, other}) == 3  # each post apart, and from measurements
     assert {replayed, other} <= sink.alive[0]
+
+
+@pytest.mark.usefixtures("worker_env")
+def test_workers_import_what_their_cases_need_before_they_are_ready() -> None:
+    """Keras, torch's compiler, torch in a NumPy worker: imported at the case, each cost
+    seconds on the run's path, once in each pass's fresh process. Every worker started
+    ahead — both passes' and each post's replay process — has run its cases' preloads
+    before it says it is ready; a preload that fails leaves its case to run as usual."""
+    from gpuvs.runner import Worker
+
+    plain = Case("test_preloaded", "correct", "numpy", "cpu", "float32", 1)
+    failing = Case("test_preloaded", "correct", "numpy", "cpu", "float32", 1, (("mark", "fail"),))
+    replayed = Case("test_preloaded", "as_written", "numpy", "cpu", "float32", 1)
+    every: list[Measurement] = []  # each pass's record, as the runner makes it
+    sink = SimpleNamespace(record=every.append)
+    execute(sink, [plain, failing, replayed], RunConfig(budget_s=0.1, timeout_s=60, passes=2))
+    preloaded = [(m.case.key, m.counters.get("passes", 1), m.counters["preloaded"])
+                 for m in every]
+    assert preloaded == [(plain.key, 1, 1.0), (failing.key, 1, 0.0), (replayed.key, 1, 1.0),
+                         (plain.key, 2, 1.0), (failing.key, 2, 0.0)]
+    assert all(m.status is Status.OK for m in every)
+
+    bare = Worker("numpy")  # told of no cases: nothing preloaded
+    try:
+        answer = bare.ask({"case": plain.to_dict(), "budget": {"seconds": 0.05},
+                           "criterion": CONFIG.criterion}, timeout_s=60)
+        assert answer is not None
+        assert answer["measurement"]["counters"]["preloaded"] == 0.0
+    finally:
+        bare.close()

@@ -90,3 +90,21 @@ def test_the_runners_other_workers_on_the_gpu_are_not_other_processes() -> None:
         for w in workers:
             w.kill()
             w.wait()
+
+
+@pytest.mark.gpu
+def test_a_worker_of_another_framework_reads_the_gpu_without_importing_torch() -> None:
+    """Finding the device's NVML handle by its PCI bus id used to ask torch for the id: a
+    CuPy or JAX worker paid torch's import, 3–4 s, at its first case."""
+    import shutil
+    import subprocess
+    import sys
+
+    pytest.importorskip("pynvml")
+    if shutil.which("nvidia-smi") is None:
+        pytest.skip("no NVIDIA driver")
+    probe = ("import sys; from gpuvs import telemetry; r = telemetry.read('cuda:0'); "
+             "print(r is not None and r.sm_mhz > 0, 'torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         check=True).stdout.split()
+    assert out == ["True", "False"]

@@ -11,6 +11,7 @@ moment it arrives, so a kill loses at most the case in flight.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import queue
 import sys
@@ -26,7 +27,7 @@ from gpuvs.backends.base import NO_GPU
 from gpuvs.caveats import detect as caveats_of
 from gpuvs.child import STARTUP_ALLOWANCE_S, Child
 from gpuvs.config import RunConfig
-from gpuvs.model import Case, Caveat, Measurement, Status
+from gpuvs.model import Case, Caveat, Measurement, Params, Status
 from gpuvs.protocol import Budget
 
 # A fresh worker imports its framework and initialises the device before its first case.
@@ -55,13 +56,26 @@ class RunSummary:
 
 
 class Worker(Child):
-    """One child process for one backend, talked to in JSON lines. It starts `device`
-    before it says it is ready (`gpuvs.worker`)."""
+    """One child process for one backend, talked to in JSON lines. It starts `device`,
+    and imports what the `preload` cases need, before it says it is ready
+    (`gpuvs.worker`)."""
 
-    def __init__(self, backend: str, device: str = "cpu") -> None:
+    def __init__(self, backend: str, device: str = "cpu", preload: Sequence[Case] = ()
+                 ) -> None:
         super().__init__([sys.executable, "-m", "gpuvs.worker", backend, device],
                          env=backends.get(backend).worker_env())
         self.device = device
+        # One case of each kind (workload, variant, parameters): the imports differ by
+        # kind, not by size.
+        kinds: dict[tuple[str, str, Params], Case] = {}
+        for c in preload:
+            kinds.setdefault((c.workload, c.variant, c.params), c)
+        self.preload = tuple(kinds.values())
+        assert self.proc.stdin is not None
+        with contextlib.suppress(BrokenPipeError):  # died at once: its first case finds out
+            self.proc.stdin.write(json.dumps(
+                {"preload": [c.to_dict() for c in self.preload]}) + "\n")
+            self.proc.stdin.flush()
         self.ready = False
         self.fresh = True
         self.ran: set[tuple[str, str]] = set()  # (workload, device) of each replay it ran
@@ -171,7 +185,8 @@ class Pool:
             self._retire(w)
         self.measuring, self.following = self.following, {}
         if n + 1 < self._passes:
-            self.following = {b: Worker(b, w.device) for b, w in self.measuring.items()}
+            self.following = {b: Worker(b, w.device, w.preload)
+                              for b, w in self.measuring.items()}
 
     def close(self, stopping: bool) -> None:
         """End every worker: all told first, so that they wind down together."""
@@ -183,18 +198,21 @@ class Pool:
             w.close()
 
     def _start_ahead(self) -> None:
+        replays: dict[tuple[str, str, str], list[Case]] = {}
+        measured: dict[str, list[Case]] = {}
         for case in self._plan:
             if _precheck(case, {}) is not None:  # decided without a worker
                 continue
-            b = case.backend
             if case.variant == "as_written":
-                key = (b, case.workload, case.device)
-                if key not in self.waiting:
-                    self.waiting[key] = Worker(b, case.device)
-            elif b not in self.measuring:
-                self.measuring[b] = Worker(b, case.device)
-                if self._passes > 1:
-                    self.following[b] = Worker(b, case.device)
+                replays.setdefault((case.backend, case.workload, case.device), []).append(case)
+            else:
+                measured.setdefault(case.backend, []).append(case)
+        for key, cases in replays.items():
+            self.waiting[key] = Worker(key[0], key[2], cases)
+        for b, cases in measured.items():
+            self.measuring[b] = Worker(b, cases[0].device, cases)
+            if self._passes > 1:
+                self.following[b] = Worker(b, cases[0].device, cases)
 
     def _retire(self, worker: Worker) -> None:
         worker.retire()

@@ -10,7 +10,9 @@ Without NVML, or on the CPU, every reading is None and nothing is claimed.
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,18 +48,44 @@ def _nvml() -> Any:
     return pynvml
 
 
-def _handle(nvml: Any, device: str) -> Any:
-    """The NVML handle of `cuda:N`: matched by PCI bus id where torch knows it, since
-    CUDA's numbering and NVML's differ when CUDA_DEVICE_ORDER is not PCI_BUS_ID."""
-    index = int(device.partition(":")[2] or 0)
-    try:
-        import torch
+# NVML handles by (NVML module, device): looked up once per process.
+_HANDLES: dict[tuple[int, str], tuple[Any, Any]] = {}
 
-        p = torch.cuda.get_device_properties(index)
-        bus_id = f"{p.pci_domain_id:08x}:{p.pci_bus_id:02x}:{p.pci_device_id:02x}.0"
-        return nvml.nvmlDeviceGetHandleByPciBusId(bus_id)
-    except Exception:  # an older torch without PCI ids: NVML's index
-        return nvml.nvmlDeviceGetHandleByIndex(index)
+
+def _handle(nvml: Any, device: str) -> Any:
+    """The NVML handle of `cuda:N`, looked up once: matched by the PCI bus id CUDA gives
+    the device, since CUDA's numbering and NVML's differ when CUDA_DEVICE_ORDER is not
+    PCI_BUS_ID (or CUDA_VISIBLE_DEVICES reorders them); NVML's index where the bus id
+    cannot be had."""
+    key = (id(nvml), device)
+    if key in _HANDLES and _HANDLES[key][0] is nvml:
+        return _HANDLES[key][1]
+    index = int(device.partition(":")[2] or 0)
+    handle = None
+    if (bus_id := _pci_bus_id(index)) is not None:
+        with contextlib.suppress(Exception):  # a format this NVML does not take
+            handle = nvml.nvmlDeviceGetHandleByPciBusId(bus_id)
+    if handle is None:
+        handle = nvml.nvmlDeviceGetHandleByIndex(index)
+    _HANDLES[key] = (nvml, handle)
+    return handle
+
+
+def _pci_bus_id(index: int) -> str | None:
+    """CUDA's PCI bus id of device `index` ("0000:19:00.0"), from the CUDA driver itself:
+    asking torch for it cost a CuPy or JAX worker torch's import, 3–4 s on the H100 host
+    at its first case. None without the driver."""
+    import ctypes
+
+    try:
+        cuda = ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return None
+    dev, buf = ctypes.c_int(), ctypes.create_string_buffer(32)
+    if (cuda.cuInit(0) or cuda.cuDeviceGet(ctypes.byref(dev), index)
+            or cuda.cuDeviceGetPCIBusId(buf, len(buf), dev)):
+        return None
+    return buf.value.decode()
 
 
 def read(device: str, nvml: Any = None) -> Reading | None:
@@ -134,8 +162,6 @@ class Watch:
 
 def _others_on(device: str, nvml: Any) -> tuple[int, ...]:
     """Pids of other processes with compute work on the device (a shared GPU)."""
-    import os
-
     try:
         procs = nvml.nvmlDeviceGetComputeRunningProcesses(_handle(nvml, device))
     except Exception:  # not exposed (some containers): say nothing
@@ -147,8 +173,6 @@ def _ours(pid: int, parent: int) -> set[int]:
     """This worker, the runner that started it, and the runner's other workers (another
     backend's, or a post's replay): they hold a context on the GPU but wait while this
     case runs, since the runner runs one case at a time — not contention."""
-    import contextlib
-
     import psutil
 
     found = {pid, parent}

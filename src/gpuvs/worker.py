@@ -2,11 +2,12 @@
 
 Started by the runner as `python -m gpuvs.worker BACKEND DEVICE` in a fresh interpreter
 (never forked after CUDA init). It first loads its framework and starts DEVICE
-(`Backend.preload`), then says `{"ready": true}`: the runner measures nothing while a
-worker starts, so a worker started ahead of its pass never disturbs a case. Requests
-arrive as JSON lines on stdin; each answer is one JSON line on the protocol channel, a
-private copy of stdout, while file descriptor 1 is pointed at stderr so that anything a
-framework prints cannot corrupt the protocol.
+(`Backend.preload`), reads one line naming the kinds of case it will run and imports
+what they need (`Workload.preload`), starts NVML, then says `{"ready": true}`: the
+runner measures nothing while a worker starts, so a worker started ahead of its pass
+never disturbs a case. Requests arrive as JSON lines on stdin; each answer is one JSON
+line on the protocol channel, a private copy of stdout, while file descriptor 1 is
+pointed at stderr so that anything a framework prints cannot corrupt the protocol.
 
 Out-of-memory becomes data (`OOM`); an error that poisons the device (sticky CUDA
 errors) is reported and the worker exits so the runner starts a fresh one.
@@ -219,6 +220,15 @@ def _why_not(backend: Backend, case: Case) -> tuple[Status, str] | None:
     return None
 
 
+def _preload(backend: Backend, line: str) -> None:
+    """The runner's first line: one case of each kind this worker will run, whose
+    workloads import what their preparation needs now (`Workload.preload`)."""
+    for d in json.loads(line or "{}").get("preload", []):
+        case = Case.from_dict(d)
+        with contextlib.suppress(Exception):  # the case meets it again and records it
+            workloads.get(case.workload).preload(backend, case)
+
+
 def serve(backend: Backend, requests: TextIO, channel: TextIO) -> int:
     for line in requests:
         m, fatal = run_case(backend, json.loads(line))
@@ -239,6 +249,8 @@ def main(argv: list[str]) -> int:
     backend.prepare_worker()
     with contextlib.suppress(Exception):  # the first case meets it again and records it
         backend.preload(argv[1])
+    _preload(backend, sys.stdin.readline())
+    telemetry.read(argv[1])  # NVML started and the device's handle found: seconds, once
     # The framework's own objects (about 166 000 for torch) live as long as the process:
     # frozen, they are left out of every collection. The collection after each case then
     # walks only what the cases made (0.1 ms, not 110 ms, for torch on a 2-core CPU), and

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import statistics
 import time
 
@@ -187,3 +188,34 @@ def test_busy_time_tells_a_tiny_launch_bound_op_from_a_product_that_fills_the_gp
     assert big.summary is not None
     assert big_busy == pytest.approx(big.summary.median, rel=0.05)
     assert kernels == pytest.approx(big.summary.median, rel=0.05)
+
+
+def test_a_torch_worker_compiles_in_its_own_process_unless_the_user_chose(
+        b: Backend, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("TORCHINDUCTOR_COMPILE_THREADS", raising=False)
+    b.prepare_worker()
+    assert os.environ["TORCHINDUCTOR_COMPILE_THREADS"] == "1"
+    monkeypatch.setenv("TORCHINDUCTOR_COMPILE_THREADS", "8")
+    b.prepare_worker()
+    assert os.environ["TORCHINDUCTOR_COMPILE_THREADS"] == "8"
+
+
+@pytest.mark.gpu
+def test_a_compiled_case_leaves_no_compile_processes_to_contend_with_the_next() -> None:
+    """Inductor's default pool (a compile process per core) outlived the compile and took
+    the CPU while the next case was timed: 17 cases of a full `gpuvs seeds` were measured
+    `contended` and again. A torch worker now compiles in its own process."""
+    _cuda()
+    psutil = pytest.importorskip("psutil")
+    from gpuvs.model import Case, Status
+    from gpuvs.runner import Worker
+
+    tuned = Case("elementwise", "tuned", "torch", "cuda:0", "float32", 10**6, (("op", "chain"),))
+    worker = Worker("torch", "cuda:0")
+    try:
+        answer = worker.ask({"case": tuned.to_dict(), "budget": {"seconds": 0.1},
+                             "criterion": "median-ci"}, timeout_s=300)
+        assert answer is not None and answer["measurement"]["status"] == Status.OK.value
+        assert psutil.Process(worker.proc.pid).children(recursive=True) == []
+    finally:
+        worker.close()

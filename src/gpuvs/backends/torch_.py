@@ -7,6 +7,7 @@ synchronisation per batch, and every host-clock reading is preceded by
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -99,6 +100,15 @@ class TorchBackend(Backend):
     device_kinds = ("cpu", "cuda")
     dtypes = ("float16", "bfloat16", "float32", "float64")
     module = "torch"
+
+    def prepare_worker(self) -> None:
+        # torch.compile compiles in the worker's own process. Inductor's default is a pool
+        # of one compile process per core that starts with the first compile, sleeps after
+        # a minute idle and starts again at the next: seconds of every core's time, spent
+        # while the next case (another worker's) was timed. In a full `gpuvs seeds` on
+        # the H100 host the cases right after a compile were measured `contended`, and
+        # measured again, 17 times. A value the user set is kept.
+        os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")
 
     def _device_reason(self, device: str) -> str | None:
         if not device.startswith("cuda"):

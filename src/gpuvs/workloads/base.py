@@ -209,6 +209,14 @@ class Workload(ABC):
     @abstractmethod
     def prepare(self, backend: Backend, case: Case) -> Prepared: ...
 
+    def preload(self, backend: Backend, case: Case) -> None:
+        """Import what preparing `case` imports beyond its backend's framework (Keras,
+        torch's compiler, torch's generator in a NumPy worker), in a worker started ahead
+        of its cases. Workers start in parallel before anything is measured, so an import
+        here is off the run's path; at the case it cost seconds, once in each pass's fresh
+        process. Nothing by default; whatever fails here fails again at the case."""
+        return None
+
     @property
     def version(self) -> str:
         """Hash of this workload's source: results of changed workloads never mix. What

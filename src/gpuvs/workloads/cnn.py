@@ -483,6 +483,10 @@ class Cnn(Workload):
     def size_axis(self, params: Params) -> SizeAxis:
         return SizeAxis("batch size (images)", "batch {}")
 
+    def preload(self, backend: Backend, case: Case) -> None:
+        if case.param("framework") == "keras":
+            keras_on_torch()  # Keras's import: 4.3 s in a fresh worker on the H100 host
+
     def prepare(self, backend: Backend, case: Case) -> Prepared:
         if backend.name != "torch":
             raise BackendUnavailable(f"cnn runs on torch (Keras on its torch backend), "

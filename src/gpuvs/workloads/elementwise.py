@@ -17,6 +17,7 @@ the same operations in the same order, so the same rounding.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
@@ -95,6 +96,12 @@ class Elementwise(Workload):
 
     def param_sets(self) -> tuple[Params, ...]:
         return tuple((("op", op),) for op in PASSES)
+
+    def preload(self, backend: Backend, case: Case) -> None:
+        if case.variant == "tuned" and case.backend in FUSERS:
+            fused_chain(case.backend)  # torch.compile imports TorchDynamo: about 2 s
+            if case.backend == "torch":
+                importlib.import_module("torch._inductor.compile_fx")  # the first call's compiler
 
     def default_sizes(self, params: Params) -> tuple[int, ...]:
         return tuple(10**e for e in range(3, 9))
