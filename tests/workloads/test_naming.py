@@ -96,16 +96,25 @@ NAMING = '''
 '''
 
 
-def test_naming_a_workload_leaves_its_version_as_it_was(tmp_path: Path, monkeypatch) -> None:
-    """Results stored before a workload had a title still match it (`gpuvs check`)."""
+PRELOAD = '''
+    def preload(self, backend, case):
+        import json
+'''
+
+
+@pytest.mark.parametrize("added", [NAMING, PRELOAD], ids=["title and size axis", "preload"])
+def test_what_measures_nothing_leaves_a_workloads_version_as_it_was(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, added: str) -> None:
+    """Results stored before a workload had a title, or imported ahead of its cases, still
+    match it (`gpuvs check`)."""
     monkeypatch.syspath_prepend(str(tmp_path))
-    (tmp_path / "unnamed_probe.py").write_text(CLASS.format(naming=""))
-    (tmp_path / "named_probe.py").write_text(CLASS.format(naming=NAMING))
+    (tmp_path / "plain_probe.py").write_text(CLASS.format(naming=""))
+    (tmp_path / "added_probe.py").write_text(CLASS.format(naming=added))
     try:
-        unnamed = importlib.import_module("unnamed_probe").Probe()
-        named = importlib.import_module("named_probe").Probe()
-        assert named.title(()) == "A probe" and unnamed.title(()) is None
-        assert named.version == unnamed.version
+        plain = importlib.import_module("plain_probe").Probe()
+        added_to = importlib.import_module("added_probe").Probe()
+        assert type(added_to).__dict__.keys() - type(plain).__dict__.keys()  # it differs
+        assert added_to.version == plain.version
     finally:
-        for module in ("unnamed_probe", "named_probe"):
+        for module in ("plain_probe", "added_probe"):
             sys.modules.pop(module, None)

@@ -139,8 +139,9 @@ def with_others(name: str, params: Params, known: Sequence[str]) -> str:
     return f"{name} ({rest})" if rest else name
 
 
-# The methods that name a workload's sweeps and sizes for a person, not what it measures.
-NAMING = ("title", "size_axis")
+# The methods that do not change what a workload measures: those that name its sweeps
+# and sizes for a person, and the imports a worker makes ahead of its cases.
+UNMEASURED = ("title", "size_axis", "preload")
 
 
 class Workload(ABC):
@@ -220,11 +221,11 @@ class Workload(ABC):
     @property
     def version(self) -> str:
         """Hash of this workload's source: results of changed workloads never mix. What
-        only names its sweeps for a person (NAMING) is left out: a new title measures
-        nothing new, and a stored baseline must still match (`gpuvs check`)."""
+        measures nothing (UNMEASURED: a title, an import made ahead) is left out: a stored
+        baseline must still match (`gpuvs check`)."""
         cls = type(self)
         source = inspect.getsource(cls)
-        for name in NAMING:
+        for name in UNMEASURED:
             if name in vars(cls):
                 source = source.replace("\n" + inspect.getsource(vars(cls)[name]), "")
         return hashlib.sha256(source.encode()).hexdigest()[:12]
