@@ -12,6 +12,10 @@ POSTGRES := /usr/lib/postgresql
 
 .PHONY: run test setup-run setup-test clean
 
+# Independent set-up steps run side by side: on a clean CI machine the Python environment
+# is built while apt-get fetches and installs Chromium and PostgreSQL.
+MAKEFLAGS += --jobs=2
+
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
