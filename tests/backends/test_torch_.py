@@ -202,9 +202,9 @@ def test_a_torch_worker_compiles_in_its_own_process_unless_the_user_chose(
 
 @pytest.mark.gpu
 def test_a_compiled_case_leaves_no_compile_processes_to_contend_with_the_next() -> None:
-    """Inductor's default pool (a compile process per core) outlived the compile and took
-    the CPU while the next case was timed: 17 cases of a full `gpuvs seeds` were measured
-    `contended` and again. A torch worker now compiles in its own process."""
+    """Inductor's default pool (a compile process per core) outlives the compile, and each
+    of its starts imports torch in every process while the next case is timed. A torch
+    worker compiles in its own process: none is left behind."""
     _cuda()
     psutil = pytest.importorskip("psutil")
     from gpuvs.model import Case, Status

@@ -103,11 +103,12 @@ class TorchBackend(Backend):
 
     def prepare_worker(self) -> None:
         # torch.compile compiles in the worker's own process. Inductor's default is a pool
-        # of one compile process per core that starts with the first compile, sleeps after
-        # a minute idle and starts again at the next: seconds of every core's time, spent
-        # while the next case (another worker's) was timed. In a full `gpuvs seeds` on
-        # the H100 host the cases right after a compile were measured `contended`, and
-        # measured again, 17 times. A value the user set is kept.
+        # of one compile process per core (16 on the H100 host) that starts with the first
+        # compile, is stopped after a minute idle and starts again at the next: each start
+        # imports torch in every one of them, CPU time spent while the next case (another
+        # worker's) is timed. In a full `gpuvs seeds` there, cases right after a compile
+        # were among those measured `contended` and measured again. A value the user set
+        # is kept.
         os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")
 
     def _device_reason(self, device: str) -> str | None:
