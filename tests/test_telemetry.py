@@ -108,3 +108,17 @@ def test_a_worker_of_another_framework_reads_the_gpu_without_importing_torch() -
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                          check=True).stdout.split()
     assert out == ["True", "False"]
+
+
+def test_the_devices_nvml_handle_is_looked_up_once_per_process() -> None:
+    """Each case reads the sensors two or more times; the lookup behind the handle (the
+    device's PCI bus id, then NVML's search) is done at the first read only."""
+    nvml = fake_nvml([1980])
+    lookups: list[object] = []
+    nvml.nvmlDeviceGetHandleByIndex = lambda i: lookups.append(i) or "h"
+    nvml.nvmlDeviceGetHandleByPciBusId = lambda bus: lookups.append(bus) or "h"
+    for _ in range(3):
+        watch = telemetry.Watch("cuda:0", nvml)
+        watch.settled()
+        watch.finish()
+    assert len(lookups) == 1 and watch.counters()["sm_clock_mhz"] == 1980
