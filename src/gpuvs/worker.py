@@ -224,8 +224,8 @@ def _preload(backend: Backend, line: str) -> None:
     """The runner's first line: one case of each kind this worker will run, whose
     workloads import what their preparation needs now (`Workload.preload`)."""
     for d in json.loads(line or "{}").get("preload", []):
-        case = Case.from_dict(d)
         with contextlib.suppress(Exception):  # the case meets it again and records it
+            case = Case.from_dict(d)
             workloads.get(case.workload).preload(backend, case)
 
 
