@@ -11,7 +11,6 @@ moment it arrives, so a kill loses at most the case in flight.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import queue
 import sys
@@ -71,11 +70,8 @@ class Worker(Child):
         for c in preload:
             kinds.setdefault((c.workload, c.variant, c.params), c)
         self.preload = tuple(kinds.values())
-        assert self.proc.stdin is not None
-        with contextlib.suppress(BrokenPipeError):  # died at once: its first case finds out
-            self.proc.stdin.write(json.dumps(
-                {"preload": [c.to_dict() for c in self.preload]}) + "\n")
-            self.proc.stdin.flush()
+        # A worker that died at once is found out by its first case.
+        self._send({"preload": [c.to_dict() for c in self.preload]})
         self.ready = False
         self.fresh = True
         self.ran: set[tuple[str, str]] = set()  # (workload, device) of each replay it ran
@@ -102,14 +98,20 @@ class Worker(Child):
         if line is None:
             self._lines.put(None)  # its first case reads the death
 
+    def _send(self, message: dict[str, Any]) -> bool:
+        """One JSON line to the worker; False when it has died (a broken pipe)."""
+        assert self.proc.stdin is not None
+        try:
+            self.proc.stdin.write(json.dumps(message) + "\n")
+            self.proc.stdin.flush()
+        except BrokenPipeError:
+            return False
+        return True
+
     def ask(self, request: dict[str, Any], timeout_s: float) -> dict[str, Any] | None:
         """The worker's answer, or None if it died or timed out (see `failure`)."""
         self.await_ready()
-        assert self.proc.stdin is not None
-        try:
-            self.proc.stdin.write(json.dumps(request) + "\n")
-            self.proc.stdin.flush()
-        except BrokenPipeError:
+        if not self._send(request):
             return None
         allowance = STARTUP_ALLOWANCE_S if self.fresh else 0.0
         self.fresh = False
