@@ -6,7 +6,10 @@ on a 2-core CPU, and the collectives and DDP scaling of two H200s. A plot's SVG 
 matplotlib's own bytes, which a new matplotlib may change: with the version the pins were
 taken with, the whole page must match; with another, the page outside its plots must.
 
-A plot's coordinates are compared to 1/100 of a point. The matmul sweep's plots, pinned
+A plot's coordinates are compared to 1/100 of a point, and its clip paths by the order
+they come in: Matplotlib names a clip path by a hash of its rectangle at full precision,
+so a layout that moved it by 10⁻¹² pt renames it while the rectangle, compared as any
+coordinate, stays where it was. The matmul sweep's plots, pinned
 byte for byte on one machine, came out with other bytes on the CI machine from the same
 code, export and library versions, at every commit back to the pin, while the page
 outside its plots matched: Matplotlib writes six decimals, and the last ones belong to
@@ -32,6 +35,7 @@ GOLDEN = Path(__file__).resolve().parents[1] / "data" / "golden"
 PINS = json.loads((GOLDEN / "reports.json").read_text())
 _SVG = re.compile(rb"<svg.*?</svg>", re.S)
 _DECIMAL = re.compile(rb"-?\d+\.\d+")
+_CLIP = re.compile(rb"-p[0-9a-f]{10}\b")  # Matplotlib's clip-path id: "p" and 10 hex digits
 
 
 def _sha(data: bytes) -> str:
@@ -43,11 +47,17 @@ def _without_plots(page: bytes) -> bytes:
 
 
 def _plots_to_a_hundredth(page: bytes) -> bytes:
-    """The page with every decimal inside its plots rounded to two places."""
+    """The page with every decimal inside its plots rounded to two places, and each clip
+    path named by its place in the page instead of its hash."""
     def rounded(number: re.Match[bytes]) -> bytes:
         return b"%.2f" % (round(float(number.group()), 2) + 0.0)  # + 0.0: no "-0.00"
 
-    return _SVG.sub(lambda svg: _DECIMAL.sub(rounded, svg.group()), page)
+    clips: dict[bytes, bytes] = {}
+
+    def numbered(clip: re.Match[bytes]) -> bytes:
+        return clips.setdefault(clip.group(), b"-clip%d" % len(clips))
+
+    return _SVG.sub(lambda svg: _CLIP.sub(numbered, _DECIMAL.sub(rounded, svg.group())), page)
 
 
 @pytest.mark.parametrize("name", sorted(PINS["pages"]))

@@ -8,12 +8,11 @@ figures inlined into one page never share an element id.
 
 from __future__ import annotations
 
-import contextlib
 import io
 import math
 import re
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from gpuvs import units
 from gpuvs.report.plots import ROOFLINE, Plot, Series
@@ -22,15 +21,18 @@ FIGSIZE = (5.0, 3.3)  # inches: about half a laptop-screen page wide, fonts legi
 ROOFLINE_FIGSIZE = (8.0, 4.4)  # full width: the legend goes beside the axes
 LEGEND_INSIDE_MAX = 2  # series whose legend may sit inside the axes
 PNG_DPI = 200
+T = TypeVar("T")
 
 
 def to_svg(plot: Plot) -> str:
     """The plot as an `<svg>` element to inline in HTML: no XML prolog, no date."""
-    buf = io.StringIO()
-    with _figure(plot, {"svg.hashsalt": plot.name, "svg.id": plot.name,
-                        "svg.fonttype": "path"}) as fig:
+    def svg(fig: Any) -> str:
+        buf = io.StringIO()
         fig.savefig(buf, format="svg", metadata={"Date": None})
-    text = buf.getvalue()
+        return buf.getvalue()
+
+    text = _saved(plot, {"svg.hashsalt": plot.name, "svg.id": plot.name,
+                         "svg.fonttype": "path"}, svg)
     return _scoped_ids(text[text.index("<svg"):], plot.name)
 
 
@@ -49,21 +51,30 @@ def _scoped_ids(svg: str, prefix: str) -> str:
 
 
 def to_png(plot: Plot) -> bytes:
-    buf = io.BytesIO()
-    with _figure(plot, {}) as fig:
+    def png(fig: Any) -> bytes:
+        buf = io.BytesIO()
         fig.savefig(buf, format="png", dpi=PNG_DPI)
-    return buf.getvalue()
+        return buf.getvalue()
+
+    return _saved(plot, {}, png)
 
 
-@contextlib.contextmanager
-def _figure(plot: Plot, rc: dict[str, Any]) -> Iterator[Any]:
-    """The drawn figure, made without pyplot so that nothing keeps it alive afterwards."""
+def _saved(plot: Plot, rc: dict[str, Any], save: Callable[[Any], T]) -> T:
+    """`plot` saved by `save`, from a figure made without pyplot (nothing keeps it alive
+    afterwards). The legend is checked on the figure as saved, whose drawing laid it out:
+    a second drawing only to place the legend would double the cost of every plot, and
+    only a legend that hides data costs a second figure (beside the axes)."""
     import matplotlib
 
     matplotlib.use("Agg")
     known: Any = {k: v for k, v in rc.items() if k in matplotlib.rcParams}  # svg.id: ≥ 3.9
     with matplotlib.rc_context(known):
-        yield figure(plot)
+        outside = _legend_beside(plot)
+        fig, legend = _new_figure(plot, outside)
+        saved = save(fig)
+        if not outside and _hides_data(fig.axes[0], legend, plot):
+            saved = save(_new_figure(plot, outside=True)[0])
+    return saved
 
 
 def figure(plot: Plot) -> Any:
@@ -72,8 +83,10 @@ def figure(plot: Plot) -> Any:
     it would hide data."""
     outside = _legend_beside(plot)
     fig, legend = _new_figure(plot, outside)
-    if not outside and _hides_data(fig.axes[0], legend, plot):
-        fig, _ = _new_figure(plot, outside=True)
+    if not outside and legend is not None:
+        fig.draw_without_rendering()  # lays the figure out and places the legend
+        if _hides_data(fig.axes[0], legend, plot):
+            fig, _ = _new_figure(plot, outside=True)
     return fig
 
 
@@ -82,8 +95,9 @@ def onto(plot: Plot, ax: Any) -> Any:
     beside the axes where inside it would hide data. Returns the Axes' Figure."""
     _draw(ax, plot)
     outside = _legend_beside(plot)
-    if not outside and _hides_data(ax, _legend(ax, outside=False), plot):
-        outside = True
+    if not outside and (legend := _legend(ax, outside=False)) is not None:
+        ax.figure.draw_without_rendering()  # lays the figure out and places the legend
+        outside = _hides_data(ax, legend, plot)
     if outside:
         _legend(ax, outside=True)
     return ax.figure
@@ -117,13 +131,13 @@ def _legend(ax: Any, outside: bool) -> Any:
 
 
 def _hides_data(ax: Any, legend: Any, plot: Plot) -> bool:
-    """Whether the legend inside the axes lies over a series: a point, a CI bound, or the
-    line between two of them. Matplotlib's "best" place is the least bad, not a free one."""
+    """Whether the legend inside the axes, on a figure already drawn (which placed it),
+    lies over a series: a point, a CI bound, or the line between two of them.
+    Matplotlib's "best" place is the least bad, not a free one."""
     from matplotlib.path import Path
 
     if legend is None:
         return False
-    ax.figure.draw_without_rendering()  # lays the figure out and places the legend
     box = legend.get_window_extent()
     for s in plot.series:
         for ys in filter(None, (s.y, s.low, s.high)):
