@@ -152,12 +152,13 @@ def _watched(make: Callable[[], Prepared], backend: Backend, case: Case, clock: 
         prepared = replace(make(), clocks_settled=settled)
         m = timed(prepared, replace(budget, seconds=REMEASURE_BUDGET_FACTOR * budget.seconds))
     after = contention.snapshot()
-    share = contention.others_share(before, after)
+    demand = (backend.threads() or 1) if case.device == "cpu" else 1  # cores it asked for
+    share = contention.others_share(before, after, demand)
     watch.finish()
     found = list(m.caveats)
     if watch.throttled():
         found.append(Caveat.THROTTLED)
-    if contention.contended(before, after) or watch.other_processes:
+    if contention.contended(before, after, demand) or watch.other_processes:
         found.append(Caveat.CONTENDED)
     extra = watch.counters() | {"others_cpu_share": share} | (
         {"gpu_other_processes": float(len(watch.other_processes))}
