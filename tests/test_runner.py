@@ -9,7 +9,7 @@ import pytest
 
 from gpuvs.config import RunConfig
 from gpuvs.model import Case, Caveat, Measurement, Status
-from gpuvs.runner import execute
+from gpuvs.runner import Pace, execute
 
 
 class Collected:
@@ -360,3 +360,19 @@ def test_workers_import_what_their_cases_need_before_they_are_ready() -> None:
         assert answer["measurement"]["counters"]["preloaded"] == 0.0
     finally:
         bare.close()
+
+
+def test_the_time_left_paces_a_later_pass_apart_from_the_first() -> None:
+    # Ten cases, two passes: a first pass at 2 s a case, a later one that only samples.
+    pace = Pace(cases=10, passes=2, later_budget_s=0.25)
+    assert pace.left_s() is None  # no case has set a pace
+    for _ in range(4):
+        pace.ran(0, 2.0, runs_again=True)
+    pace.ran(0, 2.0, runs_again=False)  # a replay: it runs once
+    # 5 first-pass cases left at 2 s; 4 of 5 run again, so 8 later-pass cases at their
+    # budget share until one is timed.
+    assert pace.left_s() == pytest.approx(5 * 2.0 + 8 * 0.25)
+    for _ in range(5):
+        pace.ran(0, 2.0, runs_again=True)
+    pace.ran(1, 0.5, runs_again=False)  # the later pass's own pace, once timed
+    assert pace.left_s() == pytest.approx(8 * 0.5)

@@ -49,6 +49,45 @@ class Recorder(Protocol):
 
 
 @dataclass
+class Pace:
+    """The time a run has left, each pass at its own pace.
+
+    A case is reported when its last pass ends, so counting reported cases alone read a
+    two-pass run's first minutes as three to ten times too long (on the H100, "about
+    10:44 left" with 36 s left): the first pass reports only the cases that run once
+    (the posts' replays, calls too long to sample twice), the slowest ones, and a later
+    pass only samples — no reference, profile or first call — so it goes fast. Here the
+    cases left in the first pass go at its pace so far; a later pass's cases go at the
+    later passes' pace, or at their budget share before any was timed."""
+
+    cases: int
+    passes: int
+    later_budget_s: float
+    spent_s: list[float] = field(default_factory=lambda: [0.0, 0.0])  # first, later passes
+    done: list[int] = field(default_factory=lambda: [0, 0])
+    again: int = 0  # first-pass cases that run again in each later pass
+
+    def ran(self, n: int, took_s: float, runs_again: bool) -> None:
+        """A case's pass `n` took `took_s`; whether it runs in the next pass too."""
+        later = int(n > 0)
+        self.spent_s[later] += took_s
+        self.done[later] += 1
+        self.again += n == 0 and runs_again and self.passes > 1
+
+    def left_s(self) -> float | None:
+        """None until a first-pass case sets a pace."""
+        if not self.done[0]:
+            return None
+        first_left = self.cases - self.done[0]
+        share_again = self.again / self.done[0]
+        later_total = (self.again + first_left * share_again) * (self.passes - 1)
+        later_each = (self.spent_s[1] / self.done[1] if self.done[1]
+                      else self.later_budget_s)
+        return (first_left * self.spent_s[0] / self.done[0]
+                + max(later_total - self.done[1], 0.0) * later_each)
+
+
+@dataclass
 class RunSummary:
     counts: Counter[str] = field(default_factory=Counter)
     measurements: list[Measurement] = field(default_factory=list)
@@ -231,7 +270,7 @@ class Pool:
 
 
 def execute(run: Recorder, cases: Iterable[Case], config: RunConfig,
-            on_result: Callable[[Measurement], None] = lambda m: None,
+            on_result: Callable[[Measurement, float | None], None] = lambda m, left_s: None,
             skip_keys: frozenset[str] = frozenset()) -> RunSummary:
     """Run every case not in `skip_keys`, saving each measurement as it arrives.
 
@@ -240,13 +279,15 @@ def execute(run: Recorder, cases: Iterable[Case], config: RunConfig,
     its CI then covers what a new process, a moment later, gives (a process's own memory
     layout, a passing load) — a CI from one process covers only that process. Replays of
     a post, cases that failed, and calls too long to sample twice run once. The workers
-    come from a `Pool`, which starts them all before the first case."""
+    come from a `Pool`, which starts them all before the first case. `on_result` gets each
+    finished case and the time the run has left (`Pace`; None before there is a pace)."""
     summary = RunSummary()
     oom_series: dict[Case, int] = {}
     request_base = {"budget": Budget(seconds=config.budget_s / config.passes).__dict__,
                     "criterion": config.criterion}
     todo = [c for c in cases if c.key not in skip_keys]
     pool = Pool(todo, config.passes)
+    pace = Pace(len(todo), config.passes, config.budget_s / config.passes)
     done: dict[str, Measurement] = {}
     try:
         for n in range(config.passes):
@@ -258,16 +299,18 @@ def execute(run: Recorder, cases: Iterable[Case], config: RunConfig,
                 # A later pass adds samples only: the counts, parts and busy time that the
                 # first pass measured are kept when the two are merged.
                 request = request_base | ({"samples_only": True} if n else {})
+                began = time.perf_counter()
                 m = _precheck(case, oom_series) or _dispatch(case, pool, request, config)
                 if m.status is Status.OOM:
                     oom_series.setdefault(case.series, case.size)
                 m = merged(done[case.key], m) if n else m
                 done[case.key] = m
                 run.record(m)  # each pass's result is kept as soon as it exists
+                pace.ran(n, time.perf_counter() - began, _again(m))
                 if n == config.passes - 1 or not _again(m):
                     summary.counts[m.status.value] += 1
                     summary.measurements.append(m)
-                    on_result(m)
+                    on_result(m, pace.left_s())
     finally:
         pool.close(stopping=sys.exc_info()[0] is not None)  # Ctrl-C, SIGTERM: kill them
     return summary

@@ -37,3 +37,15 @@ def test_the_time_left_is_paced_by_the_cases_after_the_first(monkeypatch) -> Non
     assert lines[2].endswith("(about 0:02 left)")  # 1 s a case, 2 cases left
     assert lines[3].endswith("(about 0:01 left)")
     assert "left" not in lines[4]  # the last one
+
+
+def test_the_runners_time_left_is_shown_where_it_gives_one() -> None:
+    buffer = io.StringIO()
+    advance = progress._case_lines(3, Console(file=buffer, width=10_000, soft_wrap=True))
+    advance(_ok(64), 95.0)  # the runner paces each pass apart: its estimate is shown
+    advance(_ok(128), None)  # a producer without one: the pace of the cases so far
+    advance(_ok(256), 3.0)  # the last case: nothing left to estimate
+    lines = buffer.getvalue().splitlines()
+    assert lines[0].endswith("(about 1:35 left)")
+    assert lines[1].endswith("(about 0:00 left)")  # one case, microseconds after the first
+    assert "left" not in lines[2]

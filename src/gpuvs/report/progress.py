@@ -4,15 +4,19 @@ command, `gpuvs.compare`'s sweeps and `run-file` show alike."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
 from gpuvs.report.console import console
 
+# advance(finished measurement, the run's time left if its runner knows it)
+Advance = Callable[..., None]
+
 
 @contextmanager
-def progress(total: int, stderr: bool = False) -> Iterator[Callable[[Any], None]]:
+def progress(total: int, stderr: bool = False) -> Iterator[Advance]:
     """What a long run shows while it runs. In a terminal: a bar with the time elapsed
     and an estimate of the time left. Anywhere else (a file, a CI log): one line per
     finished case, flushed at once, with the same estimate — on stdout, or on stderr
@@ -25,38 +29,67 @@ def progress(total: int, stderr: bool = False) -> Iterator[Callable[[Any], None]
         BarColumn,
         MofNCompleteColumn,
         Progress,
+        ProgressColumn,
         TextColumn,
         TimeElapsedColumn,
-        TimeRemainingColumn,
     )
+    from rich.text import Text
 
+    class Left(ProgressColumn):
+        """The estimate counting down between cases, which may take minutes each."""
+
+        def render(self, task: Any) -> Text:
+            end = task.fields.get("end")
+            return Text("" if end is None else
+                        f"about {_clock(max(end - time.monotonic(), 0.0))} left")
+
+    left = _pacer(total)
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), TextColumn("left"), TimeRemainingColumn(),
-                  console=console(stderr=True), transient=True) as bar:
-        task = bar.add_task("measuring", total=total)
+                  TimeElapsedColumn(), Left(), console=console(stderr=True), transient=True) as bar:
+        task = bar.add_task("measuring", total=total, end=None)
 
-        def advance(m: Any) -> None:
-            bar.update(task, advance=1, description=f"{m.case.key} → {m.status.value}")
+        def advance(m: Any, left_s: float | None = None) -> None:
+            left_s = left(m, left_s)
+            bar.update(task, advance=1, description=f"{m.case.key} → {m.status.value}",
+                       end=None if left_s is None else time.monotonic() + left_s)
 
         yield advance
 
 
-def _case_lines(total: int, out: Any) -> Callable[[Any], None]:
-    """'[12/60] matmul/correct/torch/cpu/float32/1024 ok 1.23 ms ±0.8% (about 0:42 left)'.
-
-    The time left is the pace since the first measured case times the cases left: the
-    first one also paid its worker's start-up and, with passes, the earlier passes (a
-    case is reported when its last pass ends), so it sets no pace."""
-    import time
-
-    from gpuvs import units
-
-    absent: set[tuple[str, str]] = set()  # (backend, device) already said unavailable
+def _pacer(total: int) -> Callable[[Any, float | None], float | None]:
+    """The time left after each finished case: the runner's (`runner.Pace`, which paces
+    each pass apart) where it gives one; otherwise the pace since the first measured case
+    times the cases left — the first one also paid its worker's start-up, so it sets no
+    pace. Unavailable cases take no time and set none. None until there is a pace, and
+    after the last case."""
     done, measured = [0], [0]
     first: list[float] = []  # when the first measured case was reported
 
-    def advance(m: Any) -> None:
+    def left(m: Any, left_s: float | None) -> float | None:
         done[0] += 1
+        if m.status.value == "unavailable":
+            return None
+        now = time.monotonic()
+        measured[0] += 1
+        first[:] = first or [now]
+        if left_s is None and measured[0] > 1:
+            left_s = (now - first[0]) / (measured[0] - 1) * (total - done[0])
+        return left_s if done[0] < total else None
+
+    return left
+
+
+def _case_lines(total: int, out: Any) -> Advance:
+    """'[12/60] matmul/correct/torch/cpu/float32/1024 ok 1.23 ms ±0.8% (about 0:42 left)'."""
+    from gpuvs import units
+
+    absent: set[tuple[str, str]] = set()  # (backend, device) already said unavailable
+    done = [0]
+    left = _pacer(total)
+
+    def advance(m: Any, left_s: float | None = None) -> None:
+        done[0] += 1
+        left_s = left(m, left_s)
         if m.status.value == "unavailable":  # said once per backend and device, not per case
             where = (m.case.backend, m.case.device)
             if where not in absent:
@@ -66,18 +99,16 @@ def _case_lines(total: int, out: Any) -> Callable[[Any], None]:
                           "are not listed)", markup=False, highlight=False)
                 out.file.flush()
             return
-        now = time.monotonic()
-        measured[0] += 1
-        first[:] = first or [now]
         s = m.summary
         value = (f" {units.seconds(s.median)} ±{100 * s.ci_halfwidth_rel:.1f}%" if s else
                  f": {m.reason.splitlines()[0][:120]}" if m.reason else "")
-        eta = ""
-        if measured[0] > 1 and done[0] < total:
-            left = (now - first[0]) / (measured[0] - 1) * (total - done[0])
-            eta = f" (about {int(left // 60)}:{int(left % 60):02d} left)"
+        eta = "" if left_s is None else f" (about {_clock(left_s)} left)"
         out.print(f"[{done[0]}/{total}] {m.case.key} {m.status.value}{value}{eta}",
                   markup=False, highlight=False)
         out.file.flush()
 
     return advance
+
+
+def _clock(seconds: float) -> str:
+    return f"{int(seconds // 60)}:{int(seconds % 60):02d}"
