@@ -33,6 +33,7 @@ def progress(total: int, stderr: bool = False) -> Iterator[Advance]:
         TextColumn,
         TimeElapsedColumn,
     )
+    from rich.table import Column
     from rich.text import Text
 
     class Left(ProgressColumn):
@@ -41,11 +42,16 @@ def progress(total: int, stderr: bool = False) -> Iterator[Advance]:
         def render(self, task: Any) -> Text:
             end = task.fields.get("end")
             return Text("" if end is None else
-                        f"about {_clock(max(end - time.monotonic(), 0.0))} left")
+                        f"about {_clock(max(end - time.monotonic(), 0.0))} left", no_wrap=True)
 
     left = _pacer(total)
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), Left(), console=console(stderr=True), transient=True) as bar:
+    # The case last: a narrow terminal cuts the line's end, and the count and the time
+    # left are what must stay.
+    with Progress(BarColumn(bar_width=20), MofNCompleteColumn(), TimeElapsedColumn(),
+                  Left(table_column=Column(min_width=15, no_wrap=True)),
+                  TextColumn("{task.description}", table_column=Column(
+                      ratio=1, no_wrap=True, overflow="ellipsis")),
+                  console=console(stderr=True), transient=True, expand=True) as bar:
         task = bar.add_task("measuring", total=total, end=None)
 
         def advance(m: Any, left_s: float | None = None) -> None:
