@@ -53,8 +53,8 @@ class Pace:
     """The time a run has left, each pass at its own pace.
 
     A case is reported when its last pass ends, so counting reported cases alone read a
-    two-pass run's first minutes as three to ten times too long (on the H100, "about
-    10:44 left" with 36 s left): the first pass reports only the cases that run once
+    two-pass run's first minutes as many times too long (a full seeds run on the H100
+    said "about 10:44 left" with 36 s left): the first pass reports only the cases that run once
     (the posts' replays, calls too long to sample twice), the slowest ones, and a later
     pass only samples — no reference, profile or first call — so it goes fast. Here the
     cases left in the first pass go at its pace so far; a later pass's cases go at the
@@ -72,7 +72,8 @@ class Pace:
         later = int(n > 0)
         self.spent_s[later] += took_s
         self.done[later] += 1
-        self.again += n == 0 and runs_again and self.passes > 1
+        if n == 0 and runs_again and self.passes > 1:
+            self.again += 1
 
     def left_s(self) -> float | None:
         """None until a first-pass case sets a pace."""
