@@ -61,35 +61,31 @@ def others_share(before: Snapshot, after: Snapshot, demand: float,
     a case at every core is nearly nothing, and any background tick would be most of it
     (on a 16-core H100 host that called 33 of a full `gpuvs seeds`'s CPU cases contended,
     each measured again after a pause, with no other process busy)."""
-    cores = cores or _cores()
-    demand = min(max(demand, 1.0), cores)
-    wall = max(after.wall_s - before.wall_s, 1e-9)
-    return min(_displaced_s(before, after, demand, cores) / (demand * wall), 1.0)
+    taken, asked, _ = _taken(before, after, demand, cores)
+    return min(taken / asked, 1.0)
 
 
 def contended(before: Snapshot, after: Snapshot, demand: float,
               cores: int | None = None) -> bool:
     """Other processes took over OTHERS_SHARE of the CPU time the case asked for, and more
     CPU time than the kernel's tick counting can account for on this many cores."""
-    cores = cores or _cores()
-    demand = min(max(demand, 1.0), cores)
+    taken, asked, cores = _taken(before, after, demand, cores)
     noise = max(OTHERS_MIN_S, TICK_NOISE_S_PER_CORE * cores)
-    return (_displaced_s(before, after, demand, cores) >= noise
-            and others_share(before, after, demand, cores) > OTHERS_SHARE)
+    return taken >= noise and taken / asked > OTHERS_SHARE
 
 
-def _displaced_s(before: Snapshot, after: Snapshot, demand: float, cores: int) -> float:
-    """Other processes' CPU time beyond what the cores the case left idle could hold."""
-    wall = max(after.wall_s - before.wall_s, 0.0)
-    own = max(after.own_s - before.own_s, 0.0)
-    others = max(after.machine_busy_s - before.machine_busy_s - own, 0.0)
-    return max(others - (cores - demand) * wall, 0.0)
-
-
-def _cores() -> int:
+def _taken(before: Snapshot, after: Snapshot, demand: float, cores: int | None
+           ) -> tuple[float, float, int]:
+    """Other processes' CPU time beyond what the cores the case left idle could hold, the
+    CPU time the case asked for, and the cores counted."""
     import psutil
 
-    return psutil.cpu_count() or 1
+    cores = cores or psutil.cpu_count() or 1
+    demand = min(max(demand, 1.0), cores)
+    wall = max(after.wall_s - before.wall_s, 1e-9)
+    own = max(after.own_s - before.own_s, 0.0)
+    others = max(after.machine_busy_s - before.machine_busy_s - own, 0.0)
+    return max(others - (cores - demand) * wall, 0.0), demand * wall, cores
 
 
 def busy_line(since: Snapshot | None = None) -> str | None:
@@ -99,7 +95,7 @@ def busy_line(since: Snapshot | None = None) -> str | None:
     yet), and the processes using the most CPU."""
     import psutil
 
-    cores = _cores()
+    cores = psutil.cpu_count() or 1
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
     if load >= BUSY_LOAD_SHARE * cores:
         why = f"load {load:.1f} on {cores} cores"
