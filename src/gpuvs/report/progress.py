@@ -44,7 +44,7 @@ def progress(total: int, stderr: bool = False) -> Iterator[Advance]:
             return Text("" if end is None else
                         f"about {_clock(max(end - time.monotonic(), 0.0))} left", no_wrap=True)
 
-    left = _pacer(total)
+    left = _Pacer(total)
     # The case last: a narrow terminal cuts the line's end, and the count and the time
     # left are what must stay.
     with Progress(BarColumn(bar_width=20), MofNCompleteColumn(), TimeElapsedColumn(),
@@ -62,27 +62,28 @@ def progress(total: int, stderr: bool = False) -> Iterator[Advance]:
         yield advance
 
 
-def _pacer(total: int) -> Callable[[Any, float | None], float | None]:
+class _Pacer:
     """The time left after each finished case: the runner's (`runner.Pace`, which paces
     each pass apart) where it gives one; otherwise the pace since the first measured case
     times the cases left — the first one also paid its worker's start-up, so it sets no
     pace. Unavailable cases take no time and set none. None until there is a pace, and
     after the last case."""
-    done, measured = [0], [0]
-    first: list[float] = []  # when the first measured case was reported
 
-    def left(m: Any, left_s: float | None) -> float | None:
-        done[0] += 1
+    def __init__(self, total: int) -> None:
+        self.total, self.done, self._measured = total, 0, 0
+        self._first: float | None = None  # when the first measured case was reported
+
+    def __call__(self, m: Any, left_s: float | None) -> float | None:
+        self.done += 1
         if m.status.value == "unavailable":
             return None
         now = time.monotonic()
-        measured[0] += 1
-        first[:] = first or [now]
-        if left_s is None and measured[0] > 1:
-            left_s = (now - first[0]) / (measured[0] - 1) * (total - done[0])
-        return left_s if done[0] < total else None
-
-    return left
+        self._measured += 1
+        if self._first is None:
+            self._first = now
+        if left_s is None and self._measured > 1:
+            left_s = (now - self._first) / (self._measured - 1) * (self.total - self.done)
+        return left_s if self.done < self.total else None
 
 
 def _case_lines(total: int, out: Any) -> Advance:
@@ -90,17 +91,15 @@ def _case_lines(total: int, out: Any) -> Advance:
     from gpuvs import units
 
     absent: set[tuple[str, str]] = set()  # (backend, device) already said unavailable
-    done = [0]
-    left = _pacer(total)
+    left = _Pacer(total)
 
     def advance(m: Any, left_s: float | None = None) -> None:
-        done[0] += 1
         left_s = left(m, left_s)
         if m.status.value == "unavailable":  # said once per backend and device, not per case
             where = (m.case.backend, m.case.device)
             if where not in absent:
                 absent.add(where)
-                out.print(f"[{done[0]}/{total}] {m.case.backend} on {m.case.device} "
+                out.print(f"[{left.done}/{total}] {m.case.backend} on {m.case.device} "
                           f"unavailable: {m.reason.splitlines()[0][:120]} (its other cases "
                           "are not listed)", markup=False, highlight=False)
                 out.file.flush()
@@ -109,7 +108,7 @@ def _case_lines(total: int, out: Any) -> Advance:
         value = (f" {units.seconds(s.median)} ±{100 * s.ci_halfwidth_rel:.1f}%" if s else
                  f": {m.reason.splitlines()[0][:120]}" if m.reason else "")
         eta = "" if left_s is None else f" (about {_clock(left_s)} left)"
-        out.print(f"[{done[0]}/{total}] {m.case.key} {m.status.value}{value}{eta}",
+        out.print(f"[{left.done}/{total}] {m.case.key} {m.status.value}{value}{eta}",
                   markup=False, highlight=False)
         out.file.flush()
 
