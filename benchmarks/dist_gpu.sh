@@ -1,18 +1,20 @@
 #!/usr/bin/env bash
-# `gpuvs dist` on a machine with two (or more) GPUs. Steps (default: all, in this order):
+# `gpuvs dist` on a machine with two or more GPUs. Steps (default: the two-GPU set, in
+# this order); a step whose name ends in a number N runs on N ranks:
 #   probe     benchmarks/dist_probe.py: which process-group set-up hangs; old vs new sampling
 #   tests     pytest -m gpu tests/distributed (NCCL collectives and DDP scaling on two GPUs)
 #   env       GPUs, their topology, and the NCCL variables the ranks will inherit
-#   coll1     gpuvs dist collectives --backend nccl --nproc 1 (1 KiB … 1 GiB, ×4)
-#   coll2     gpuvs dist collectives --backend nccl --nproc 2
-#   repeat    coll2 again up to 4 MiB: are the small-message medians steady across runs?
-#   scaling   gpuvs dist scaling --backend nccl --nproc 2 --steps 50 (weak, batch 32/GPU)
-#   strong    gpuvs dist scaling --backend nccl --nproc 2 --steps 50 --strong (global 32)
+#   collN     gpuvs dist collectives --backend nccl --nproc N (1 KiB … 1 GiB, ×4)
+#   repeatN   collN again up to 4 MiB: are the small-message medians steady across runs?
+#   scalingN  gpuvs dist scaling --backend nccl --nproc N --steps 50 (weak, batch 32/GPU;
+#             every rank count from 1 to N)
+#   strongN   the same with --strong (a global batch of 32)
 #   faults    rank 1 killed in one case, hung in another, hung in set-up: crashed, timeout
 #   plots     the scaling and bandwidth SVGs of the runs above
 # Each step writes its table text, `gpuvs export RUN --format json` and a summary to
 # $OUT (or ./out). From the repository root:
 #   PYTHONPATH=src bash benchmarks/dist_gpu.sh [STEP...]
+# On four GPUs: bash benchmarks/dist_gpu.sh env coll4 scaling4 strong4 plots
 set -uo pipefail
 OUT=${OUT:-out}
 mkdir -p "$OUT"
@@ -52,13 +54,17 @@ step_env() {
   env | grep -E "^(TORCH_)?NCCL_" | sort
   python3 -c "import torch; print('torch', torch.__version__, 'nccl', torch.cuda.nccl.version(), 'gpus', torch.cuda.device_count())"
 }
-step_coll1() { measure coll1 collectives --backend nccl --nproc 1; tables coll1; }
-step_coll2() { measure coll2 collectives --backend nccl --nproc 2; tables coll2; }
+step_coll() { measure "coll$1" collectives --backend nccl --nproc "$1"; tables "coll$1"; }
 step_repeat() {
-  measure repeat collectives --backend nccl --nproc 2 --sizes 1KiB:4MiB:4; tables repeat
+  measure "repeat$1" collectives --backend nccl --nproc "$1" --sizes 1KiB:4MiB:4
+  tables "repeat$1"
 }
-step_scaling() { measure scaling scaling --backend nccl --nproc 2 --steps 50; tables scaling; }
-step_strong() { measure strong scaling --backend nccl --nproc 2 --steps 50 --strong; tables strong; }
+step_scaling() {
+  measure "scaling$1" scaling --backend nccl --nproc "$1" --steps 50; tables "scaling$1"
+}
+step_strong() {
+  measure "strong$1" scaling --backend nccl --nproc "$1" --steps 50 --strong; tables "strong$1"
+}
 step_faults() {
   GPUVS_DIST_FAULT="exit:1:/1048576,collective=all_gather;hang:1:/16777216,collective=all_reduce" \
     measure faults collectives --backend nccl --nproc 2 --sizes 1MiB,16MiB,64MiB \
@@ -76,16 +82,20 @@ from pathlib import Path
 from gpuvs.report.dist_plots import bandwidth_svg, scaling_svg
 from gpuvs.store import open_store
 store, out = open_store(sys.argv[1]), Path(sys.argv[2])
-for name, draw in (("coll1", bandwidth_svg), ("coll2", bandwidth_svg),
-                   ("scaling", scaling_svg), ("strong", scaling_svg)):
-    run_file = out / f"{name}.run_id"
-    if run_file.exists():
+for run_file in sorted(out.glob("*.run_id")):
+    name = run_file.stem
+    draw = scaling_svg if name.startswith(("scaling", "strong")) else bandwidth_svg
+    if name.startswith(("coll", "scaling", "strong")):
         svg = draw(store.measurements(run_file.read_text().strip()))
         (out / f"{name}.svg").write_text(svg)
         print(f"{name}.svg: {len(svg)} characters")
 EOF
 }
 
-for step in "${@:-probe tests env coll1 coll2 repeat scaling strong faults plots}"; do
-  for s in $step; do echo "== $s ($(date +%T))"; "step_$s"; done
+for step in "${@:-probe tests env coll1 coll2 repeat2 scaling2 strong2 faults plots}"; do
+  for s in $step; do
+    echo "== $s ($(date +%T))"
+    n=${s##*[!0-9]}  # the trailing rank count, if any
+    if [ -n "$n" ] && [ "$n" != "$s" ]; then "step_${s%"$n"}" "$n"; else "step_$s"; fi
+  done
 done

@@ -38,7 +38,7 @@ def test_a_collective_row_has_algorithm_and_bus_bandwidth() -> None:
     assert table.title == "dist · all_reduce · nccl · 2 × cuda"
     row = dict(zip(table.columns, table.rows[0], strict=True))
     # 1 MiB in 1 ms: 1.05 GB/s; all-reduce on 2 ranks: × 2·1/2 = the same on the bus.
-    assert row["size"].strip() == "1 MiB" and row["time ±CI"] == "1 ms ±0.0%"
+    assert row["size"].strip() == "1 MiB" and row["per call ±CI"] == "1 ms ±0.0%"
     assert row["algbw"].strip() == row["busbw"].strip() == "1.05 GB/s"
     assert row["loops"].strip() == "4"
     assert table.rows[1][-1] == "skipped: needs 1.25 GiB per rank"
@@ -47,9 +47,24 @@ def test_a_collective_row_has_algorithm_and_bus_bandwidth() -> None:
 def test_bus_bandwidth_of_an_all_gather_is_half_on_two_ranks_and_zero_on_one() -> None:
     one, two = dist_tables([_collective("all_gather", MIB, 1e-3),
                             _collective("all_gather", MIB, 1e-3, n=1)])  # 1 rank first
-    assert two.rows[0][4].strip() == "524 MB/s"
-    assert one.rows[0][4].strip() == "0 B/s"
+    assert dict(zip(two.columns, two.rows[0], strict=True))["busbw"].strip() == "524 MB/s"
+    assert dict(zip(one.columns, one.rows[0], strict=True))["busbw"].strip() == "0 B/s"
     assert any("one rank: nothing crosses a link" in note for note in one.notes)
+
+
+def test_bandwidth_comes_from_the_gpu_busy_time_where_graph_replays_were_sampled() -> None:
+    # A 4 KiB all-reduce: 25 µs a call from Python, 10 µs of it on the GPU and the links.
+    eager = _collective("all_reduce", 4096, 25e-6)
+    replayed = Measurement(eager.case, Status.OK, samples=eager.samples, loops=4,
+                           counters=eager.counters, busy_samples=(10e-6,) * 5)
+    (plain,) = dist_tables([eager])
+    (table,) = dist_tables([replayed])
+    row = dict(zip(table.columns, table.rows[0], strict=True))
+    assert row["per call ±CI"] == "25 µs ±0.0%" and row["GPU busy ±CI"] == "10 µs ±0.0%"
+    assert row["algbw"].strip() == "410 MB/s"  # 4096 B in 10 µs, not in 25 µs
+    assert dict(zip(plain.columns, plain.rows[0], strict=True))["algbw"].strip() == "164 MB/s"
+    assert any(n.startswith("GPU busy: the same calls captured") for n in table.notes)
+    assert not any(n.startswith("GPU busy") for n in plain.notes)
 
 
 def test_collective_tables_follow_the_collectives_order() -> None:
@@ -98,3 +113,18 @@ def test_plots_are_svg_the_same_every_time_and_empty_without_data() -> None:
     assert svg.lstrip().startswith("<?xml") and "<svg" in svg and svg == scaling_svg(scaling)
     assert "<svg" in bandwidth_svg(collectives)
     assert scaling_svg(collectives) == "" and bandwidth_svg(scaling) == ""
+
+
+def test_the_report_page_of_a_dist_run_draws_bandwidth_and_scaling_without_a_verdict() -> None:
+    from gpuvs.model import Environment, Run
+    from gpuvs.report.html import render_html
+
+    run = Run("20261126-000000-d1st", "2026-11-26T00:00:00+0000", {"kind": "dist"},
+              Environment("fp", {}), status="finished")
+    ms = [_collective("all_reduce", MIB, 1e-3), _collective("all_reduce", 64 * MIB, 0.02),
+          _scaling(1, 0.100, 0.095), _scaling(2, 0.125, 0.100)]
+    page = render_html(run, ms)
+    assert 'data-plot="dist-bandwidth"' in page and 'data-plot="dist-scaling"' in page
+    assert "dist · all_reduce · nccl · 2 × cuda" in page and "80% [80, 80]" in page
+    assert 'id="verdict"' not in page and 'id="roofline"' not in page
+    assert "No speedup plot" not in page

@@ -77,3 +77,23 @@ def test_a_batch_lines_the_ranks_up_with_one_untimed_loop(one_rank: Ranks) -> No
     samples, wall = rank.batch(one_rank, lambda: calls.append(1), loops=3, count=4)
     assert len(samples) == 4 and wall is None  # the CPU: no separate wall time
     assert len(calls) == 3 * (4 + 1)  # the first loop is not timed
+
+
+def test_the_cpu_has_no_graph_to_replay_so_no_busy_samples(one_rank: Ranks) -> None:
+    replay, why = rank.captured(one_rank, lambda: None, loops=3)
+    assert replay is None and why == "the CPU has no graphs"
+
+
+def test_a_case_s_busy_time_is_the_slowest_rank_s_replay_per_sample() -> None:
+    from gpuvs.model import Case, Status
+
+    case = Case("dist_collective", "correct", "nccl", "cuda", "float32", 4096,
+                (("collective", "all_reduce"), ("nproc", "2")))
+    results = [rank.RankResult(samples=(25e-6, 26e-6), busy_samples=(9e-6, 11e-6)),
+               rank.RankResult(samples=(24e-6, 27e-6), busy_samples=(10e-6, 10e-6))]
+    m = rank.measurement(case, results, {})
+    assert m.status is Status.OK
+    assert m.samples == (25e-6, 27e-6) and m.busy_samples == (10e-6, 11e-6)
+    # One rank without replays (it could not capture): no busy time for the case.
+    partial = [results[0], rank.RankResult(samples=(24e-6, 27e-6))]
+    assert rank.measurement(case, partial, {}).busy_samples == ()

@@ -20,6 +20,7 @@ from gpuvs.distributed.rank import (
     Ranks,
     agree,
     calibrate,
+    captured,
     first_call,
     measurement,
     sample_until,
@@ -78,8 +79,22 @@ def run_case(r: Ranks, case: Case, samples: int, budget_s: float) -> RankResult:
     loops = calibrate(r, op.call)
     taken, met = sample_until(r, op.call, loops, samples, budget_s)
     return RankResult(samples=tuple(taken.mine), wall_samples=tuple(taken.walls),
+                      busy_samples=_busy(r, op, loops, samples, budget_s),
                       first_call_s=first, loops=loops, warmups=WARMUP_CALLS,
                       criterion_met=met)
+
+
+def _busy(r: Ranks, op: Op, loops: int, samples: int, budget_s: float
+          ) -> tuple[float, ...]:
+    """Per call, the GPU's own time: the same `loops` calls captured as one graph, each
+    sample one replay, sampled as the eager calls were (() where no graph could be made).
+    An eager call pays the host's launch too; at 4 KiB that launch is most of a call."""
+    replay, _ = captured(r, op.call, loops)
+    if replay is None:
+        return ()
+    replay()  # the graph's first launch uploads it: not a sample
+    taken, _ = sample_until(r, replay, 1, samples, budget_s)
+    return tuple(t / loops for t in taken.mine)
 
 
 def record(case: Case, results: Sequence[RankResult], threads: int) -> Measurement:

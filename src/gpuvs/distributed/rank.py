@@ -58,6 +58,7 @@ class RankResult:
     samples: tuple[float, ...] = ()
     wall_samples: tuple[float, ...] = ()
     local_samples: tuple[float, ...] = ()  # scaling: the same steps without the all-reduce
+    busy_samples: tuple[float, ...] = ()  # CUDA: the calls replayed as a graph, per call
     first_call_s: float | None = None
     loops: int = 1
     warmups: int = 0
@@ -129,6 +130,41 @@ def batch(r: Ranks, call: Callable[[], object], loops: int, count: int
     wall = (time.perf_counter() - wall) / ((count + 1) * loops)
     spans = zip(events, events[1:], strict=False)
     return [a.elapsed_time(b) / 1e3 / loops for a, b in spans], wall
+
+
+def captured(r: Ranks, call: Callable[[], object], loops: int
+             ) -> tuple[Callable[[], object] | None, str]:
+    """`loops` calls captured as one CUDA graph on every rank, and its replay: (replay,
+    '') — or (None, why) on every rank when any rank could not capture (the CPU, or a
+    torch whose NCCL refuses capture). A replay launches the calls' kernels without the
+    host: ProcessGroupNCCL spends 15–30 µs of Python and C++ a call, more than a small
+    collective takes on NVLink, so an eager loop of small calls times the host.
+
+    The capture runs on a side stream after the calls' communicator exists (the first
+    call made it) and in thread-local mode: NCCL's watchdog thread polls earlier calls'
+    events meanwhile, which a global capture would refuse."""
+    if not r.cuda:
+        return None, "the CPU has no graphs"
+    import torch
+
+    graph: Any = None
+    problem = ""
+    try:
+        torch.cuda.synchronize(r.device)
+        graph = torch.cuda.CUDAGraph()
+        side = torch.cuda.Stream(r.device)
+        side.wait_stream(torch.cuda.current_stream(r.device))
+        with torch.cuda.graph(graph, stream=side, capture_error_mode="thread_local"):
+            for _ in range(loops):
+                call()
+        torch.cuda.synchronize(r.device)
+    except Exception as e:  # capture is optional: the eager samples stand alone
+        problem = f"rank {r.rank} could not capture the calls as a CUDA graph: " + (
+            str(e).strip().splitlines() or [type(e).__name__])[0][:200]
+        torch.cuda.synchronize(r.device)
+    if why := agree(r, problem):
+        return None, why
+    return graph.replay, ""
 
 
 def agree(r: Ranks, problem: str) -> str:
@@ -224,10 +260,12 @@ def measurement(case: Case, results: Sequence[RankResult],
     firsts = [r.first_call_s for r in results if r.first_call_s is not None]
     first = max(firsts) if firsts else None
     samples = per_sample_max([r.samples for r in results])
+    busy = [r.busy_samples for r in results]
     return Measurement(
         case, Status.OK, samples=samples,
         wall_samples=per_sample_max(walls) if all(walls) else (), loops=head.loops,
         first_call_s=first, warmups=head.warmups,
         caveats=caveats.detect(samples, first, criterion_met=head.criterion_met),
         timer=("cuda events" if case.device.startswith("cuda") else "host clock")
-        + f", slowest of {len(results)} ranks", counters=counters)
+        + f", slowest of {len(results)} ranks", counters=counters,
+        busy_samples=per_sample_max(busy) if all(busy) else ())

@@ -19,7 +19,8 @@ from gpuvs.distributed.bandwidth import COLLECTIVES, algbw, bus_factor, busbw, s
 from gpuvs.model import Measurement, Status
 from gpuvs.table import Table
 
-COLLECTIVE_COLUMNS = ("size", "time ±CI", "wall", "algbw", "busbw", "loops", "note")
+COLLECTIVE_COLUMNS = ("size", "per call ±CI", "wall", "GPU busy ±CI", "algbw", "busbw",
+                      "loops", "note")
 SCALING_COLUMNS = ("N", "batch", "threads", "step ±CI", "samples/s", "efficiency", "compute",
                    "comm", "note")
 _NUMERIC = {"algbw", "busbw", "loops", "N", "batch", "samples/s", "compute"}
@@ -73,9 +74,14 @@ def _collective_table(key: CollectiveKey, ms: list[Measurement]) -> Table:
     name, backend, device, n = key
     rows = [_collective_row(m, name, n) for m in ms]
     notes = [f"busbw = algbw × {_factor_text(name)} (nccl-tests; {n} ranks: "
-             f"×{bus_factor(name, n):.3g}); time: per sample the slowest rank's, median of "
-             "the samples, taken in batches after a barrier and an untimed loop",
+             f"×{bus_factor(name, n):.3g}); per call: what a loop of calls pays, per sample "
+             "the slowest rank's, median of the samples, taken in batches after a barrier "
+             "and an untimed loop",
              "size as nccl-tests counts it: " + _SIZE_MEANING[name]]
+    if any(m.busy_summary for m in ms):
+        notes.append("GPU busy: the same calls captured as one CUDA graph and replayed, "
+                     "sampled the same way: the links' and kernels' time without the host's "
+                     "launches; algbw and busbw are computed from it where it was measured")
     if n == 1:
         notes.append("one rank: nothing crosses a link, so busbw is 0; NCCL returns an "
                      "in-place all_reduce or broadcast at once, so algbw at one rank is "
@@ -99,12 +105,27 @@ def _collective_row(m: Measurement, name: str, n: int) -> tuple[str, ...]:
                                    f" (of {units.nbytes(m.case.size)})")
     s = m.summary
     if s is None:
-        return (size, "—", "", "", "", "", f"{m.status.value}: {m.reason}")
+        return (size, "—", "", "", "", "", "", f"{m.status.value}: {m.reason}")
     wall = units.seconds(m.wall_summary.median) if m.wall_summary else ""
-    return (size, f"{units.seconds(s.median)} ±{100 * s.ci_halfwidth_rel:.1f}%", wall,
-            units.rate(algbw(nbytes, s.median), "B/s"),
-            units.rate(busbw(name, nbytes, s.median, n), "B/s"), str(m.loops),
+    busy = m.busy_summary
+    seconds = link_seconds(m)
+    return (size, _with_ci(s.median, s.ci_halfwidth_rel), wall,
+            _with_ci(busy.median, busy.ci_halfwidth_rel) if busy else "",
+            units.rate(algbw(nbytes, seconds), "B/s"),
+            units.rate(busbw(name, nbytes, seconds, n), "B/s"), str(m.loops),
             ", ".join(str(cv).replace("_", " ") for cv in m.caveats))
+
+
+def link_seconds(m: Measurement) -> float:
+    """The time a collective's bandwidth is computed from: the GPU's own time where it was
+    sampled (graph replays, as nccl-tests' back-to-back launches from C come close to),
+    else what a call costs."""
+    summary = m.busy_summary or m.summary
+    return summary.median if summary else 0.0
+
+
+def _with_ci(median: float, rel: float) -> str:
+    return f"{units.seconds(median)} ±{100 * rel:.1f}%"
 
 
 def scaling_tables(ms: Sequence[Measurement]) -> list[Table]:

@@ -15,22 +15,30 @@ from typing import Any
 from gpuvs import units
 from gpuvs.distributed.bandwidth import busbw
 from gpuvs.model import Measurement, Status
-from gpuvs.report.dist import base_case, collective_groups, efficiency, scaling_groups
+from gpuvs.report.dist import (
+    base_case,
+    collective_groups,
+    efficiency,
+    link_seconds,
+    scaling_groups,
+)
 
 WIDTH_IN, HEIGHT_IN = 9.0, 3.6
 
 
 def scaling_svg(ms: Iterable[Measurement]) -> str:
-    """Left: samples/s against N, with the ideal N × (N = 1) line. Right: scaling
-    efficiency in % against N, with its 95 % CI."""
+    """Left: samples/s against N, with the ideal N × (N = 1) line. Middle: scaling
+    efficiency in % against N, with its 95 % CI. Right: each N's step split into compute
+    and the communication it waits for, a bar per series side by side."""
     groups = {k: [m for m in v if m.status is Status.OK] for k, v in scaling_groups(ms).items()}
     groups = {k: v for k, v in groups.items() if v}
     if not groups:
         return ""
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(WIDTH_IN, HEIGHT_IN))
-    rate, eff = fig.subplots(1, 2)
+    fig = Figure(figsize=(WIDTH_IN * 1.4, HEIGHT_IN))
+    rate, eff, split = fig.subplots(1, 3)
+    _split_bars(split, groups)
     for (backend, device, mode, batch), series in groups.items():
         label = f"{backend} {device}, {mode}, batch {batch}"
         ns = [m.case.size for m in series]
@@ -53,6 +61,23 @@ def scaling_svg(ms: Iterable[Measurement]) -> str:
     return _svg(fig, "gpuvs-dist-scaling")
 
 
+def _split_bars(ax: Any, groups: dict[Any, list[Measurement]]) -> None:
+    """Per N and series, a bar of the step: compute (no_sync) below, comm stacked on it."""
+    ns = sorted({m.case.size for s in groups.values() for m in s})
+    width = 0.8 / len(groups)
+    for i, ((backend, device, mode, _), series) in enumerate(groups.items()):
+        at = {m.case.size: m for m in series}
+        xs = [ns.index(n) - 0.4 + width * (i + 0.5) for n in ns if n in at]
+        compute = [1e3 * at[n].counters.get("compute_s", 0.0) for n in ns if n in at]
+        comm = [1e3 * at[n].counters.get("comm_s", 0.0) for n in ns if n in at]
+        bars = ax.bar(xs, compute, width, label=f"compute · {backend} {device}, {mode}")
+        ax.bar(xs, comm, width, bottom=compute, color=bars.patches[0].get_facecolor(),
+               alpha=0.45, hatch="//", label=f"comm · {backend} {device}, {mode}")
+    ax.set_xticks(range(len(ns)), [str(n) for n in ns])
+    ax.set_xlabel("ranks (N)")
+    _axes(ax, "ms per step", "a step: compute and the comm it waits for")
+
+
 def bandwidth_svg(ms: Iterable[Measurement]) -> str:
     """Bus bandwidth (nccl-tests' definition) against size, one line per collective and
     rank count, both axes logarithmic."""
@@ -68,7 +93,7 @@ def bandwidth_svg(ms: Iterable[Measurement]) -> str:
     ax = fig.subplots()
     for (name, backend, device, n), series in groups.items():
         sizes = [m.counters.get("bytes", float(m.case.size)) for m in series]
-        rates = [busbw(name, b, m.summary.median, n) / 1e9  # type: ignore[union-attr]
+        rates = [busbw(name, b, link_seconds(m), n) / 1e9
                  for b, m in zip(sizes, series, strict=True)]
         ax.plot(sizes, rates, "o-", label=f"{name} · {backend} · {n} × {device}")
     ax.set_xscale("log", base=2)

@@ -28,7 +28,9 @@ from gpuvs.table import Table
 TEMPLATE = "report.html.j2"
 # Columns of numbers: right-aligned so that digits line up.
 NUMERIC = frozenset({"size", "threads", "time ±CI", "wall", "GPU busy", "throughput", "of peak",
-                     "GPU vs CPU", "from size", "by (95 % CI)"})
+                     "GPU vs CPU", "from size", "by (95 % CI)", "per call ±CI",
+                     "GPU busy ±CI", "algbw", "busbw", "loops", "N", "step ±CI",
+                     "samples/s", "compute"})
 # Columns of sentences: each on a full-width line under its row, where it wraps inside
 # the page; as a column beside a dozen columns of numbers it ran out of the page. Short
 # ones (a few caveats' names) stay in their column, as in the plain-text tables.
@@ -71,6 +73,9 @@ class Sweep:
     title: str
     figures: tuple[Figure, ...]
     tables: tuple[TableView, ...]
+    # A sweep of GPU against CPU draws time and speedup; one figure means a series is
+    # missing. A `gpuvs dist` section draws one figure by design.
+    one_figure_by_design: bool = False
 
 
 def render_html(run: Run, measurements: Iterable[Measurement],
@@ -96,11 +101,13 @@ def _page(run: Run, ms: list[Measurement], ceilings: Sequence[Ceiling]) -> dict[
     return {
         "run": run,
         "kind": run.kind.value,
+        "dist": run.kind is RunKind.DIST,  # no CPU-against-GPU verdict, no roofline
         "summary": _summary(run, ms),
         "verdict": view(verdict_table(ms)),
         "series": view(series_table(ms)),
         "seeds": [view(t) for t in _seed_tables(run, ms)],
-        "sweeps": _sweeps(ms, ceilings, plots),
+        "sweeps": (_dist_sections(ms) if run.kind is RunKind.DIST
+                   else _sweeps(ms, ceilings, plots)),
         "rooflines": plots.get(ROOFLINE, []),
         "has_ceilings": bool(ceilings),
         "method": _method(run, ms),
@@ -156,6 +163,34 @@ def _sweeps(ms: Sequence[Measurement], ceilings: Sequence[Ceiling],
         sweeps.setdefault(sweep, []).append(view(table))
     return [Sweep(title, tuple(plots.get(title, ())), tuple(tables))
             for title, tables in sweeps.items()]
+
+
+def _dist_sections(ms: Sequence[Measurement]) -> list[Sweep]:
+    """A `gpuvs dist` run: the collectives' bus bandwidth against size, then data-parallel
+    scaling against N (throughput, efficiency, the step's compute and comm), each with
+    its tables."""
+    from markupsafe import Markup
+
+    from gpuvs.report.dist import collective_tables, scaling_tables
+    from gpuvs.report.dist_plots import bandwidth_svg, scaling_svg
+
+    sections = (
+        ("Collectives: bus bandwidth against size", "dist-bandwidth", bandwidth_svg,
+         collective_tables, "bus bandwidth as nccl-tests defines it, one line per collective "
+                            "and rank count"),
+        ("Data-parallel scaling against N", "dist-scaling", scaling_svg, scaling_tables,
+         "samples/s against the ideal, efficiency with its 95 % CI, and each N's step "
+         "split into compute and the communication it waits for"),
+    )
+    out = []
+    for title, name, draw, tables, caption in sections:
+        found = tables(ms)
+        if not found:
+            continue
+        svg = draw(ms)
+        figures = (Figure(name, Markup(svg), caption),) if svg else ()
+        out.append(Sweep(title, figures, tuple(view(t) for t in found), True))
+    return out
 
 
 def _method(run: Run, ms: Sequence[Measurement]) -> list[tuple[str, str]]:
