@@ -107,10 +107,10 @@ class Measurement:
     `samples` are seconds per call as the device saw them (CUDA events on asynchronous
     devices, the host clock on synchronous ones); `wall_samples` are synchronised host
     seconds per call — what a caller waits — and are only kept where the two differ,
-    i.e. on asynchronous devices. `busy_samples` are the GPU's own seconds per call, with
-    the host's launches taken away (the calls captured as a CUDA graph and replayed),
-    where a case samples them: `gpuvs dist collectives` on NCCL, whose small calls cost
-    the host more than the links. `timer` names how `samples` were taken.
+    i.e. on asynchronous devices. `graph_samples` are seconds per call with the calls
+    captured as one CUDA graph and replayed (no host launch in them), where a case samples
+    them: `gpuvs dist collectives` on NCCL, whose small calls cost the host as much as the
+    links. `timer` names how `samples` were taken.
     """
 
     case: Case
@@ -125,7 +125,7 @@ class Measurement:
     counters: Mapping[str, float] = field(default_factory=dict)
     caveats: tuple[Caveat, ...] = ()
     workload_version: str = ""
-    busy_samples: tuple[float, ...] = ()
+    graph_samples: tuple[float, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "counters", _frozen_mapping(self.counters))
@@ -140,8 +140,8 @@ class Measurement:
         return stats.summarize(self.wall_samples) if self.wall_samples else None
 
     @cached_property
-    def busy_summary(self) -> stats.Summary | None:
-        return stats.summarize(self.busy_samples) if self.busy_samples else None
+    def graph_summary(self) -> stats.Summary | None:
+        return stats.summarize(self.graph_samples) if self.graph_samples else None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -158,7 +158,7 @@ class Measurement:
             "caveats": [c.value for c in self.caveats],
             "workload_version": self.workload_version,
             # Only where sampled: every stored run and export before it reads the same.
-            **({"busy_samples": list(self.busy_samples)} if self.busy_samples else {}),
+            **({"graph_samples": list(self.graph_samples)} if self.graph_samples else {}),
         }
 
     def to_json(self) -> str:
@@ -179,7 +179,7 @@ class Measurement:
             counters={str(k): float(v) for k, v in d.get("counters", {}).items()},
             caveats=tuple(Caveat(c) for c in d.get("caveats", ())),
             workload_version=str(d.get("workload_version", "")),
-            busy_samples=tuple(float(x) for x in d.get("busy_samples", ())),
+            graph_samples=tuple(float(x) for x in d.get("graph_samples", ())),
         )
 
 

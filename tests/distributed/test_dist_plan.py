@@ -76,6 +76,13 @@ def test_scaling_cases_weak_and_strong() -> None:
         scaling_cases(Setup("gloo", "cpu", 3), 32, strong=True)
 
 
+def test_strong_scaling_on_four_or_eight_ranks_runs_the_counts_that_split_the_batch() -> None:
+    four = scaling_cases(Setup("nccl", "cuda", 4), 32, strong=True)
+    assert [c.size for c in four] == [1, 2, 4]
+    eight = scaling_cases(Setup("nccl", "cuda", 8), 32, strong=True)
+    assert [(c.size, per_rank_batch(c)) for c in eight] == [(1, 32), (2, 16), (4, 8), (8, 4)]
+
+
 def test_a_spec_travels_as_json() -> None:
     spec = Spec("collectives", CPU2, collective_cases(CPU2, ["1KiB"], []), samples=3,
                 extra={"sizes": [1024]})

@@ -13,8 +13,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gpuvs.distributed import rank
+from gpuvs.distributed import collectives, rank
 from gpuvs.distributed.rank import Ranks
+from gpuvs.model import Case, Status
 from gpuvs.stats import summarize
 
 MEDIAN_S = 24.3e-6
@@ -79,21 +80,49 @@ def test_a_batch_lines_the_ranks_up_with_one_untimed_loop(one_rank: Ranks) -> No
     assert len(calls) == 3 * (4 + 1)  # the first loop is not timed
 
 
-def test_the_cpu_has_no_graph_to_replay_so_no_busy_samples(one_rank: Ranks) -> None:
+def test_the_cpu_has_no_graph_to_replay_so_no_graph_samples(one_rank: Ranks) -> None:
     replay, why = rank.captured(one_rank, lambda: None, loops=3)
     assert replay is None and why == "the CPU has no graphs"
 
 
-def test_a_case_s_busy_time_is_the_slowest_rank_s_replay_per_sample() -> None:
-    from gpuvs.model import Case, Status
-
+def test_a_case_s_graph_replay_time_is_the_slowest_rank_s_per_sample() -> None:
     case = Case("dist_collective", "correct", "nccl", "cuda", "float32", 4096,
                 (("collective", "all_reduce"), ("nproc", "2")))
-    results = [rank.RankResult(samples=(25e-6, 26e-6), busy_samples=(9e-6, 11e-6)),
-               rank.RankResult(samples=(24e-6, 27e-6), busy_samples=(10e-6, 10e-6))]
+    results = [rank.RankResult(samples=(25e-6, 26e-6), graph_samples=(9e-6, 11e-6)),
+               rank.RankResult(samples=(24e-6, 27e-6), graph_samples=(10e-6, 10e-6))]
     m = rank.measurement(case, results, {})
     assert m.status is Status.OK
-    assert m.samples == (25e-6, 27e-6) and m.busy_samples == (10e-6, 11e-6)
+    assert m.samples == (25e-6, 27e-6) and m.graph_samples == (10e-6, 11e-6)
     # One rank without replays (it could not capture): no busy time for the case.
     partial = [results[0], rank.RankResult(samples=(24e-6, 27e-6))]
-    assert rank.measurement(case, partial, {}).busy_samples == ()
+    assert rank.measurement(case, partial, {}).graph_samples == ()
+
+
+def _all_reduce(size: int) -> Case:
+    return Case("dist_collective", "correct", "gloo", "cpu", "float32", size,
+                (("collective", "all_reduce"), ("nproc", "1")))
+
+
+def test_small_cases_are_sampled_in_turns_so_each_spans_the_sweep(one_rank: Ranks) -> None:
+    visits: list[int] = []
+    ended = [(case.size, result) for case, result in collectives.run_cases(
+        one_rank, [_all_reduce(4096), _all_reduce(65536)], samples=3, budget_s=2,
+        visit=lambda case: visits.append(case.size))]
+    # Both start in the plan's order, then take their batches in turn, each at least
+    # TURNS batches (a CI met in the first second is not yet a CI of the sweep).
+    assert visits[:4] == [4096, 65536, 4096, 65536]
+    assert visits.count(4096) >= collectives.TURNS and visits.count(65536) >= collectives.TURNS
+    for _, result in ended:
+        assert result.status is Status.OK and len(result.samples) >= 3 * collectives.TURNS
+        assert result.graph_samples == ()  # the CPU has no graphs to replay
+
+
+def test_a_large_case_is_sampled_at_once_while_small_ones_wait_their_turn(
+        one_rank: Ranks, monkeypatch) -> None:
+    monkeypatch.setattr(collectives, "TURNS_BELOW_BYTES", 8192)
+    visits: list[int] = []
+    ended = [case.size for case, _ in collectives.run_cases(
+        one_rank, [_all_reduce(4096), _all_reduce(65536)], samples=3, budget_s=2,
+        visit=lambda case: visits.append(case.size))]
+    assert ended == [65536, 4096]
+    assert visits[:2] == [4096, 65536] and set(visits[2:]) == {4096}

@@ -44,14 +44,14 @@ def test_a_saved_measurement_comes_back_exactly(store: SqliteStore) -> None:
         wall_samples=(3.1e-5, 3.3e-5, 2.9e-5), loops=64, first_call_s=0.731, warmups=3,
         timer="cuda_event", counters={"flops": 1.37e11, "bytes_moved": 2.0 ** 40},
         caveats=(Caveat.FIRST_CALL_SLOW, Caveat.TF32_ON), workload_version="9f3e",
-        busy_samples=(9.9e-6, 1.01e-5, 1e-5))
+        graph_samples=(9.9e-6, 1.01e-5, 1e-5))
     failed = Measurement(case(1 << 20), Status.OOM, reason="CUDA out of memory: 80 GiB",
                          first_call_s=None)
     store.save("r1", timed)
     store.save("r1", failed)
     assert store.measurements("r1") == [timed, failed]
     assert store.measurements("r1")[1].first_call_s is None
-    assert "busy_samples" not in failed.to_dict()  # only where sampled: older runs read alike
+    assert "graph_samples" not in failed.to_dict()  # only where sampled: older runs read alike
 
 
 def test_the_file_uses_wal_and_the_current_schema_version(store: SqliteStore) -> None:

@@ -98,10 +98,7 @@ def classify(m: Measurement, ceilings: Iterable[Ceiling],
 
 def busy_seconds(m: Measurement) -> float | None:
     """The GPU's own busy time per call (kernels, without the host's launches), where it
-    was measured: sampled graph replays first, then a CUDA-graph replay's counter, else
-    the profiler's kernel time."""
-    if m.busy_summary is not None:
-        return m.busy_summary.median
+    was measured: a CUDA-graph replay first, else the profiler's kernel time."""
     for counter in BUSY_COUNTERS:
         if counter in m.counters:
             return m.counters[counter]

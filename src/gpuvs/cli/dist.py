@@ -122,6 +122,10 @@ def scaling(
         plan.positive("--setup-timeout", setup_timeout)
         setup = plan.resolve(backend, nproc, launched)
         cases = plan.scaling_cases(setup, batch, strong)
+        if left_out := sorted(set(range(1, setup.nproc + 1)) - {c.size for c in cases}):
+            narration(fmt).print(
+                f"--strong: {batch} images do not split evenly over "
+                f"{', '.join(map(str, left_out))} ranks; those counts are left out")
         spec = plan.Spec("scaling", setup, cases, steps=steps, timeout_s=timeout,
                          setup_timeout_s=setup_timeout, launched=launched,
                          extra={"batch": batch, "strong": strong})

@@ -3,7 +3,16 @@
 Each case follows gpuvs' protocol on every rank at once: the first call timed alone,
 its output checked (rank-filled inputs with known results, so a wrong reduction is
 `wrong_result`), warm-up calls, then samples of calibrated loops in batches (`rank.batch`)
-until the CI of the median is tight or the budget is spent (`rank.sample_until`).
+until the CI of the median is tight or the budget is spent (`rank.Sampler`). On CUDA the
+same calls are also captured as one graph and its replays sampled the same way.
+
+Small cases are sampled in turns (`run_cases`): a host's speed at issuing small calls
+changes from one second to the next (on the two H200s a 4 KiB all-reduce cost 21 µs a
+call for a while, then 35 µs), so samples taken within one second describe that second,
+and a repeat a minute later fell outside their ±1 %. Taken in turns across the whole
+sweep, a case's samples span the regimes the sweep met, and the CI, which covers the
+variation between stretches of a case, says how far they move.
+
 Sizes are nccl-tests' (float32 elements; all-gather counts its output, reduce-scatter
 its input) and are rounded down to a whole number of elements per rank, as there.
 """
@@ -11,19 +20,19 @@ its input) and are rounded down to a whole number of elements per rank, as there
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from gpuvs.distributed.rank import (
     RankResult,
     Ranks,
+    Sampler,
     agree,
     calibrate,
     captured,
     first_call,
     measurement,
-    sample_until,
 )
 from gpuvs.model import Case, Measurement, Status
 from gpuvs.units import nbytes
@@ -34,6 +43,12 @@ WARMUP_CALLS = 3
 # interpreter and Gloo's buffers on the host.
 HEADROOM_BYTES = {"cuda": 512 * 1024**2, "cpu": 64 * 1024**2}
 SPLIT = ("all_gather", "reduce_scatter")  # one side of these is a 1/n piece
+# Cases under this size are sampled in turns, each in at least TURNS batches spread over
+# the sweep; their buffers stay allocated meanwhile (4 collectives under 64 MiB: about
+# 200 MiB a rank). From 16 MiB up the links set the time, and two runs agreed within
+# their ±0.0–0.7 % on the H200s; larger cases are sampled at once, one after another.
+TURNS_BELOW_BYTES = 64 * 1024**2
+TURNS = 4
 
 
 @dataclass(frozen=True)
@@ -60,9 +75,73 @@ def bytes_needed(collective: str, count: int, nranks: int) -> int:
     return buffers + count
 
 
+def run_cases(r: Ranks, cases: Sequence[Case], samples: int, budget_s: float,
+              visit: Callable[[Case], None] = lambda case: None
+              ) -> Iterator[tuple[Case, RankResult]]:
+    """This rank's part of every case, each yielded as it ends (every rank yields the same
+    cases in the same order). `visit(case)` comes before each of a case's turns: the
+    parent's clock follows it. Cases are started (checked, warmed up, calibrated, their
+    first batch taken) in the order given; those under TURNS_BELOW_BYTES then take a
+    batch each in turn until each has sampled enough, the others are sampled at once."""
+    waiting: list[_Sampling] = []
+    for case in cases:
+        visit(case)
+        in_turns = case.size < TURNS_BELOW_BYTES
+        started = _start(r, case, samples, budget_s, TURNS if in_turns else 1)
+        if isinstance(started, RankResult):
+            yield case, started
+            continue
+        while not (in_turns or started.step()):
+            pass
+        if started.finished:
+            yield case, started.result()
+        else:
+            waiting.append(started)
+    while waiting:
+        for turn in list(waiting):
+            visit(turn.case)
+            if turn.step():
+                waiting.remove(turn)
+                yield turn.case, turn.result()
+
+
 def run_case(r: Ranks, case: Case, samples: int, budget_s: float) -> RankResult:
-    """This rank's part of one collective case; every rank returns the same status. At
-    least `samples` samples; more while the CI is wide and `budget_s` lasts."""
+    """One case, sampled to its end."""
+    ((_, result),) = run_cases(r, [case], samples, budget_s)
+    return result
+
+
+class _Sampling:
+    """A started case: its buffers, its eager calls' sampler and, on CUDA, its graph
+    replays' sampler, each stepped a batch a turn until both are done."""
+
+    def __init__(self, case: Case, op: Op, first: float, calls: Sampler,
+                 replays: Sampler | None) -> None:
+        self.case, self.op, self.first = case, op, first
+        self.calls, self.replays = calls, replays
+
+    @property
+    def finished(self) -> bool:
+        return self.calls.done and (self.replays is None or self.replays.done)
+
+    def step(self) -> bool:
+        for sampler in (self.calls, self.replays):
+            if sampler is not None and not sampler.done:
+                sampler.step()
+        return self.finished
+
+    def result(self) -> RankResult:
+        calls, loops = self.calls.took, self.calls.loops
+        busy = tuple(t / loops for t in self.replays.took.mine) if self.replays else ()
+        return RankResult(samples=tuple(calls.mine), wall_samples=tuple(calls.walls),
+                          graph_samples=busy, first_call_s=self.first, loops=loops,
+                          warmups=WARMUP_CALLS, criterion_met=self.calls.met)
+
+
+def _start(r: Ranks, case: Case, samples: int, budget_s: float, turns: int
+           ) -> RankResult | _Sampling:
+    """Check, warm up and calibrate a case and take its first batch; a RankResult where
+    the case ends before sampling (no room, a wrong result)."""
     name = case.param("collective")
     count = elements(name, case.size, r.size)
     problem = (_no_room(r, bytes_needed(name, count, r.size)) if count else
@@ -77,24 +156,17 @@ def run_case(r: Ranks, case: Case, samples: int, budget_s: float) -> RankResult:
     for _ in range(WARMUP_CALLS):
         op.call()
     loops = calibrate(r, op.call)
-    taken, met = sample_until(r, op.call, loops, samples, budget_s)
-    return RankResult(samples=tuple(taken.mine), wall_samples=tuple(taken.walls),
-                      busy_samples=_busy(r, op, loops, samples, budget_s),
-                      first_call_s=first, loops=loops, warmups=WARMUP_CALLS,
-                      criterion_met=met)
-
-
-def _busy(r: Ranks, op: Op, loops: int, samples: int, budget_s: float
-          ) -> tuple[float, ...]:
-    """Per call, the GPU's own time: the same `loops` calls captured as one graph, each
-    sample one replay, sampled as the eager calls were (() where no graph could be made).
-    An eager call pays the host's launch too; at 4 KiB that launch is most of a call."""
+    calls = Sampler(r, op.call, loops, samples, budget_s, turns)
+    # The same `loops` calls as one CUDA graph, each sample one replay: the device's side
+    # without the host's launches (none where no graph could be made).
     replay, _ = captured(r, op.call, loops)
-    if replay is None:
-        return ()
-    replay()  # the graph's first launch uploads it: not a sample
-    taken, _ = sample_until(r, replay, 1, samples, budget_s)
-    return tuple(t / loops for t in taken.mine)
+    replays = None
+    if replay is not None:
+        replay()  # the graph's first launch uploads it: not a sample
+        replays = Sampler(r, replay, 1, samples, budget_s, turns)
+    started = _Sampling(case, op, first, calls, replays)
+    started.step()
+    return started
 
 
 def record(case: Case, results: Sequence[RankResult], threads: int) -> Measurement:

@@ -7,13 +7,14 @@ off in the ranks), with this gpuvs first on PYTHONPATH. Each rank count gets a l
 its own (scaling's N = 1 is one process, not one rank of a larger world), so no rank ever
 waits in a sub-group it is not part of.
 
-Rank 0 saves each case itself and reports `ready`, then `start`/`done` per case; the
-parent only watches those lines, and is the watchdog: ranks that are not `ready` within
-the set-up allowance (importing torch, the rendezvous, the process groups), or a case
-with no `done` within its timeout, have torchrun and every rank killed, and the cases
-are recorded `timeout`. A rank that dies makes torchrun stop the others, and the case in
-flight is recorded `crashed` (or `oom`) with the dead rank and its error. Either way the
-ranks are started again for the cases left, so one bad case costs one case.
+Rank 0 saves each case itself and reports `ready`, then `start` before each step of a
+case and `done` once it is saved; the parent only watches those lines, and is the
+watchdog: ranks that are not `ready` within the set-up allowance (importing torch, the
+rendezvous, the process groups), or a step with no next event within the case timeout,
+have torchrun and every rank killed, and the case in that step is recorded `timeout`. A
+rank that dies makes torchrun stop the others, and the case in flight is recorded
+`crashed` (or `oom`) with the dead rank and its error. Either way the ranks are started
+again for the cases left, so one bad case costs one case.
 """
 
 from __future__ import annotations
@@ -145,7 +146,7 @@ def _watch(proc: subprocess.Popen[str], status_path: Path, spec: Spec, recording
            run: _Launch, on_result: Callable[[Measurement], None]) -> None:
     """Follow rank 0's events until torchrun ends; kill it when the set-up or a case
     overstays. Until `ready` the set-up allowance runs; after it, each event restarts the
-    case's clock (a case is its `start` and its `done`)."""
+    case's clock (a step of a case lies between its `start` and the next event)."""
     deadline = time.monotonic() + spec.setup_timeout_s
     while proc.poll() is None:
         time.sleep(POLL_S)

@@ -58,7 +58,7 @@ class RankResult:
     samples: tuple[float, ...] = ()
     wall_samples: tuple[float, ...] = ()
     local_samples: tuple[float, ...] = ()  # scaling: the same steps without the all-reduce
-    busy_samples: tuple[float, ...] = ()  # CUDA: the calls replayed as a graph, per call
+    graph_samples: tuple[float, ...] = ()  # CUDA: the calls replayed as one graph, per call
     first_call_s: float | None = None
     loops: int = 1
     warmups: int = 0
@@ -201,35 +201,54 @@ class Sampled:
     walls: list[float] = field(default_factory=list)
 
 
+class Sampler:
+    """One call's samples on every rank, a batch at a time (`step`), so that a caller can
+    take batches of several cases in turn (`collectives.run_cases`).
+
+    At least `least` samples and `min_batches` batches; then more until the 95 % CI of
+    the slowest rank's median is within ±REL_CI of it or `budget_s` of this call's own
+    sampling is spent. Every rank sees every rank's samples after each batch and decides
+    from the same numbers; the time spent and the pace are rank 0's, sent with them, so
+    every rank takes the same number of samples. Batches double, as far as the budget's
+    remainder holds at the pace so far."""
+
+    def __init__(self, r: Ranks, call: Callable[[], object], loops: int, least: int,
+                 budget_s: float, min_batches: int = 1) -> None:
+        self.r, self.call, self.loops = r, call, loops
+        self.budget_s, self.min_batches = budget_s, min_batches
+        self.took = Sampled()
+        self.criterion = MedianCI(rel=REL_CI, min_samples=least)
+        self.size, self.batches, self.spent_s = least, 0, 0.0
+        self.done = self.met = False
+
+    def step(self) -> bool:
+        """One batch; True once this call has sampled enough (`met`: the CI got there)."""
+        started = time.monotonic()
+        mine, wall = batch(self.r, self.call, self.loops, self.size)
+        took_s = time.monotonic() - started
+        every = every_rank(self.r, (mine, took_s, took_s / self.size))
+        for worst in per_sample_max([e[0] for e in every]):
+            self.criterion.add(worst)
+        self.took.mine += mine
+        if wall is not None:
+            self.took.walls.append(wall)
+        self.batches += 1
+        _, took_s, pace = every[0]
+        self.spent_s += took_s
+        left = self.budget_s - self.spent_s
+        self.met = self.criterion.done()
+        self.done = (self.met and self.batches >= self.min_batches) or left <= 0
+        self.size = max(1, min(2 * self.size, int(left / max(pace, 1e-9))))
+        return self.done
+
+
 def sample_until(r: Ranks, call: Callable[[], object], loops: int, least: int,
                  budget_s: float) -> tuple[Sampled, bool]:
-    """At least `least` samples, then more until the 95 % CI of the slowest rank's median
-    is within ±REL_CI of it or `budget_s` is spent; (the samples, whether the CI got there).
-
-    Every rank sees every rank's samples after each batch and decides from the same
-    numbers; the budget's clock and the next batch's size are rank 0's, sent with them,
-    so every rank takes the same number of samples. Batches double, as far as the
-    budget's remainder holds at the pace so far."""
-    took = Sampled()
-    criterion = MedianCI(rel=REL_CI, min_samples=least)
-    end = time.monotonic() + budget_s
-    size = least
-    while True:
-        started = time.monotonic()
-        mine, wall = batch(r, call, loops, size)
-        pace = (time.monotonic() - started) / size
-        every = every_rank(r, (mine, end - time.monotonic(), pace))
-        for worst in per_sample_max([e[0] for e in every]):
-            criterion.add(worst)
-        took.mine += mine
-        if wall is not None:
-            took.walls.append(wall)
-        if criterion.done():
-            return took, True
-        _, left, pace = every[0]
-        if left <= 0:
-            return took, False
-        size = max(1, min(2 * size, int(left / max(pace, 1e-9))))
+    """One call sampled to the end at once: (the samples, whether the CI got there)."""
+    sampler = Sampler(r, call, loops, least, budget_s)
+    while not sampler.step():
+        pass
+    return sampler.took, sampler.met
 
 
 def cpu_threads(active_here: int) -> int:
@@ -260,7 +279,7 @@ def measurement(case: Case, results: Sequence[RankResult],
     firsts = [r.first_call_s for r in results if r.first_call_s is not None]
     first = max(firsts) if firsts else None
     samples = per_sample_max([r.samples for r in results])
-    busy = [r.busy_samples for r in results]
+    busy = [r.graph_samples for r in results]
     return Measurement(
         case, Status.OK, samples=samples,
         wall_samples=per_sample_max(walls) if all(walls) else (), loops=head.loops,
@@ -268,4 +287,4 @@ def measurement(case: Case, results: Sequence[RankResult],
         caveats=caveats.detect(samples, first, criterion_met=head.criterion_met),
         timer=("cuda events" if case.device.startswith("cuda") else "host clock")
         + f", slowest of {len(results)} ranks", counters=counters,
-        busy_samples=per_sample_max(busy) if all(busy) else ())
+        graph_samples=per_sample_max(busy) if all(busy) else ())

@@ -1,10 +1,11 @@
 """A rank: `python -m gpuvs.distributed.worker SPEC.json` under torchrun, or `serve(spec)` inside
 the user's own `torchrun` (`gpuvs dist … --launched`).
 
-Every rank runs every case in the spec's order; rank 0 gathers the other ranks' results,
-saves the case's measurement the moment the case ends and, when a parent launched the
-ranks, reports progress as JSON lines in `spec.status_path` — `ready`, then `start` and
-`done` per case — so the parent knows which case a crash or a hang belongs to. A rank
+Every rank runs every case (collectives: small ones in turns, `collectives.run_cases`);
+rank 0 gathers the other ranks' results, saves the case's measurement the moment the case
+ends and, when a parent launched the ranks, reports progress as JSON lines in
+`spec.status_path` — `ready`, then `start` before each step of a case and `done` once
+it is saved — so the parent knows which case a crash or a hang belongs to. A rank
 that fails prints one `gpuvs-dist-error` line to stderr, which the parent makes the
 case's reason.
 
@@ -20,7 +21,7 @@ import json
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
@@ -53,16 +54,14 @@ def serve(spec: Spec, on_done: Callable[[Measurement], None] = lambda m: None
     _emit(spec, world, "ready", **info)
     store = _store(spec) if world.rank == 0 else None
     try:
-        for case in spec.cases:
-            _emit(spec, world, "start", case=case.key)
-            _planted_fault(case.key, world.rank)
-            m = _case(spec, world, groups, case)
+        for case, mine, threads in _results(spec, world, groups):
+            m = _gathered(spec, world, case, mine, threads)
             if m is not None and store is not None:
                 store.save(spec.run_id, m)
                 _emit(spec, world, "done", case=case.key, status=m.status.value)
                 on_done(m)
-            # No rank begins the next case before this one is saved: a rank that dies
-            # at the start of the next must not take this case's result down with it.
+            # No rank goes on before this case is saved: a rank that dies in the next
+            # step must not take this case's result down with it.
             dist.barrier(group=world.ctrl)
     except Exception as e:  # said once, for the parent's reason; then the rank dies
         first = (str(e).strip().splitlines() or [""])[0][:300]
@@ -115,19 +114,41 @@ def _subgroups(world: Ranks, spec: Spec) -> dict[int, Ranks]:
     return out
 
 
-def _case(spec: Spec, world: Ranks, groups: dict[int, Ranks], case: Case
-          ) -> Measurement | None:
-    """This rank's part of a case; rank 0 gets the case's measurement, the others None."""
-    import torch.distributed as dist
+def _results(spec: Spec, world: Ranks, groups: dict[int, Ranks]
+             ) -> Iterator[tuple[Case, Any, int]]:
+    """This rank's part of each case as the case ends: (case, its RankResult — None on a
+    rank a scaling case leaves out —, the CPU threads it ran with). Rank 0 reports each
+    step of a case (`start`) before it is taken, which restarts the parent's clock and
+    names the case a crash or a hang belongs to; a planted fault fires at a case's first
+    step."""
+    seen: set[str] = set()
+
+    def visit(case: Case) -> None:
+        _emit(spec, world, "start", case=case.key)
+        if case.key not in seen:
+            seen.add(case.key)
+            _planted_fault(case.key, world.rank)
 
     if spec.command == "collectives":
-        mine: Any = collectives.run_case(world, case, spec.samples, spec.budget_s)
-        threads = world.threads
-    else:
+        for case, mine in collectives.run_cases(world, spec.cases, spec.samples,
+                                                spec.budget_s, visit):
+            yield case, mine, world.threads
+        return
+    for case in spec.cases:
+        visit(case)
         r = groups[case.size]
         active = min(case.size, int(os.environ.get("LOCAL_WORLD_SIZE", world.size)))
         threads = 0 if r.cuda else cpu_threads(active)
-        mine = scaling.run_case(r, case, spec.steps) if world.rank < case.size else None
+        yield case, (scaling.run_case(r, case, spec.steps) if world.rank < case.size
+                     else None), threads
+
+
+def _gathered(spec: Spec, world: Ranks, case: Case, mine: Any, threads: int
+              ) -> Measurement | None:
+    """Every rank's result of a case at rank 0, as the case's measurement (None on the
+    other ranks)."""
+    import torch.distributed as dist
+
     gathered: list[Any] | None = [None] * world.size if world.rank == 0 else None
     dist.gather_object(mine, gathered, dst=0, group=world.ctrl)
     if gathered is None:

@@ -19,7 +19,7 @@ from gpuvs.distributed.bandwidth import COLLECTIVES, algbw, bus_factor, busbw, s
 from gpuvs.model import Measurement, Status
 from gpuvs.table import Table
 
-COLLECTIVE_COLUMNS = ("size", "per call ±CI", "wall", "GPU busy ±CI", "algbw", "busbw",
+COLLECTIVE_COLUMNS = ("size", "per call ±CI", "wall", "graph replay ±CI", "algbw", "busbw",
                       "loops", "note")
 SCALING_COLUMNS = ("N", "batch", "threads", "step ±CI", "samples/s", "efficiency", "compute",
                    "comm", "note")
@@ -78,10 +78,13 @@ def _collective_table(key: CollectiveKey, ms: list[Measurement]) -> Table:
              "the slowest rank's, median of the samples, taken in batches after a barrier "
              "and an untimed loop",
              "size as nccl-tests counts it: " + _SIZE_MEANING[name]]
-    if any(m.busy_summary for m in ms):
-        notes.append("GPU busy: the same calls captured as one CUDA graph and replayed, "
-                     "sampled the same way: the links' and kernels' time without the host's "
-                     "launches; algbw and busbw are computed from it where it was measured")
+    if any(m.graph_summary for m in ms):
+        notes.append("graph replay: the same calls captured as one CUDA graph and replayed, "
+                     "sampled the same way, so no host launch is in it; where per call is "
+                     "well above it, the host issuing the calls set the pace. NCCL ran the "
+                     "captured calls slower than eager ones at some sizes (1–16 MiB on two "
+                     "H200s), so algbw and busbw come from the per-call time, as nccl-tests "
+                     "times its own launches")
     if n == 1:
         notes.append("one rank: nothing crosses a link, so busbw is 0; NCCL returns an "
                      "in-place all_reduce or broadcast at once, so algbw at one rank is "
@@ -107,21 +110,12 @@ def _collective_row(m: Measurement, name: str, n: int) -> tuple[str, ...]:
     if s is None:
         return (size, "—", "", "", "", "", "", f"{m.status.value}: {m.reason}")
     wall = units.seconds(m.wall_summary.median) if m.wall_summary else ""
-    busy = m.busy_summary
-    seconds = link_seconds(m)
+    replay = m.graph_summary
     return (size, _with_ci(s.median, s.ci_halfwidth_rel), wall,
-            _with_ci(busy.median, busy.ci_halfwidth_rel) if busy else "",
-            units.rate(algbw(nbytes, seconds), "B/s"),
-            units.rate(busbw(name, nbytes, seconds, n), "B/s"), str(m.loops),
+            _with_ci(replay.median, replay.ci_halfwidth_rel) if replay else "",
+            units.rate(algbw(nbytes, s.median), "B/s"),
+            units.rate(busbw(name, nbytes, s.median, n), "B/s"), str(m.loops),
             ", ".join(str(cv).replace("_", " ") for cv in m.caveats))
-
-
-def link_seconds(m: Measurement) -> float:
-    """The time a collective's bandwidth is computed from: the GPU's own time where it was
-    sampled (graph replays, as nccl-tests' back-to-back launches from C come close to),
-    else what a call costs."""
-    summary = m.busy_summary or m.summary
-    return summary.median if summary else 0.0
 
 
 def _with_ci(median: float, rel: float) -> str:

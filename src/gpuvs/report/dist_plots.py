@@ -15,13 +15,7 @@ from typing import Any
 from gpuvs import units
 from gpuvs.distributed.bandwidth import busbw
 from gpuvs.model import Measurement, Status
-from gpuvs.report.dist import (
-    base_case,
-    collective_groups,
-    efficiency,
-    link_seconds,
-    scaling_groups,
-)
+from gpuvs.report.dist import base_case, collective_groups, efficiency, scaling_groups
 
 WIDTH_IN, HEIGHT_IN = 9.0, 3.6
 
@@ -93,7 +87,7 @@ def bandwidth_svg(ms: Iterable[Measurement]) -> str:
     ax = fig.subplots()
     for (name, backend, device, n), series in groups.items():
         sizes = [m.counters.get("bytes", float(m.case.size)) for m in series]
-        rates = [busbw(name, b, link_seconds(m), n) / 1e9
+        rates = [busbw(name, b, m.summary.median, n) / 1e9  # type: ignore[union-attr]
                  for b, m in zip(sizes, series, strict=True)]
         ax.plot(sizes, rates, "o-", label=f"{name} · {backend} · {n} × {device}")
     ax.set_xscale("log", base=2)

@@ -29,7 +29,7 @@ TEMPLATE = "report.html.j2"
 # Columns of numbers: right-aligned so that digits line up.
 NUMERIC = frozenset({"size", "threads", "time ±CI", "wall", "GPU busy", "throughput", "of peak",
                      "GPU vs CPU", "from size", "by (95 % CI)", "per call ±CI",
-                     "GPU busy ±CI", "algbw", "busbw", "loops", "N", "step ±CI",
+                     "graph replay ±CI", "algbw", "busbw", "loops", "N", "step ±CI",
                      "samples/s", "compute"})
 # Columns of sentences: each on a full-width line under its row, where it wraps inside
 # the page; as a column beside a dozen columns of numbers it ran out of the page. Short
