@@ -109,11 +109,14 @@ def test_small_cases_are_sampled_in_turns_so_each_spans_the_sweep(one_rank: Rank
         one_rank, [_all_reduce(4096), _all_reduce(65536)], samples=3, budget_s=2,
         visit=lambda case: visits.append(case.size))]
     # Both start in the plan's order, then take their batches in turn, each at least
-    # TURNS batches (a CI met in the first second is not yet a CI of the sweep).
+    # TURNS batches (a CI met in the first second is not yet a CI of the sweep), and
+    # each batch at most as many samples as the first (the last one as many as the
+    # budget's remainder holds): no batch outweighs the others.
     assert visits[:4] == [4096, 65536, 4096, 65536]
-    assert visits.count(4096) >= collectives.TURNS and visits.count(65536) >= collectives.TURNS
-    for _, result in ended:
-        assert result.status is Status.OK and len(result.samples) >= 3 * collectives.TURNS
+    for size, result in ended:
+        turns = visits.count(size)
+        assert turns >= collectives.TURNS and result.status is Status.OK
+        assert 3 * collectives.TURNS <= len(result.samples) <= 3 * turns
         assert result.graph_samples == ()  # the CPU has no graphs to replay
 
 

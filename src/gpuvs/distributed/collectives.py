@@ -43,10 +43,10 @@ WARMUP_CALLS = 3
 # interpreter and Gloo's buffers on the host.
 HEADROOM_BYTES = {"cuda": 512 * 1024**2, "cpu": 64 * 1024**2}
 SPLIT = ("all_gather", "reduce_scatter")  # one side of these is a 1/n piece
-# Cases under this size are sampled in turns, each in at least TURNS batches spread over
-# the sweep; their buffers stay allocated meanwhile (4 collectives under 64 MiB: about
-# 200 MiB a rank). From 16 MiB up the links set the time, and two runs agreed within
-# their ±0.0–0.7 % on the H200s; larger cases are sampled at once, one after another.
+# Cases under this size are sampled in turns, in batches of --samples, at least TURNS
+# of them, spread over the sweep; their buffers stay allocated meanwhile (4 collectives
+# under 64 MiB: about 200 MiB a rank). From 16 MiB up the links set the time, and two
+# runs agreed within their ±0.0–0.7 % on the H200s; larger cases are sampled at once.
 TURNS_BELOW_BYTES = 64 * 1024**2
 TURNS = 4
 

@@ -205,17 +205,20 @@ class Sampler:
     """One call's samples on every rank, a batch at a time (`step`), so that a caller can
     take batches of several cases in turn (`collectives.run_cases`).
 
-    At least `least` samples and `min_batches` batches; then more until the 95 % CI of
-    the slowest rank's median is within ±REL_CI of it or `budget_s` of this call's own
-    sampling is spent. Every rank sees every rank's samples after each batch and decides
-    from the same numbers; the time spent and the pace are rank 0's, sent with them, so
-    every rank takes the same number of samples. Batches double, as far as the budget's
-    remainder holds at the pace so far."""
+    At least `least` samples; then more until the 95 % CI of the slowest rank's median is
+    within ±REL_CI of it or `budget_s` of this call's own sampling is spent. Every rank
+    sees every rank's samples after each batch and decides from the same numbers; the
+    time spent and the pace are rank 0's, sent with them, so every rank takes the same
+    number of samples. Batches double, as far as the budget's remainder holds at the pace
+    so far — except for a call sampled in `turns` (more than one) with others: its
+    batches stay `least` samples, so that they come from as many moments as the budget
+    allows, and it takes at least `turns` of them. The CI's stretches then each hold
+    batches from several moments; batches that doubled put half the samples in one."""
 
     def __init__(self, r: Ranks, call: Callable[[], object], loops: int, least: int,
-                 budget_s: float, min_batches: int = 1) -> None:
+                 budget_s: float, turns: int = 1) -> None:
         self.r, self.call, self.loops = r, call, loops
-        self.budget_s, self.min_batches = budget_s, min_batches
+        self.budget_s, self.min_batches, self.grows = budget_s, turns, turns == 1
         self.took = Sampled()
         self.criterion = MedianCI(rel=REL_CI, min_samples=least)
         self.size, self.batches, self.spent_s = least, 0, 0.0
@@ -238,7 +241,8 @@ class Sampler:
         left = self.budget_s - self.spent_s
         self.met = self.criterion.done()
         self.done = (self.met and self.batches >= self.min_batches) or left <= 0
-        self.size = max(1, min(2 * self.size, int(left / max(pace, 1e-9))))
+        grown = 2 * self.size if self.grows else self.size
+        self.size = max(1, min(grown, int(left / max(pace, 1e-9))))
         return self.done
 
 
