@@ -23,7 +23,7 @@ export NCCL_NVLS_ENABLE=${NCCL_NVLS_ENABLE:-0}
 export PYTHONPATH=${PYTHONPATH:-src} PYTHONUNBUFFERED=1 COLUMNS=${COLUMNS:-200}
 DB="$OUT/dist.sqlite"
 gpuvs() { python3 -m gpuvs "$@"; }
-run_id() { head -1 "$1" | awk '{print $2}' | tr -d ':'; }
+run_id() { grep -m1 '^run ' "$1" | awk '{print $2}' | tr -d ':'; }
 
 # A gpuvs dist command whose output goes to $OUT/NAME.txt, its run to $OUT/NAME.json.
 measure() {

@@ -122,17 +122,18 @@ def scaling(
         plan.positive("--setup-timeout", setup_timeout)
         setup = plan.resolve(backend, nproc, launched)
         cases = plan.scaling_cases(setup, batch, strong)
-        if left_out := sorted(set(range(1, setup.nproc + 1)) - {c.size for c in cases}):
-            narration(fmt).print(
-                f"--strong: {batch} images do not split evenly over "
-                f"{', '.join(map(str, left_out))} ranks; those counts are left out")
+        left_out = sorted(set(range(1, setup.nproc + 1)) - {c.size for c in cases})
         spec = plan.Spec("scaling", setup, cases, steps=steps, timeout_s=timeout,
                          setup_timeout_s=setup_timeout, launched=launched,
                          extra={"batch": batch, "strong": strong})
-    raise typer.Exit(_execute(spec, db, json_path, fmt))
+    said = (f"--strong: {batch} images do not split evenly over "
+            f"{', '.join(map(str, left_out))} ranks; those counts are left out"
+            if left_out else "")
+    raise typer.Exit(_execute(spec, db, json_path, fmt, said))
 
 
-def _execute(spec: Any, db: str | None, json_path: Any, fmt: str = "plain") -> int:
+def _execute(spec: Any, db: str | None, json_path: Any, fmt: str = "plain",
+             said: str = "") -> int:
     """Measure (or, on a rank other than 0 under --launched, only take part), then print."""
     from gpuvs.distributed import launch, worker
     from gpuvs.model import RunKind
@@ -151,6 +152,8 @@ def _execute(spec: Any, db: str | None, json_path: Any, fmt: str = "plain") -> i
     s = spec.setup
     out.print(f"run {run.run_id}: {len(spec.cases)} cases on up to {s.nproc} ranks × "
               f"{s.device} ({s.backend})")
+    if said:
+        out.print(said)
     again = "The same `gpuvs dist` command measures every case again."
     with usage_errors(), guarded(run, again), progress(len(spec.cases), out.stderr) as advance:
         info = (worker.serve(spec, advance) if spec.launched

@@ -142,9 +142,12 @@ def captured(r: Ranks, call: Callable[[], object], loops: int
 
     The capture runs on a side stream after the calls' communicator exists (the first
     call made it) and in thread-local mode: NCCL's watchdog thread polls earlier calls'
-    events meanwhile, which a global capture would refuse."""
+    events meanwhile, which a global capture would refuse. A graph that captured nothing
+    (one rank's in-place all-reduce, which NCCL returns at once) times nothing: none."""
     if not r.cuda:
         return None, "the CPU has no graphs"
+    import warnings
+
     import torch
 
     graph: Any = None
@@ -154,10 +157,14 @@ def captured(r: Ranks, call: Callable[[], object], loops: int
         graph = torch.cuda.CUDAGraph()
         side = torch.cuda.Stream(r.device)
         side.wait_stream(torch.cuda.current_stream(r.device))
-        with torch.cuda.graph(graph, stream=side, capture_error_mode="thread_local"):
-            for _ in range(loops):
-                call()
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            with torch.cuda.graph(graph, stream=side, capture_error_mode="thread_local"):
+                for _ in range(loops):
+                    call()
         torch.cuda.synchronize(r.device)
+        if any("empty" in str(w.message) for w in seen):
+            problem = f"rank {r.rank}: the captured graph is empty (the calls launch no work)"
     except Exception as e:  # capture is optional: the eager samples stand alone
         problem = f"rank {r.rank} could not capture the calls as a CUDA graph: " + (
             str(e).strip().splitlines() or [type(e).__name__])[0][:200]

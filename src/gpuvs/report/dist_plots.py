@@ -69,14 +69,19 @@ def _split_bars(ax: Any, groups: dict[Any, list[Measurement]]) -> None:
                alpha=0.45, hatch="//", label=f"comm · {backend} {device}, {mode}")
     ax.set_xticks(range(len(ns)), [str(n) for n in ns])
     ax.set_xlabel("ranks (N)")
-    _axes(ax, "ms per step", "a step: compute and the comm it waits for")
+    ax.set_ylabel("ms per step")
+    ax.set_title("a step: compute and the comm it waits for", fontsize=10)
+    ax.grid(True, alpha=0.3)
+    # Under the axes: bars fill the panel to its top, so a legend inside covers them.
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2)
 
 
 def bandwidth_svg(ms: Iterable[Measurement]) -> str:
     """Bus bandwidth (nccl-tests' definition) against size, one line per collective and
-    rank count, both axes logarithmic."""
+    rank count, both axes logarithmic. One rank has none to draw: nothing crosses a link,
+    so its bus bandwidth is 0 by definition."""
     groups = {k: [m for m in v if m.summary is not None]
-              for k, v in collective_groups(ms).items()}
+              for k, v in collective_groups(ms).items() if k[3] > 1}
     groups = {k: v for k, v in groups.items() if v}
     if not groups:
         return ""
