@@ -106,7 +106,7 @@ def _all_reduce(size: int) -> Case:
 def test_small_cases_are_sampled_in_turns_so_each_spans_the_sweep(one_rank: Ranks) -> None:
     visits: list[int] = []
     ended = [(case.size, result) for case, result in collectives.run_cases(
-        one_rank, [_all_reduce(4096), _all_reduce(65536)], samples=3, budget_s=2,
+        one_rank, [_all_reduce(4096), _all_reduce(65536)], samples=3, budget_s=0.5,
         visit=lambda case: visits.append(case.size))]
     # Both start in the plan's order, then take their batches in turn, each at least
     # TURNS batches (a CI met in the first second is not yet a CI of the sweep), and
@@ -125,7 +125,7 @@ def test_a_large_case_is_sampled_at_once_while_small_ones_wait_their_turn(
     monkeypatch.setattr(collectives, "TURNS_BELOW_BYTES", 8192)
     visits: list[int] = []
     ended = [case.size for case, _ in collectives.run_cases(
-        one_rank, [_all_reduce(4096), _all_reduce(65536)], samples=3, budget_s=2,
+        one_rank, [_all_reduce(4096), _all_reduce(65536)], samples=3, budget_s=0.5,
         visit=lambda case: visits.append(case.size))]
     assert ended == [65536, 4096]
     assert visits[:2] == [4096, 65536] and set(visits[2:]) == {4096}
