@@ -11,20 +11,13 @@ from pathlib import Path
 
 import pytest
 import tests.fakes  # noqa: F401  (registers SimBackend and the test_* workloads here too)
-
-REPO = Path(__file__).resolve().parents[1]
+from tests.helpers import pythonpath, use_test_plugins
 
 
 @pytest.fixture
 def worker_env(monkeypatch: pytest.MonkeyPatch) -> None:
     """Workers import tests.fakes, so failures planted there happen in a real child."""
-    monkeypatch.setenv("GPUVS_PLUGINS", "tests.fakes")
-    monkeypatch.setenv("PYTHONPATH", _pythonpath())
-
-
-def _pythonpath() -> str:
-    """This checkout's source and tests first, for processes the tests start."""
-    return os.pathsep.join([str(REPO / "src"), str(REPO), os.environ.get("PYTHONPATH", "")])
+    use_test_plugins(monkeypatch)
 
 
 @pytest.fixture
@@ -48,7 +41,7 @@ def seed000_run(tmp_path_factory: pytest.TempPathFactory) -> SeedsRun:
     cwd = tmp_path_factory.mktemp("seed000")
     (cwd / "pyproject.toml").write_text("[tool.gpuvs]\nbudget_s = 0.03\n")
     db, out = cwd / "r.sqlite", cwd / "out.txt"
-    env = os.environ | {"COLUMNS": "40", "PYTHONPATH": _pythonpath()}
+    env = os.environ | {"COLUMNS": "40", "PYTHONPATH": pythonpath()}
     with open(out, "w") as sink:
         proc = subprocess.run([sys.executable, "-m", "gpuvs", "seeds", "--seed", "0",
                                "--quick", "--db", str(db)], stdout=sink,

@@ -79,8 +79,10 @@ def test_gpu_cases_on_a_cpu_machine_are_unavailable_with_the_reason(db) -> None:
 
     if torch.cuda.is_available():
         pytest.skip("this machine has a CUDA device")
+    # One pass: the GPU cases are decided before any worker starts, and a second pass would
+    # only start torch again to sample the CPU cases once more.
     result = invoke("run", "-w", "matmul", "-s", "64", "-b", "torch", "--budget", "0.1",
-                    "--db", db)
+                    "--passes", "1", "--db", db)
     assert result.exit_code == 0, result.output
     # One note per backend and device, not one row per size.
     assert result.output.count("unavailable: torch on cuda:0: no CUDA device") == 2
@@ -99,8 +101,13 @@ def test_list_and_env_describe_what_is_here() -> None:
 
 @pytest.mark.usefixtures("worker_env")
 def test_a_run_killed_halfway_keeps_its_cases_and_resume_finishes_it(db) -> None:
+    # Calls of 20-100 ms, and a criterion no case meets within the budget: every case
+    # samples its whole 0.4 s, so the three left after the second is recorded hold the
+    # run open for over a second — the kill lands mid-run, and `--resume` has only those
+    # three to measure.
     cmd = [sys.executable, "-m", "gpuvs", "run", "-w", "test_spin", "-s", "2e4,4e4,6e4,8e4,1e5",
-           "-b", "numpy", "-d", "cpu", "--budget", "1", "--passes", "1", "--db", db]
+           "-b", "numpy", "-d", "cpu", "--budget", "0.4", "--criterion", "fixed:n=40",
+           "--passes", "1", "--db", db]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
                             start_new_session=True)
     deadline = time.time() + 60

@@ -140,9 +140,13 @@ def test_axis_keeps_one_case_per_size(db, tmp_path) -> None:
 @pytest.mark.usefixtures("worker_env")
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_a_signal_marks_the_run_interrupted_and_resume_latest_finishes_it(db, sig) -> None:
+    # Calls of 20-100 ms, and a criterion no case meets within the budget: every case
+    # samples its whole 0.4 s, none ends early, so the three left after the second is
+    # recorded hold the run open for over a second — the signal lands mid-run, while
+    # `--resume` has only those three to measure.
     cmd = [sys.executable, "-m", "gpuvs", "run", "-w", "test_spin", "-s",
-           "2e4,4e4,6e4,8e4,1e5", "-b", "numpy", "-d", "cpu", "--budget", "1", "--passes",
-           "1", "--criterion", "fixed:n=40", "--db", db]  # cases of 0.8-4 s: none ends early
+           "2e4,4e4,6e4,8e4,1e5", "-b", "numpy", "-d", "cpu", "--budget", "0.4", "--passes",
+           "1", "--criterion", "fixed:n=40", "--db", db]
     # A shell's background job starts with SIGINT ignored, and so would the run: give it
     # the default disposition, as a command typed in a terminal has.
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,

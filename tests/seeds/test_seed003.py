@@ -148,8 +148,11 @@ def test_a_small_cnn_run_goes_through_real_workers(tmp_path) -> None:
 
     from gpuvs.cli import app
 
+    # One pass: each framework's step runs in a real worker once; a second pass would
+    # start Keras and torch again only to add samples.
     result = CliRunner().invoke(app, ["run", "-w", "cnn", "-s", "4", "-d", "cpu", "--budget",
-                                      "0.02", "--db", str(tmp_path / "r.sqlite")],
+                                      "0.02", "--passes", "1", "--db",
+                                      str(tmp_path / "r.sqlite")],
                                 env={"COLUMNS": "200"})
     assert result.exit_code == 0, result.output
     import importlib.util
