@@ -73,7 +73,8 @@ def collectives(
                           "CI of the median is wider than ±1 % and --budget lasts.")] = 10,
     budget: Annotated[float, typer.Option(
         metavar="SECONDS", help="Sampling seconds per case at most, after the first "
-                                "--samples (0: exactly --samples).")] = 1.0,
+                                "--samples (0: exactly --samples); on CUDA as much again "
+                                "for the case's graph replays.")] = 1.0,
     timeout: TimeoutOpt = 120.0, setup_timeout: SetupTimeoutOpt = 120.0, db: DbOption = None,
     json_path: JsonOpt = None, launched: LaunchedOpt = False, fmt: FormatOpt = "plain",
 ) -> None:
