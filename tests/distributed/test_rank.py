@@ -129,3 +129,17 @@ def test_a_large_case_is_sampled_at_once_while_small_ones_wait_their_turn(
         visit=lambda case: visits.append(case.size))]
     assert ended == [65536, 4096]
     assert visits[:2] == [4096, 65536] and set(visits[2:]) == {4096}
+
+
+def test_small_cases_take_turns_a_window_at_a_time_so_cases_keep_ending(
+        one_rank: Ranks, monkeypatch) -> None:
+    monkeypatch.setattr(collectives, "TURN_WINDOW", 2)
+    events: list[tuple[str, int]] = []
+    for case, _ in collectives.run_cases(
+            one_rank, [_all_reduce(1024), _all_reduce(4096), _all_reduce(16384)], samples=3,
+            budget_s=0.3, visit=lambda case: events.append(("visit", case.size))):
+        events.append(("ended", case.size))
+    # The first window (1 KiB, 4 KiB) ends, and is saved, before the third case starts.
+    third = events.index(("visit", 16384))
+    assert {("ended", 1024), ("ended", 4096)} <= set(events[:third])
+    assert events[-1] == ("ended", 16384)

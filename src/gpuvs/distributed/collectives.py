@@ -9,9 +9,10 @@ same calls are also captured as one graph and its replays sampled the same way.
 Small cases are sampled in turns (`run_cases`): a host's speed at issuing small calls
 changes from one second to the next (on the two H200s a 4 KiB all-reduce cost 21 µs a
 call for a while, then 35 µs), so samples taken within one second describe that second,
-and a repeat a minute later fell outside their ±1 %. Taken in turns across the whole
-sweep, a case's samples span the regimes the sweep met, and the CI, which covers the
-variation between stretches of a case, says how far they move.
+and a repeat a minute later fell outside their ±1 %. Taken in turns with the next cases
+of the sweep (TURN_WINDOW at a time), a case's samples span many seconds and the regimes
+met in them, and the CI, which covers the variation between stretches of a case, says
+how far they move.
 
 Sizes are nccl-tests' (float32 elements; all-gather counts its output, reduce-scatter
 its input) and are rounded down to a whole number of elements per rank, as there.
@@ -44,11 +45,16 @@ WARMUP_CALLS = 3
 HEADROOM_BYTES = {"cuda": 512 * 1024**2, "cpu": 64 * 1024**2}
 SPLIT = ("all_gather", "reduce_scatter")  # one side of these is a 1/n piece
 # Cases under this size are sampled in turns, in batches of --samples, at least TURNS
-# of them, spread over the sweep; their buffers stay allocated meanwhile (4 collectives
-# under 64 MiB: about 200 MiB a rank). From 16 MiB up the links set the time, and two
+# of them; their buffers stay allocated meanwhile (at most TURN_WINDOW cases under
+# 64 MiB: under 300 MiB a rank). From 16 MiB up the links set the time, and two
 # runs agreed within their ±0.0–0.7 % on the H200s; larger cases are sampled at once.
 TURNS_BELOW_BYTES = 64 * 1024**2
 TURNS = 4
+# Small cases take their turns in windows of this many (the plan's next ones): each
+# case's samples still span many seconds (8 cases × 1 s of --budget, twice on CUDA), and
+# cases keep ending, and being saved, as the sweep goes — a run stopped halfway keeps
+# its finished windows, and the progress bar moves.
+TURN_WINDOW = 8
 
 
 @dataclass(frozen=True)
@@ -82,7 +88,8 @@ def run_cases(r: Ranks, cases: Sequence[Case], samples: int, budget_s: float,
     cases in the same order). `visit(case)` comes before each of a case's turns: the
     parent's clock follows it. Cases are started (checked, warmed up, calibrated, their
     first batch taken) in the order given; those under TURNS_BELOW_BYTES then take a
-    batch each in turn until each has sampled enough, the others are sampled at once."""
+    batch each in turn, TURN_WINDOW of them at a time, until each has sampled enough; the
+    others are sampled at once."""
     waiting: list[_Sampling] = []
     for case in cases:
         visit(case)
@@ -95,8 +102,16 @@ def run_cases(r: Ranks, cases: Sequence[Case], samples: int, budget_s: float,
             pass
         if started.finished:
             yield case, started.result()
-        else:
-            waiting.append(started)
+            continue
+        waiting.append(started)
+        if len(waiting) == TURN_WINDOW:
+            yield from _turns(waiting, visit)
+    yield from _turns(waiting, visit)
+
+
+def _turns(waiting: list[_Sampling], visit: Callable[[Case], None]
+           ) -> Iterator[tuple[Case, RankResult]]:
+    """A batch of each waiting case in turn until every one has sampled enough."""
     while waiting:
         for turn in list(waiting):
             visit(turn.case)
