@@ -58,9 +58,11 @@ def test_sampling_goes_on_until_the_median_ci_is_tight(one_rank: Ranks, monkeypa
         return [next(stream) for _ in range(count)], None
 
     monkeypatch.setattr(rank, "batch", fake_batch)
-    took, met = rank.sample_until(one_rank, lambda: None, loops=1, least=10, budget_s=30)
-    assert met and calls[0] == 10 and calls[1] == 20  # batches double
-    s = summarize(took.mine)
+    sampler = rank.Sampler(one_rank, lambda: None, loops=1, least=10, budget_s=30)
+    while not sampler.step():
+        pass
+    assert sampler.met and calls[0] == 10 and calls[1] == 20  # batches double
+    s = summarize(sampler.took.mine)
     assert s.ci_halfwidth_rel <= 0.02
     assert s.ci_low <= MEDIAN_S * 1.02 and s.ci_high >= MEDIAN_S * 0.98
 
@@ -69,8 +71,9 @@ def test_a_spent_budget_stops_sampling_and_says_so(one_rank: Ranks, monkeypatch)
     stream = stalled_samples()
     monkeypatch.setattr(rank, "batch", lambda r, call, loops, count: (
         [next(stream) for _ in range(count)], None))
-    took, met = rank.sample_until(one_rank, lambda: None, loops=1, least=10, budget_s=0)
-    assert not met and len(took.mine) == 10
+    sampler = rank.Sampler(one_rank, lambda: None, loops=1, least=10, budget_s=0)
+    assert sampler.step()  # done after the first batch
+    assert not sampler.met and len(sampler.took.mine) == 10
 
 
 def test_a_batch_lines_the_ranks_up_with_one_untimed_loop(one_rank: Ranks) -> None:

@@ -253,15 +253,6 @@ class Sampler:
         return self.done
 
 
-def sample_until(r: Ranks, call: Callable[[], object], loops: int, least: int,
-                 budget_s: float) -> tuple[Sampled, bool]:
-    """One call sampled to the end at once: (the samples, whether the CI got there)."""
-    sampler = Sampler(r, call, loops, least, budget_s)
-    while not sampler.step():
-        pass
-    return sampler.took, sampler.met
-
-
 def cpu_threads(active_here: int) -> int:
     """Torch threads for one of `active_here` CPU ranks on this host: its share of the
     cores this process may use, at least one (torchrun's default is one for all)."""
