@@ -19,6 +19,11 @@ def seconds(s: float | None) -> str:
     return _scaled(s, ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns")))
 
 
+def seconds_ci(median: float, rel: float) -> str:
+    """'12.3 ms ±0.4%': a median and the half-width of its CI, relative to it."""
+    return f"{seconds(median)} ±{100 * rel:.1f}%"
+
+
 def nbytes(b: float) -> str:
     return _scaled(b, ((1024**4, "TiB"), (1024**3, "GiB"), (1024**2, "MiB"), (1024, "KiB"),
                        (1, "B")))

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from gpuvs.cli import app
 from gpuvs.distributed import collectives
 from gpuvs.distributed.bandwidth import COLLECTIVES
-from gpuvs.distributed.rank import Ranks
+from gpuvs.distributed.rank import RankResult, Ranks
 from gpuvs.model import Case, Status
 from gpuvs.store import open_store
 
@@ -66,9 +66,15 @@ def _case(name: str, size: int = 4096) -> Case:
                 (("collective", name), ("nproc", "1")))
 
 
+def _measured(r: Ranks, case: Case) -> RankResult:
+    """One case alone, with exactly two samples (a budget of 0)."""
+    ((_, result),) = collectives.run_cases(r, [case], samples=2, budget_s=0)
+    return result
+
+
 @pytest.mark.parametrize("name", COLLECTIVES)
 def test_each_collective_passes_its_check_and_is_sampled(one_rank: Ranks, name: str) -> None:
-    result = collectives.run_case(one_rank, _case(name), samples=2, budget_s=0)
+    result = _measured(one_rank, _case(name))
     assert result.status is Status.OK, result.reason
     assert len(result.samples) == 2 and result.warmups == collectives.WARMUP_CALLS
     m = collectives.record(_case(name), [result], threads=2)
@@ -93,7 +99,7 @@ def test_a_size_that_cannot_fit_is_skipped_before_allocating(one_rank: Ranks,
         available = 1024**2
 
     monkeypatch.setattr(psutil, "virtual_memory", lambda: Tight())
-    result = collectives.run_case(one_rank, _case("all_reduce", 1024**3), samples=2, budget_s=0)
+    result = _measured(one_rank, _case("all_reduce", 1024**3))
     assert result.status is Status.SKIPPED
     assert result.reason.startswith("needs 1.25 GiB per rank × 1 on the host + 64 MiB "
                                     "headroom; 1 MiB free")

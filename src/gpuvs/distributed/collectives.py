@@ -98,8 +98,9 @@ def run_cases(r: Ranks, cases: Sequence[Case], samples: int, budget_s: float,
         if isinstance(started, RankResult):
             yield case, started
             continue
-        while not (in_turns or started.step()):
-            pass
+        if not in_turns:
+            while not started.step():
+                pass
         if started.finished:
             yield case, started.result()
             continue
@@ -118,12 +119,6 @@ def _turns(waiting: list[_Sampling], visit: Callable[[Case], None]
             if turn.step():
                 waiting.remove(turn)
                 yield turn.case, turn.result()
-
-
-def run_case(r: Ranks, case: Case, samples: int, budget_s: float) -> RankResult:
-    """One case, sampled to its end."""
-    ((_, result),) = run_cases(r, [case], samples, budget_s)
-    return result
 
 
 class _Sampling:
@@ -147,9 +142,9 @@ class _Sampling:
 
     def result(self) -> RankResult:
         calls, loops = self.calls.took, self.calls.loops
-        busy = tuple(t / loops for t in self.replays.took.mine) if self.replays else ()
+        replayed = tuple(t / loops for t in self.replays.took.mine) if self.replays else ()
         return RankResult(samples=tuple(calls.mine), wall_samples=tuple(calls.walls),
-                          graph_samples=busy, first_call_s=self.first, loops=loops,
+                          graph_samples=replayed, first_call_s=self.first, loops=loops,
                           warmups=WARMUP_CALLS, criterion_met=self.calls.met)
 
 

@@ -225,7 +225,7 @@ class Sampler:
     def __init__(self, r: Ranks, call: Callable[[], object], loops: int, least: int,
                  budget_s: float, turns: int = 1) -> None:
         self.r, self.call, self.loops = r, call, loops
-        self.budget_s, self.min_batches, self.grows = budget_s, turns, turns == 1
+        self.budget_s, self.turns = budget_s, turns
         self.took = Sampled()
         self.criterion = MedianCI(rel=REL_CI, min_samples=least)
         self.size, self.batches, self.spent_s = least, 0, 0.0
@@ -247,8 +247,8 @@ class Sampler:
         self.spent_s += took_s
         left = self.budget_s - self.spent_s
         self.met = self.criterion.done()
-        self.done = (self.met and self.batches >= self.min_batches) or left <= 0
-        grown = 2 * self.size if self.grows else self.size
+        self.done = (self.met and self.batches >= self.turns) or left <= 0
+        grown = 2 * self.size if self.turns == 1 else self.size
         self.size = max(1, min(grown, int(left / max(pace, 1e-9))))
         return self.done
 
@@ -281,7 +281,7 @@ def measurement(case: Case, results: Sequence[RankResult],
     firsts = [r.first_call_s for r in results if r.first_call_s is not None]
     first = max(firsts) if firsts else None
     samples = per_sample_max([r.samples for r in results])
-    busy = [r.graph_samples for r in results]
+    replayed = [r.graph_samples for r in results]
     return Measurement(
         case, Status.OK, samples=samples,
         wall_samples=per_sample_max(walls) if all(walls) else (), loops=head.loops,
@@ -289,4 +289,4 @@ def measurement(case: Case, results: Sequence[RankResult],
         caveats=caveats.detect(samples, first, criterion_met=head.criterion_met),
         timer=("cuda events" if case.device.startswith("cuda") else "host clock")
         + f", slowest of {len(results)} ranks", counters=counters,
-        graph_samples=per_sample_max(busy) if all(busy) else ())
+        graph_samples=per_sample_max(replayed) if all(replayed) else ())

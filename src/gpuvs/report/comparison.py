@@ -34,7 +34,7 @@ def seconds_ci(m: Measurement) -> str:
     s = m.summary
     if s is None:
         return "—"
-    return f"{units.seconds(s.median)} ±{100 * s.ci_halfwidth_rel:.1f}%"
+    return units.seconds_ci(s.median, s.ci_halfwidth_rel)
 
 
 def _label(m: Measurement) -> str:

@@ -111,15 +111,11 @@ def _collective_row(m: Measurement, name: str, n: int) -> tuple[str, ...]:
         return (size, "—", "", "", "", "", "", f"{m.status.value}: {m.reason}")
     wall = units.seconds(m.wall_summary.median) if m.wall_summary else ""
     replay = m.graph_summary
-    return (size, _with_ci(s.median, s.ci_halfwidth_rel), wall,
-            _with_ci(replay.median, replay.ci_halfwidth_rel) if replay else "",
+    return (size, units.seconds_ci(s.median, s.ci_halfwidth_rel), wall,
+            units.seconds_ci(replay.median, replay.ci_halfwidth_rel) if replay else "",
             units.rate(algbw(nbytes, s.median), "B/s"),
             units.rate(busbw(name, nbytes, s.median, n), "B/s"), str(m.loops),
             ", ".join(str(cv).replace("_", " ") for cv in m.caveats))
-
-
-def _with_ci(median: float, rel: float) -> str:
-    return f"{units.seconds(median)} ±{100 * rel:.1f}%"
 
 
 def scaling_tables(ms: Sequence[Measurement]) -> list[Table]:
@@ -156,7 +152,7 @@ def _scaling_row(m: Measurement, one: Measurement | None) -> tuple[str, ...]:
         comm = "0 (hidden)"
     elif step > 0 and "comm_s" in k:
         comm += f" ({100 * k['comm_s'] / step:.0f}%)"
-    return (*head, f"{units.seconds(s.median)} ±{100 * s.ci_halfwidth_rel:.1f}%",
+    return (*head, units.seconds_ci(s.median, s.ci_halfwidth_rel),
             f"{k['samples_per_s']:.4g}" if "samples_per_s" in k else "",
             _efficiency(m, one), units.seconds(k.get("compute_s")), comm,
             ", ".join(str(cv).replace("_", " ") for cv in m.caveats))

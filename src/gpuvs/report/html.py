@@ -94,20 +94,21 @@ def jinja() -> Any:
 
 
 def _page(run: Run, ms: list[Measurement], ceilings: Sequence[Ceiling]) -> dict[str, Any]:
-    """Everything the template shows, in the order it shows it."""
+    """Everything the template shows, in the order it shows it. A `gpuvs dist` run has no
+    CPU-against-GPU verdict, sweep plots or roofline: none is computed or drawn for it."""
+    dist = run.kind is RunKind.DIST
     plots: dict[str, list[Figure]] = {}
-    for p in all_plots(ms, ceilings):
+    for p in () if dist else all_plots(ms, ceilings):
         plots.setdefault(p.section, []).append(figure_of(p))
     return {
         "run": run,
         "kind": run.kind.value,
-        "dist": run.kind is RunKind.DIST,  # no CPU-against-GPU verdict, no roofline
+        "dist": dist,
         "summary": _summary(run, ms),
-        "verdict": view(verdict_table(ms)),
-        "series": view(series_table(ms)),
+        "verdict": None if dist else view(verdict_table(ms)),
+        "series": None if dist else view(series_table(ms)),
         "seeds": [view(t) for t in _seed_tables(run, ms)],
-        "sweeps": (_dist_sections(ms) if run.kind is RunKind.DIST
-                   else _sweeps(ms, ceilings, plots)),
+        "sweeps": _dist_sections(ms) if dist else _sweeps(ms, ceilings, plots),
         "rooflines": plots.get(ROOFLINE, []),
         "has_ceilings": bool(ceilings),
         "method": _method(run, ms),

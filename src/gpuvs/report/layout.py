@@ -162,7 +162,7 @@ def _row(m: Measurement, cpu: Measurement | None, ceilings: Sequence[Ceiling],
     if s is None:
         return (*head, "—", "", "", "", "", "", f"{m.status.value}: {m.reason}")
     wall = units.seconds(m.wall_summary.median) if m.wall_summary else ""
-    return (*head, f"{units.seconds(s.median)} ±{100 * s.ci_halfwidth_rel:.1f}%"
+    return (*head, units.seconds_ci(s.median, s.ci_halfwidth_rel)
             + caveats.doubts(m.caveats), wall,
             busy_cell(m), throughput(m), of_peak(m, ceilings), _speedup(m, cpu),
             _note(m, finding, wins_from))

@@ -105,7 +105,7 @@ def _case_lines(total: int, out: Any) -> Advance:
                 out.file.flush()
             return
         s = m.summary
-        value = (f" {units.seconds(s.median)} ±{100 * s.ci_halfwidth_rel:.1f}%" if s else
+        value = (" " + units.seconds_ci(s.median, s.ci_halfwidth_rel) if s else
                  f": {m.reason.splitlines()[0][:120]}" if m.reason else "")
         eta = "" if left_s is None else f" (about {_clock(left_s)} left)"
         out.print(f"[{left.done}/{total}] {m.case.key} {m.status.value}{value}{eta}",

@@ -284,7 +284,7 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     against = f" vs {session.baseline_id}" if session.baseline_id else ""
     for _, m in session.results:
         s = m.summary
-        cells = [f"{units.seconds(s.median)} ±{100 * s.ci_halfwidth_rel:.1f}%" if s else
+        cells = [units.seconds_ci(s.median, s.ci_halfwidth_rel) if s else
                  m.status.value, f"first call {units.seconds(m.first_call_s)}",
                  m.case.device]
         before = session.baseline.get(m.case.key)
