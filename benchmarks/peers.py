@@ -10,12 +10,13 @@ Each case is timed R times (`--repeats`) by each tool that applies:
 - the profiler's kernel time: torch.profiler over PROFILE_CALLS calls, the union of the
   kernels' intervals per call (what the GPU itself was busy with).
 
-The repeats are interleaved (each repeat runs every tool once), so a drift of the GPU's
-clocks moves one repeat's tools alike. It prints, per case and tool, the median of the R
-answers, their spread (max/min − 1) and the median time to answer; for gpuvs, against the
-peers' median of its own repeat (the median of do_bench, the two torch.utils.benchmark
-answers and the profiler's): in how many repeats it was within 1 %, how often its CI
-covered that median, and how often it covered the next repeat's gpuvs answer. A first
+The repeats are interleaved (each repeat runs every tool once, starting one tool further
+on each time), so a drift of the GPU's clocks moves one repeat's tools alike. It prints,
+per case and tool, the median of the R answers, their spread (max/min − 1) and the median
+time to answer; for gpuvs, against the peers' median of its own repeat (the median of
+do_bench, the two torch.utils.benchmark answers and the profiler's): in how many repeats
+it was within 1 %, how often its CI covered that median, and how often it covered the
+next repeat's gpuvs answer; and how far apart the peers were in each repeat. A first
 section times the command line: `gpuvs run -w matmul -b torch -d cuda -s 4096` end to
 end against a one-line `python -c` with do_bench.
 
@@ -62,6 +63,8 @@ class Case:
     answers: dict[str, list[float]] = field(default_factory=dict)
     seconds: dict[str, list[float]] = field(default_factory=dict)
     ci: list[tuple[float, float]] = field(default_factory=list)
+    samples: list[list[float]] = field(default_factory=list)  # gpuvs's, per repeat
+    caveats: list[list[str]] = field(default_factory=list)  # gpuvs's, per repeat
     skipped: dict[str, str] = field(default_factory=dict)
 
 
@@ -136,6 +139,8 @@ def _gpuvs(fn: Fn, case: Case, budget: float) -> float:
     m = gpuvs.measure(fn, device=case.device, budget_s=budget)
     assert m.summary is not None, m.reason
     case.ci.append((m.summary.ci_low, m.summary.ci_high))
+    case.samples.append(list(m.samples))
+    case.caveats.append([c.value for c in m.caveats])
     return m.summary.median
 
 
@@ -209,12 +214,15 @@ def _cuda() -> str | None:
 def run_case(case: Case, repeats: int, budget: float) -> None:
     """Repeat-major: each repeat runs every tool once, in turn, so that a GPU whose clocks
     drift over the minute moves all the tools of one repeat alike, and gpuvs is held
-    against the peers of its own repeat."""
+    against the peers of its own repeat. Each repeat starts one tool further on, so that
+    no tool always meets the card first: fresh from the last case, or still cool (on the
+    H100 the first tool of a case read the bf16 product 2 % faster, and a float32 product
+    0.7 % faster, than the rest of its repeat)."""
     fn = case.build()
     fn()
-    tools = _tools(case, budget)
-    for _ in range(repeats):
-        for name, tool in tools.items():
+    tools = list(_tools(case, budget).items())
+    for r in range(repeats):
+        for name, tool in tools[r % len(tools):] + tools[:r % len(tools)]:
             if name in case.skipped:
                 continue
             if case.steady:
@@ -271,7 +279,9 @@ def summary(case: Case) -> dict[str, Any]:
                                                      strict=False)),
             "gpuvs_covers_next": sum(lo <= nxt <= hi
                                      for (lo, hi), nxt in zip(case.ci, ours[1:], strict=False)),
-            "gpuvs_ci": case.ci}
+            "peers_apart": [max(case.answers[p][r] for p in peers)
+                            / min(case.answers[p][r] for p in peers) - 1 for r in range(rounds)],
+            "gpuvs_ci": case.ci, "gpuvs_samples_s": case.samples, "gpuvs_caveats": case.caveats}
     return out
 
 
@@ -323,6 +333,12 @@ def _fmt(s: float) -> str:
     return f"{s / 1e-9:.4g} ns"
 
 
+def _half(ci: list[float]) -> float:
+    """A CI's half width relative to its middle."""
+    lo, hi = ci
+    return (hi - lo) / (hi + lo)
+
+
 def table(results: list[dict[str, Any]]) -> str:
     """Markdown: one row per case and tool; gpuvs's row says how it fared against the
     peers of each repeat. The 1 % target applies where the kernel runs ≥ 100 µs."""
@@ -339,7 +355,10 @@ def table(results: list[dict[str, Any]]) -> str:
                         f"{100 * max(map(abs, r['gpuvs_off'])):.2f} %); CI covered them in "
                         f"{r['gpuvs_covered']} of {n}, do_bench's answer in "
                         f"{r['gpuvs_covers_do_bench']} of {n}, the next repeat in "
-                        f"{r['gpuvs_covers_next']} of {n - 1}")
+                        f"{r['gpuvs_covers_next']} of {n - 1}; CI ±"
+                        f"{100 * statistics.median(_half(ci) for ci in r['gpuvs_ci']):.2f} %, "
+                        f"the peers {100 * statistics.median(r['peers_apart']):.2f} % apart "
+                        f"(medians of the repeats)")
             lines.append(f"| {r['case']} | {name} | {_fmt(t['median_s'])} | "
                          f"{100 * t['spread']:.2f} % | {_fmt(t['time_to_answer_s'])} | {note} |")
         for name, why in r["skipped"].items():
@@ -354,6 +373,9 @@ def main() -> None:
     args.add_argument("--cli-repeats", type=int, default=1,
                       help="times each command line is run (0: not at all)")
     args.add_argument("--out", default=os.environ.get("OUT", "out"))
+    args.add_argument("--case", action="append", default=[],
+                      help="only the cases whose name contains this text (repeatable; "
+                           "default: all)")
     a = args.parse_args()
     no_cuda = _cuda()
     results: list[dict[str, Any]] = []
@@ -373,6 +395,8 @@ def main() -> None:
            if a.cli_repeats < 1 else cli_timing(a.cli_repeats))
     print("command line, process time to an answer:", json.dumps(cli), flush=True)
     for case in _torch_cases() + _other_cases():
+        if a.case and not any(part in case.name for part in a.case):
+            continue
         if case.device == "cuda" and no_cuda:
             print(f"skipped {case.name}: {no_cuda}", flush=True)
             continue

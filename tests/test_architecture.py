@@ -41,8 +41,7 @@ ALLOWED: dict[str, set[str]] = {
     "config": {"backends", "criteria", "errors", "workloads"},
     # many cases, each in a worker process
     "plan": {"backends", "config", "errors", "model", "workloads"},
-    "worker": {"backends", "caveats", "contention", "criteria", "errors", "model", "policy",
-               "protocol",
+    "worker": {"backends", "contention", "criteria", "errors", "model", "policy", "protocol",
                "telemetry", "units", "workloads"},
     "child": {"model", "policy"},
     "runner": {"backends", "caveats", "child", "config", "model", "protocol"},
@@ -61,7 +60,8 @@ ALLOWED: dict[str, set[str]] = {
               "errors", "model", "policy", "protocol", "replay", "report", "stats", "store",
               "units", "workloads"},
     # the public faces
-    "api": {"backends", "config", "criteria", "errors", "model", "protocol", "yours"},
+    "api": {"backends", "config", "criteria", "errors", "model", "protocol", "telemetry",
+            "yours"},
     "cli": {"analysis", "backends", "config", "contention", "criteria", "distributed", "env",
             "errors",
             "model", "plan", "report", "runner", "seeds", "store", "units", "workloads",

@@ -25,3 +25,30 @@ def test_a_4096_product_agrees_with_do_bench_to_one_percent_in_every_repeat() ->
         m = gpuvs.measure(lambda: a @ b, device="cuda")
         assert m.summary is not None
         assert m.summary.median == pytest.approx(reference, rel=0.01)
+
+
+def test_a_product_at_the_power_cap_is_sampled_over_the_whole_budget_and_says_throttled(
+        ) -> None:
+    """An 8192³ bf16 product runs an H100 into its 700 W cap, whose clocks then swing for
+    about a second at a time: gpuvs samples the whole budget instead of one swing."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    from gpuvs import telemetry
+
+    if telemetry.read("cuda:0") is None:
+        pytest.skip("no NVML: the power cap cannot be seen")
+    import gpuvs
+    from gpuvs.model import Caveat
+
+    a = torch.rand(8192, 8192, device="cuda", dtype=torch.bfloat16)
+    b = torch.rand(8192, 8192, device="cuda", dtype=torch.bfloat16)
+    for _ in range(600):  # a second of it: the card meets its cap
+        a @ b
+    torch.cuda.synchronize()
+    m = gpuvs.measure(lambda: a @ b, device="cuda", budget_s=1.0)
+    if not m.counters.get("clocks_governed"):
+        pytest.skip(f"this card ran the product without meeting a power limit ({m.counters})")
+    assert m.summary is not None
+    assert m.summary.n * m.loops * m.summary.median >= 0.9  # the whole budget, sampled
+    assert Caveat.THROTTLED in m.caveats

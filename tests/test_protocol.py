@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 from tests.fakes import SimClock, SimDevice, SimTimer, UnsyncedClock, spin
 
 from gpuvs.criteria import FixedCount, MedianCI
 from gpuvs.errors import WrongResult
 from gpuvs.model import Case, Caveat, Status
-from gpuvs.protocol import Budget, HostClock, Prepared, measure
+from gpuvs.protocol import GOVERNED_SAMPLE_S, Budget, HostClock, Prepared, measure
 
 CASE = Case("w", "correct", "b", "cpu", "float32", 1)
 
@@ -171,3 +173,39 @@ def test_samples_laid_end_to_end_miss_nothing_a_loop_of_calls_pays() -> None:
         paired.stop()
     span = dev.queue_end - begin
     assert span - sum(paired.elapsed()) == pytest.approx(5 * dev.event_s, rel=1e-6)
+
+
+class PowerCap:
+    """The sensors of a card whose power limit sets its clocks (or does not)."""
+
+    def __init__(self, governed: bool) -> None:
+        self._governed = governed
+
+    def settled(self) -> bool:
+        return True
+
+    def governed(self) -> bool:
+        return self._governed
+
+
+@pytest.mark.parametrize("capped", [False, True])
+def test_under_a_power_cap_samples_span_the_whole_budget_not_one_phase_of_the_swing(
+        capped: bool) -> None:
+    """At its power cap an H100 swings its clocks for about a second at a time, in steps:
+    a 1.5 ms bf16 product took 1455–1730 µs a call in 100 ms windows. Stopping as soon as
+    the CI is tight reports the step the samples happened to fall in."""
+    dev = SimDevice(launch_s=1e-6)
+    dev.host = dev.queue_end = 0.2  # the slowest step of the swing starts
+    def swing() -> float:  # 0.1 s steps of a 0.8 s swing, ±10 % around 1.5 ms
+        return 1.5e-3 * (1 + 0.1 * math.sin(2 * math.pi * (dev.queue_end // 0.1) / 8))
+    m = measure(Prepared(lambda: dev.launch(swing()), _ok, sensors=PowerCap(capped)), CASE,
+                SimClock(dev), MedianCI(), Budget(seconds=1.6))
+    assert m.summary is not None
+    sampled_s = len(m.samples) * m.loops * m.summary.median
+    if capped:
+        assert m.loops * m.summary.median >= 0.9 * GOVERNED_SAMPLE_S
+        assert sampled_s > 1.5 and m.counters == {"clocks_governed": 1.0}
+        assert m.summary.median == pytest.approx(1.5e-3, rel=0.05)
+    else:
+        assert sampled_s < 0.1 and m.counters == {}
+        assert m.summary.median == pytest.approx(1.65e-3, rel=0.005)  # one step: the top

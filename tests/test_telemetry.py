@@ -122,3 +122,11 @@ def test_the_devices_nvml_handle_is_looked_up_once_per_process() -> None:
         watch.settled()
         watch.finish()
     assert len(lookups) == 1 and watch.counters()["sm_clock_mhz"] == 1980
+
+
+@pytest.mark.parametrize(("reasons", "governed"), [(0x0, False), (0x4, True), (0x20, True),
+                                                   (0x1, False)])
+def test_a_power_or_heat_limit_governs_the_clocks_and_an_idle_card_does_not(
+        reasons: int, governed: bool) -> None:
+    watch = telemetry.Watch("cuda:0", fake_nvml([1980], reasons=reasons))
+    assert watch.governed() is governed

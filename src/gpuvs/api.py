@@ -4,14 +4,14 @@ a CUDA device; `gpuvs.compare(fn, *args)`, the same function on each device, com
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from gpuvs import backends, criteria
+from gpuvs import backends, criteria, telemetry
 from gpuvs.config import KEYWORDS, RunConfig
 from gpuvs.errors import BackendUnavailable, UsageError
-from gpuvs.model import Case, Measurement
-from gpuvs.protocol import Budget, Clock, HostClock, Prepared
-from gpuvs.protocol import measure as _measure
+from gpuvs.model import Case, Caveat, Measurement
+from gpuvs.protocol import Budget, Clock, HostClock, Prepared, measure_again_if_split
 
 if TYPE_CHECKING:
     from gpuvs.yours.comparison import Comparison
@@ -29,13 +29,26 @@ def measure(fn: Callable[[], object], *, device: str = "cpu", budget_s: float = 
     On `device="cuda"` / `"cuda:N"` the work is timed with CUDA events through PyTorch
     and the host clock is only read after synchronising. `check(output)` runs once,
     outside the timed region, and should raise `gpuvs.errors.WrongResult` on a bad output.
-    The first call is timed alone and kept apart as `first_call_s`.
+    The first call is timed alone and kept apart as `first_call_s`. On a GPU the device's
+    sensors are read as the command line reads them: the warm-up waits for the clocks to
+    settle, a case under a power or heat limit is sampled over the whole budget, and one
+    whose samples split or drift is measured again with more budget; `throttled` and
+    `contended` (another process on the GPU) say when the machine was not steady.
     """
     RunConfig(budget_s=budget_s, criterion=criterion, devices=(device,)).validate(KEYWORDS)
     clock = _clock(device)
     case = Case(name, "correct", "torch" if device != "cpu" else "python", device, "", 0)
-    prepared = Prepared(call=fn, check=check or _no_check, single_call=single_call)
-    return _measure(prepared, case, clock, criteria.parse(criterion)(), Budget(seconds=budget_s))
+    watch = telemetry.Watch(device)
+    m, _ = measure_again_if_split(
+        lambda: Prepared(call=fn, check=check or _no_check, single_call=single_call), case,
+        clock, criteria.parse(criterion), Budget(seconds=budget_s),
+        watch if watch.active else None)
+    if not watch.active:
+        return m
+    watch.finish()
+    found = ((Caveat.THROTTLED,) if watch.throttled() else ()) + (
+        (Caveat.CONTENDED,) if watch.other_processes else ())
+    return replace(m, caveats=m.caveats + found, counters={**m.counters, **watch.counters()})
 
 
 def _clock(device: str) -> Clock:

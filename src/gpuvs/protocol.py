@@ -25,10 +25,13 @@ device the tests use.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from gpuvs import caveats
@@ -50,6 +53,15 @@ CALIBRATION_MARGIN = 1.05
 # sync's share of it below noise (a 10⁹-element pass, a seconds-long Jacobian).
 LONG_CALL_FACTOR = 10
 FIRST_BATCH = 5
+# A case whose samples split into groups or drifted is measured again with this many
+# times the budget before it is stored.
+REMEASURE_BUDGET_FACTOR = 3
+# Under a power or heat limit a sample is at least this long, and sampling spans the whole
+# budget: the limit swings the clocks for about a second at a time (an 8192³ bf16 product
+# on an H100 at its 700 W cap: SM clock 1200–1770 MHz, 1455–1730 µs a call in 100 ms
+# windows), so 75 ms of samples stopped early saw one phase of the swing (answers 1457–
+# 1530 µs over ten repeats, where the peers' ranged 1510–1528 µs).
+GOVERNED_SAMPLE_S = 0.02
 
 
 class DeviceTimer(Protocol):
@@ -76,6 +88,17 @@ class Clock(Protocol):
     def synchronize(self, result: object = None) -> None: ...
     def timer(self) -> DeviceTimer | None:
         """Device-side timer, or None to time with the synchronised host clock."""
+        ...
+
+
+class Sensors(Protocol):
+    """The device's own sensors while a case runs (`telemetry.Watch`)."""
+
+    def settled(self) -> bool:
+        """True once the clocks stop moving (the warm-up waits for it)."""
+        ...
+    def governed(self) -> bool:
+        """True while a power or heat limit sets the clocks."""
         ...
 
 
@@ -141,9 +164,10 @@ class Prepared:
     of the protocol. `parts` are pieces of the call timed apart after it, by the same
     protocol (two models run together: each one alone), stored as `<name>_s` counters.
     `counters` are what the work itself records while it runs (a fit's epoch times and
-    accuracies), stored with the measurement once it is taken. `clocks_settled`, on a
-    GPU with sensors, keeps the warm-up going (within its share of the budget) until the
-    device's clocks stop rising.
+    accuracies), stored with the measurement once it is taken. `sensors`, on a GPU that
+    has them, keep the warm-up going (within its share of the budget) until the device's
+    clocks stop rising, and say whether a power or heat limit governs them, which makes
+    the samples longer and spread over the whole budget.
     """
 
     call: Callable[[], object]
@@ -153,7 +177,7 @@ class Prepared:
     self_timed: SelfTimed | None = None
     parts: tuple[tuple[str, Callable[[], object]], ...] = ()
     counters: dict[str, float] = field(default_factory=dict)
-    clocks_settled: Callable[[], bool] | None = None  # True once the clocks stop moving
+    sensors: Sensors | None = None
 
 
 def measure(prepared: Prepared, case: Case, clock: Clock, criterion: StoppingCriterion,
@@ -167,15 +191,45 @@ def measure(prepared: Prepared, case: Case, clock: Clock, criterion: StoppingCri
                            timer=clock.name)
     del output
     warm = _warm_up(prepared, clock, budget)
+    governed = prepared.sensors is not None and prepared.sensors.governed()
+    if governed:
+        budget = replace(budget, target_sample_s=max(budget.target_sample_s, GOVERNED_SAMPLE_S))
     loops = 1 if prepared.single_call else _calibrate_loops(prepared, clock, warm.per_call_s,
                                                             budget)
-    samples, wall, met = _sample_until(criterion, prepared, clock, loops, warm, budget)
+    samples, wall, met = _sample_until(criterion, prepared, clock, loops, warm, budget,
+                                       whole_budget=governed)
     return Measurement(
         case, Status.OK, samples=tuple(samples),
         wall_samples=tuple(wall) if clock.is_async else (),
         loops=loops, first_call_s=first_call_s, warmups=warm.calls, timer=clock.name,
         caveats=caveats.detect(samples, first_call_s, met),
+        counters={"clocks_governed": 1.0} if governed else {},
     )
+
+
+def measure_again_if_split(make: Callable[[], Prepared], case: Case, clock: Clock,
+                           new_criterion: Callable[[], StoppingCriterion], budget: Budget,
+                           sensors: Sensors | None = None,
+                           quiet: Callable[[], AbstractContextManager[object]]
+                           = contextlib.nullcontext) -> tuple[Measurement, Prepared]:
+    """The protocol on fresh inputs (`make`), timed inside `quiet()` (a worker holds
+    NumPy's BLAS threads still there; the inputs and reference are built outside it).
+    Samples in two groups, or drifting, are taken again on fresh inputs with
+    REMEASURE_BUDGET_FACTOR times the budget before the case is stored (counter
+    `remeasured`): look longer before calling it a number. Returns the measurement and
+    the prepared case it measured, whose `parts` and `counters` the caller still needs."""
+    prepared = replace(make(), sensors=sensors)
+    with quiet():
+        m = measure(prepared, case, clock, new_criterion(), budget)
+    if not caveats.REMEASURE & set(m.caveats):
+        return m, prepared
+    del prepared  # its inputs go before the fresh ones are made
+    gc.collect()
+    prepared = replace(make(), sensors=sensors)
+    with quiet():
+        m = measure(prepared, case, clock, new_criterion(),
+                    replace(budget, seconds=REMEASURE_BUDGET_FACTOR * budget.seconds))
+    return replace(m, counters={**m.counters, "remeasured": 1.0}), prepared
 
 
 def replay(prepared: Prepared, case: Case, clock: Clock) -> Measurement:
@@ -231,8 +285,8 @@ def _warm_up(prepared: Prepared, clock: Clock, budget: Budget) -> WarmUp:
         times.append(_one_sample_s(prepared, clock, None, 1))
         if len(times) >= 2 * w and min(times[-w:]) >= WARMUP_STABLE_FACTOR * min(times[-2 * w:-w]):
             break
-    settled = prepared.clocks_settled
-    while settled is not None and clock.now() < end and not settled():
+    sensors = prepared.sensors
+    while sensors is not None and clock.now() < end and not sensors.settled():
         times.append(_one_sample_s(prepared, clock, None, 1))
     return WarmUp(len(times), min(times[-w:]))
 
@@ -259,11 +313,13 @@ def _calibrate_loops(prepared: Prepared, clock: Clock, per_call_s: float,
 
 
 def _sample_until(criterion: StoppingCriterion, prepared: Prepared, clock: Clock, loops: int,
-                  warm: WarmUp, budget: Budget) -> tuple[list[float], list[float], bool]:
+                  warm: WarmUp, budget: Budget, whole_budget: bool = False
+                  ) -> tuple[list[float], list[float], bool]:
     """Samples in batches; device intervals are read (one synchronisation) per batch.
     The first batch is what the budget holds at the warm-up's pace, at least MIN_SAMPLES
     (LONG_CALL_MIN_SAMPLES with the warm-up's own, for calls longer than the budget):
-    five seconds-long calls where the budget holds one would overrun it fivefold."""
+    five seconds-long calls where the budget holds one would overrun it fivefold. With
+    `whole_budget` a met criterion does not end the sampling: the budget does."""
     timer = clock.timer()
     end = clock.now() + budget.seconds
     samples: list[float] = []
@@ -284,10 +340,11 @@ def _sample_until(criterion: StoppingCriterion, prepared: Prepared, clock: Clock
             samples.append(d / loops)
             criterion.add(d / loops)
         wall.extend(w / loops for w in batch_wall)
-        if criterion.done():
+        met = criterion.done()
+        if met and not whole_budget:
             return samples, wall, True
         if clock.now() >= end and len(samples) >= least:
-            return samples, wall, False
+            return samples, wall, met
         # Size the next batch to what the remaining budget can hold, at least one sample.
         batch = max(1, min(2 * batch, int((end - clock.now()) / max(per_sample, 1e-9))))
 

@@ -21,6 +21,10 @@ from typing import Any
 # are not slow-downs of work in progress.
 SLOWDOWNS = {0x4: "power cap", 0x8: "hardware slowdown", 0x20: "thermal (software)",
              0x40: "thermal (hardware)", 0x80: "power brake"}
+# The reasons under which the driver, not the work, sets the clocks from moment to
+# moment: a case run under one is sampled over its whole budget (protocol.Sensors).
+GOVERNING = frozenset({"power cap", "thermal (software)", "thermal (hardware)",
+                       "power brake"})
 # An SM clock that falls by more than this between the readings is throttling too.
 CLOCK_DROP = 0.05
 # Clocks within this share of each other in two readings have settled.
@@ -136,6 +140,16 @@ class Watch:
         self.readings.append(now)
         a, b = self.readings[-2].sm_mhz, now.sm_mhz
         return abs(b - a) <= SETTLED * max(a, 1.0)
+
+    def governed(self) -> bool:
+        """Whether a power or heat limit sets the clocks now, as the driver reports it.
+        A moving clock alone is not enough: after a power-capped case the next one's SM
+        clock climbs for a while, and a memory-bound pass does not care."""
+        now = read(self.device, self.nvml)
+        if now is None:
+            return False
+        self.readings.append(now)
+        return bool(GOVERNING & set(now.slowdowns))
 
     def finish(self) -> None:
         self.after = read(self.device, self.nvml)

@@ -27,18 +27,15 @@ from contextlib import nullcontext
 from dataclasses import replace
 from typing import Any, TextIO
 
-from gpuvs import backends, caveats, contention, criteria, policy, telemetry, workloads
+from gpuvs import backends, contention, criteria, policy, telemetry, workloads
 from gpuvs.backends.base import Backend, host_memory_free
 from gpuvs.errors import BackendUnavailable
 from gpuvs.model import Case, Caveat, Measurement, Status
-from gpuvs.protocol import Budget, Clock, Prepared, measure, replay
+from gpuvs.protocol import Budget, Clock, Prepared, measure, measure_again_if_split, replay
 from gpuvs.units import nbytes
 from gpuvs.workloads.base import Workload, references
 
 EXIT_FATAL = 3
-# A case whose samples split into groups or drifted is measured again with this many
-# times the budget before it is stored.
-REMEASURE_BUDGET_FACTOR = 3
 # Calls up to this long are profiled (kernels, copies, kernel time) unless their
 # workload's tables cite counted kernels: starting CUPTI costs seconds, and a longer call
 # is not decided by its launches (its busy time comes from a graph replay).
@@ -129,28 +126,16 @@ def _prepare(workload: Workload, backend: Backend, case: Case,
 
 def _watched(make: Callable[[], Prepared], backend: Backend, case: Case, clock: Clock,
              request: dict[str, Any]) -> tuple[Measurement, dict[str, float], Prepared]:
-    """The protocol, with the machine watched while it runs: the GPU's clocks and
-    throttling (telemetry, whose settling also ends the warm-up), and other processes'
-    CPU time and GPU use (contention). Samples in two groups, or drifting, are taken
-    again on fresh inputs (`make`) with more budget; the prepared case measured last
+    """The protocol (measured again with more budget if its samples split), with the
+    machine watched while it runs: the GPU's clocks and throttling (telemetry, whose
+    sensors also end the warm-up and say when a power limit governs the clocks), and
+    other processes' CPU time and GPU use (contention). The prepared case measured last
     is returned with the measurement."""
     watch = telemetry.Watch(case.device)
-    settled = watch.settled if watch.active else None
-    prepared = replace(make(), clocks_settled=settled)
-    def timed(prepared: Prepared, budget: Budget) -> Measurement:
-        with backend.quiet_numpy_blas():
-            return measure(prepared, case, clock, criteria.parse(request["criterion"])(),
-                           budget)
-
     before = contention.snapshot()
-    budget = Budget(**request["budget"])
-    m = timed(prepared, budget)
-    remeasured = caveats.REMEASURE & set(m.caveats)
-    if remeasured:  # two groups or a drift: look longer before calling it a number
-        del prepared  # its inputs go before the fresh ones are made
-        gc.collect()
-        prepared = replace(make(), clocks_settled=settled)
-        m = timed(prepared, replace(budget, seconds=REMEASURE_BUDGET_FACTOR * budget.seconds))
+    m, prepared = measure_again_if_split(
+        make, case, clock, criteria.parse(request["criterion"]), Budget(**request["budget"]),
+        watch if watch.active else None, backend.quiet_numpy_blas)
     after = contention.snapshot()
     demand = (backend.threads() or 1) if case.device == "cpu" else 1  # cores it asked for
     share = contention.others_share(before, after, demand)
@@ -162,7 +147,7 @@ def _watched(make: Callable[[], Prepared], backend: Backend, case: Case, clock: 
         found.append(Caveat.CONTENDED)
     extra = watch.counters() | {"others_cpu_share": share} | (
         {"gpu_other_processes": float(len(watch.other_processes))}
-        if watch.other_processes else {}) | ({"remeasured": 1.0} if remeasured else {})
+        if watch.other_processes else {})
     return replace(m, caveats=tuple(found)), extra, prepared
 
 
@@ -185,7 +170,7 @@ def _annotated(backend: Backend, workload: Workload, m: Measurement,
                extra: dict[str, float]) -> Measurement:
     """Counters (the workload's, counted kernels, parts, threads) and fairness caveats."""
     case = m.case
-    counters = workload.counters(case) | extra
+    counters = dict(m.counters) | workload.counters(case) | extra
     if extra.get("kernels"):  # counted beats assumed
         counters["launches"] = extra["kernels"]
     if case.device == "cpu" and (threads := backend.threads()) is not None:
