@@ -204,7 +204,7 @@ def test_under_a_power_cap_samples_span_the_whole_budget_not_one_phase_of_the_sw
     sampled_s = len(m.samples) * m.loops * m.summary.median
     if capped:
         assert m.loops * m.summary.median >= 0.9 * GOVERNED_SAMPLE_S
-        assert sampled_s > 1.5 and m.counters == {"clocks_governed": 1.0}
+        assert sampled_s > 0.9 * 1.6 and m.counters == {"clocks_governed": 1.0}
         assert m.summary.median == pytest.approx(1.5e-3, rel=0.05)
     else:
         assert sampled_s < 0.1 and m.counters == {}

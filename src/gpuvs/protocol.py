@@ -60,8 +60,10 @@ REMEASURE_BUDGET_FACTOR = 3
 # budget: the limit swings the clocks for about a second at a time (an 8192³ bf16 product
 # on an H100 at its 700 W cap: SM clock 1200–1770 MHz, 1455–1730 µs a call in 100 ms
 # windows), so 75 ms of samples stopped early saw one phase of the swing (answers 1457–
-# 1530 µs over ten repeats, where the peers' ranged 1510–1528 µs).
-GOVERNED_SAMPLE_S = 0.02
+# 1530 µs over ten repeats, where the peers' ranged 1510–1528 µs). The driver moves the
+# clock in steps of tens of ms: samples of 20 ms sat on one step each (1514 or 1530 µs),
+# and their median on whichever step came up most; a sample of 50 ms spans several.
+GOVERNED_SAMPLE_S = 0.05
 
 
 class DeviceTimer(Protocol):
