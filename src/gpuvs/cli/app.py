@@ -80,7 +80,7 @@ def open_store(db: str | None, reading: bool = False) -> Any:
 
 
 VariantOpt = Annotated[list[str] | None, typer.Option(
-    metavar="VARIANT",
+    "--variant", metavar="VARIANT",
     help="correct (the default), as_written (the post's own timing method, replayed) or "
          "tuned (the fix a performance engineer would apply), where the workload has it.")]
 BackendOpt = Annotated[list[str] | None, typer.Option(
@@ -88,20 +88,20 @@ BackendOpt = Annotated[list[str] | None, typer.Option(
 DeviceOpt = Annotated[list[str] | None, typer.Option(
     "--device", "-d", metavar="DEVICE", help="cpu, cuda or cuda:N; default: cpu and cuda.")]
 DtypeOpt = Annotated[list[str] | None, typer.Option(
-    metavar="DTYPE",
+    "--dtype", metavar="DTYPE",
     help="float16, bfloat16, float32, float64; default: the workload's (float32).")]
 SizesOpt = Annotated[list[str] | None, typer.Option(
     "--sizes", "-s", metavar="SIZES",
     help="Sizes: a list (1000,4096) or a range START:STOP[:FACTOR] (1e3:1e7 steps ×10; "
          "64:4096:2 doubles).")]
 BudgetOpt = Annotated[float | None, typer.Option(
-    metavar="SECONDS",
+    "--budget", metavar="SECONDS",
     help="Sampling seconds per case (default 1). More budget, tighter intervals.")]
 TimeoutOpt = Annotated[float | None, typer.Option(
-    metavar="SECONDS",
+    "--timeout", metavar="SECONDS",
     help="Seconds before a case is killed and recorded as timeout (default 300).")]
 CriterionOpt = Annotated[str | None, typer.Option(
-    metavar="NAME[:K=V]",
+    "--criterion", metavar="NAME[:K=V]",
     help="When to stop sampling: median-ci[:rel=0.01], stdrel[:max_noise=0.005], "
          "fixed[:n=7].")]
 FORMATS = ("plain", "md", "json")
@@ -120,12 +120,12 @@ ColdOpt = Annotated[bool, typer.Option(
     "--cold", help="Flush the caches before every timed call (GPU L2, CPU last-level "
                    "cache); one call per sample.")]
 PassesOpt = Annotated[int | None, typer.Option(
-    metavar="N",
+    "--passes", metavar="N",
     help="Measure the plan N times, each pass in fresh worker processes with 1/N of the "
          "budget, and merge each case's samples, so that its CI covers what a new process "
          "a moment later gives (default 2; 1 for one process).")]
 ResumeOpt = Annotated[str | None, typer.Option(
-    metavar="RUN_ID|latest",
+    "--resume", metavar="RUN_ID|latest",
     help="Finish an interrupted run: skip its recorded cases, run the rest. `latest`: the "
          "most recent run that did not finish.")]
 DryRunOpt = Annotated[bool, typer.Option(

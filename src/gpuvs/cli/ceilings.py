@@ -23,6 +23,7 @@ from gpuvs.report.progress import progress
 def ceilings(
     backend: BackendOpt = None, budget: BudgetOpt = None, db: DbOption = None,
     refresh: Annotated[bool, typer.Option(
+        "--refresh/--no-refresh",
         help="Measure again even if this machine's ceilings are already stored.")] = False,
 ) -> None:
     """Measure what this machine can do: matmul peaks, bandwidths, transfer and launch costs.

@@ -45,7 +45,7 @@ NprocOpt = Annotated[int | None, typer.Option(
     help="Ranks: the largest N (scaling runs 1…N). Default: every GPU with nccl, 2 with "
          "gloo; with --launched, torchrun's WORLD_SIZE.")]
 TimeoutOpt = Annotated[float, typer.Option(
-    metavar="SECONDS",
+    "--timeout", metavar="SECONDS",
     help="Seconds a case may take before every rank is killed and it is recorded as "
          "timeout.")]
 SetupTimeoutOpt = Annotated[float, typer.Option(
@@ -69,12 +69,13 @@ def collectives(
         "--collective", "-c", metavar="NAME",
         help="all_reduce, all_gather, reduce_scatter, broadcast; default: all.")] = None,
     samples: Annotated[int, typer.Option(
-        metavar="N", help="Timed samples per case at least; more are taken while the 95 % "
-                          "CI of the median is wider than ±1 % and --budget lasts.")] = 10,
+        "--samples", metavar="N",
+        help="Timed samples per case at least; more are taken while the 95 % "
+             "CI of the median is wider than ±1 % and --budget lasts.")] = 10,
     budget: Annotated[float, typer.Option(
-        metavar="SECONDS", help="Sampling seconds per case at most, after the first "
-                                "--samples (0: exactly --samples); on CUDA as much again "
-                                "for the case's graph replays.")] = 1.0,
+        "--budget", metavar="SECONDS",
+        help="Sampling seconds per case at most, after the first --samples (0: exactly "
+             "--samples); on CUDA as much again for the case's graph replays.")] = 1.0,
     timeout: TimeoutOpt = 120.0, setup_timeout: SetupTimeoutOpt = 120.0, db: DbOption = None,
     json_path: JsonOpt = None, launched: LaunchedOpt = False, fmt: FormatOpt = "plain",
 ) -> None:
@@ -101,11 +102,11 @@ def collectives(
 def scaling(
     backend: BackendOpt = None, nproc: NprocOpt = None,
     steps: Annotated[int, typer.Option(
-        metavar="N", help="Timed steps per rank count, with the all-reduce and without.")
+        "--steps", metavar="N", help="Timed steps per rank count, with the all-reduce and without.")
     ] = 20,
     batch: Annotated[int, typer.Option(
-        metavar="B", help="Images per rank per step (weak scaling), or per step in all "
-                          "(--strong); the default is seed 003's batch.")] = 32,
+        "--batch", metavar="B", help="Images per rank per step (weak scaling), or per step in all "
+                                     "(--strong); the default is seed 003's batch.")] = 32,
     strong: Annotated[bool, typer.Option(
         "--strong", help="Strong scaling: the global batch stays --batch and is split over "
                          "the ranks. Default: weak scaling, --batch per rank.")] = False,

@@ -89,15 +89,16 @@ def runs(
         "--workload", "-w", metavar="WORKLOAD", help="Only runs that measured this workload.")
     ] = None,
     machine: Annotated[str | None, typer.Option(
-        metavar="LABEL", help="Only runs made on this machine label ($GPUVS_MACHINE or the "
+        "--machine", metavar="LABEL",
+        help="Only runs made on this machine label ($GPUVS_MACHINE or the "
                               "host name when the run was made).")] = None,
     gpu: Annotated[str | None, typer.Option(
-        metavar="TEXT", help="Only runs on a GPU whose name holds TEXT (H100, H200…).")
+        "--gpu", metavar="TEXT", help="Only runs on a GPU whose name holds TEXT (H100, H200…).")
     ] = None,
     since: Annotated[str | None, typer.Option(
-        metavar="WHEN", help="Only runs started since a date (2026-11-20) or for a span "
-                             "(7d, 12h, 2w).")] = None,
-    limit: Annotated[int, typer.Option(metavar="N", help="At most N runs.")] = 20,
+        "--since", metavar="WHEN", help="Only runs started since a date (2026-11-20) or for a span "
+                                        "(7d, 12h, 2w).")] = None,
+    limit: Annotated[int, typer.Option("--limit", metavar="N", help="At most N runs.")] = 20,
     db: DbOption = None, fmt: FormatOpt = "plain",
 ) -> None:
     """List stored runs, most recent first: id, kind, when, machine, GPU, git commit, and

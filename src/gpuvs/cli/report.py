@@ -41,7 +41,7 @@ def report(
         "--workload", "-w", metavar="WORKLOAD", help="With --history: one workload only.")
     ] = None,
     by: Annotated[str, typer.Option(
-        metavar="date|commit", help="With --history: runs along x by date or by commit.")
+        "--by", metavar="date|commit", help="With --history: runs along x by date or by commit.")
     ] = "date",
     db: DbOption = None,
 ) -> None:

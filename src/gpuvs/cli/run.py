@@ -110,8 +110,10 @@ def sweep(
     passes: PassesOpt = None, axis: AxisOpt = None, dry_run: DryRunOpt = False,
     fmt: FormatOpt = "plain",
     refine: Annotated[bool, typer.Option(
+        "--refine/--no-refine",
         help="Add sizes around each crossover until it is bracketed within --factor.")] = False,
     factor: Annotated[float, typer.Option(
+        "--factor",
         help="With --refine: the widest ratio of sizes allowed around a crossover.")] = 2.0,
 ) -> None:
     """Sweep one workload over sizes and report where the GPU starts to win."""

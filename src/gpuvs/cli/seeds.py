@@ -32,8 +32,9 @@ from gpuvs.report.progress import progress
 # 8 minutes on a GPU machine (docs/seeds-h100.md says where the time goes).
 BUDGET_S = 0.1
 BudgetOpt = Annotated[float | None, typer.Option(
-    metavar="SECONDS", help=f"Sampling seconds per case (default {BUDGET_S:g}). More budget, "
-                            "tighter intervals, a longer run.")]
+    "--budget", metavar="SECONDS",
+    help=f"Sampling seconds per case (default {BUDGET_S:g}). More budget, tighter intervals, "
+         "a longer run.")]
 
 
 @app.command()
@@ -43,6 +44,7 @@ def seeds(
         help="Which posts, by number: 000 … 004 (see docs/seeds.md); repeat the "
              "option or give a list (0,2). Default: all five.")] = None,
     quick: Annotated[bool, typer.Option(
+        "--quick/--no-quick",
         help="A short run: smaller sizes and fewer steps; the posts' own shapes are kept "
              "where they are cheap. Tables say which rows ran below the post's size.")
     ] = False,
@@ -52,8 +54,9 @@ def seeds(
         help="Seed 003: a local cifar-100-python.tar.gz (the python pickle version). "
              "Default: synthetic data of the same shape, labelled as such.")] = None,
     epochs: Annotated[int, typer.Option(
-        metavar="N", help="Seed 003: also train N epochs for real and report accuracy "
-                          "per epoch (time to accuracy). Default 0: time steps only.")] = 0,
+        "--epochs", metavar="N",
+        help="Seed 003: also train N epochs for real and report accuracy per epoch (time to "
+             "accuracy). Default 0: time steps only.")] = 0,
     compile_step: Annotated[bool, typer.Option(
         "--compile", help="Seed 003: also time the tuned step under torch.compile (its "
                           "first step compiles for 10 to 20 s).")] = False,

@@ -40,7 +40,7 @@ def run_file(
         metavar="SCRIPT.py::FUNC",
         help="The function to time, in a Python file: FUNC(*args) is the work.")],
     inputs: Annotated[str, typer.Option(
-        metavar="BUILDER",
+        "--inputs", metavar="BUILDER",
         help="The function in the same file that builds FUNC's arguments: BUILDER(size) "
              "with --sizes (a tuple is spread into FUNC's arguments, anything else is the "
              "one argument), BUILDER() without.")] = DEFAULT_INPUTS,
@@ -51,7 +51,8 @@ def run_file(
     ] = None,
     budget: BudgetOpt = None,
     tolerance: Annotated[float | None, typer.Option(
-        metavar="REL", help="Relative tolerance between devices' outputs; default: the "
+        "--tolerance", metavar="REL",
+        help="Relative tolerance between devices' outputs; default: the "
                             "output dtype's (float32 2e-3, float64 1e-10).")] = None,
     timeout: TimeoutOpt = None,
     db: DbOption = None,
