@@ -209,3 +209,28 @@ def test_under_a_power_cap_samples_span_the_whole_budget_not_one_phase_of_the_sw
     else:
         assert sampled_s < 0.1 and m.counters == {}
         assert m.summary.median == pytest.approx(1.65e-3, rel=0.005)  # one step: the top
+
+
+class CapSetsIn(PowerCap):
+    """A card that meets its power limit after `after` readings; its kernels slow down."""
+
+    def __init__(self, after: int) -> None:
+        super().__init__(False)
+        self.readings, self.after = 0, after
+
+    def governed(self) -> bool:
+        self.readings += 1
+        return self.readings > self.after
+
+
+def test_a_cap_that_sets_in_while_sampling_starts_the_sampling_again_under_it() -> None:
+    """A cool card runs the first hundreds of ms of a bf16 product under its limit; the
+    samples taken before the cap belong to clocks the rest of the run never sees."""
+    dev = SimDevice(launch_s=1e-6)
+    sensors = CapSetsIn(after=2)  # after the warm-up's reading and the first batch's
+    kernel = lambda: 1.5e-3 if sensors.readings > sensors.after else 1.2e-3  # noqa: E731
+    m = measure(Prepared(lambda: dev.launch(kernel()), _ok, sensors=sensors), CASE,
+                SimClock(dev), MedianCI(), Budget(seconds=0.5))
+    assert m.summary is not None and m.counters == {"clocks_governed": 1.0}
+    assert m.summary.min == pytest.approx(1.5e-3, rel=1e-3)  # nothing from before the cap
+    assert m.loops * m.summary.median >= 0.9 * GOVERNED_SAMPLE_S

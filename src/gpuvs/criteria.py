@@ -57,6 +57,11 @@ class StoppingCriterion(ABC):
             raise ValueError(f"a sample must be a finite, non-negative time; got {sample!r}")
         self.samples.append(sample)
 
+    def reset(self) -> None:
+        """Forget the samples: the device changed regime (a power cap set in) and the
+        protocol samples again from the start."""
+        self.samples.clear()
+
     @abstractmethod
     def done(self) -> bool: ...
 

@@ -193,13 +193,15 @@ def measure(prepared: Prepared, case: Case, clock: Clock, criterion: StoppingCri
                            timer=clock.name)
     del output
     warm = _warm_up(prepared, clock, budget)
-    governed = prepared.sensors is not None and prepared.sensors.governed()
-    if governed:
-        budget = replace(budget, target_sample_s=max(budget.target_sample_s, GOVERNED_SAMPLE_S))
-    loops = 1 if prepared.single_call else _calibrate_loops(prepared, clock, warm.per_call_s,
-                                                            budget)
-    samples, wall, met = _sample_until(criterion, prepared, clock, loops, warm, budget,
-                                       whole_budget=governed)
+    sensors = prepared.sensors
+    governed = sensors is not None and sensors.governed()
+    sampled = _sampled(criterion, prepared, clock, warm, budget, governed)
+    if sampled is None:  # the card met its limit while sampling: start again under it
+        criterion.reset()
+        governed = True
+        sampled = _sampled(criterion, prepared, clock, warm, budget, governed)
+    assert sampled is not None  # governed sampling is never cut short
+    samples, wall, met, loops = sampled
     return Measurement(
         case, Status.OK, samples=tuple(samples),
         wall_samples=tuple(wall) if clock.is_async else (),
@@ -314,14 +316,32 @@ def _calibrate_loops(prepared: Prepared, clock: Clock, per_call_s: float,
     return loops
 
 
+def _sampled(criterion: StoppingCriterion, prepared: Prepared, clock: Clock, warm: WarmUp,
+             budget: Budget, governed: bool
+             ) -> tuple[list[float], list[float], bool, int] | None:
+    """Loops calibrated, then samples: (device samples, wall samples, criterion met, loops).
+    Governed by a power or heat limit, samples are GOVERNED_SAMPLE_S or longer and span
+    the whole budget. Otherwise the sensors are asked after each batch, and None says the
+    limit set in while sampling: what was sampled belongs to the clocks before it."""
+    if governed:
+        budget = replace(budget, target_sample_s=max(budget.target_sample_s, GOVERNED_SAMPLE_S))
+    loops = 1 if prepared.single_call else _calibrate_loops(prepared, clock, warm.per_call_s,
+                                                            budget)
+    capped = None if governed or prepared.sensors is None else prepared.sensors.governed
+    taken = _sample_until(criterion, prepared, clock, loops, warm, budget, governed, capped)
+    return None if taken is None else (*taken, loops)
+
+
 def _sample_until(criterion: StoppingCriterion, prepared: Prepared, clock: Clock, loops: int,
-                  warm: WarmUp, budget: Budget, whole_budget: bool = False
-                  ) -> tuple[list[float], list[float], bool]:
+                  warm: WarmUp, budget: Budget, whole_budget: bool = False,
+                  capped: Callable[[], bool] | None = None
+                  ) -> tuple[list[float], list[float], bool] | None:
     """Samples in batches; device intervals are read (one synchronisation) per batch.
     The first batch is what the budget holds at the warm-up's pace, at least MIN_SAMPLES
     (LONG_CALL_MIN_SAMPLES with the warm-up's own, for calls longer than the budget):
     five seconds-long calls where the budget holds one would overrun it fivefold. With
-    `whole_budget` a met criterion does not end the sampling: the budget does."""
+    `whole_budget` a met criterion does not end the sampling: the budget does. None as
+    soon as `capped()` says a power or heat limit set in."""
     timer = clock.timer()
     end = clock.now() + budget.seconds
     samples: list[float] = []
@@ -342,6 +362,8 @@ def _sample_until(criterion: StoppingCriterion, prepared: Prepared, clock: Clock
             samples.append(d / loops)
             criterion.add(d / loops)
         wall.extend(w / loops for w in batch_wall)
+        if capped is not None and capped():
+            return None
         met = criterion.done()
         if met and not whole_budget:
             return samples, wall, True

@@ -146,10 +146,7 @@ class Watch:
         A moving clock alone is not enough: after a power-capped case the next one's SM
         clock climbs for a while, and a memory-bound pass does not care."""
         now = read(self.device, self.nvml)
-        if now is None:
-            return False
-        self.readings.append(now)
-        return bool(GOVERNING & set(now.slowdowns))
+        return now is not None and bool(GOVERNING & set(now.slowdowns))
 
     def finish(self) -> None:
         self.after = read(self.device, self.nvml)
