@@ -62,7 +62,6 @@ class Case:
     steady: bool = False  # each tool after STEADY_S of the call alone (power-capped)
     answers: dict[str, list[float]] = field(default_factory=dict)
     seconds: dict[str, list[float]] = field(default_factory=dict)
-    ci: list[tuple[float, float]] = field(default_factory=list)
     samples: list[list[float]] = field(default_factory=list)  # gpuvs's, per repeat
     caveats: list[list[str]] = field(default_factory=list)  # gpuvs's, per repeat
     skipped: dict[str, str] = field(default_factory=dict)
@@ -138,7 +137,6 @@ def _gpuvs(fn: Fn, case: Case, budget: float) -> float:
 
     m = gpuvs.measure(fn, device=case.device, budget_s=budget)
     assert m.summary is not None, m.reason
-    case.ci.append((m.summary.ci_low, m.summary.ci_high))
     case.samples.append(list(m.samples))
     case.caveats.append([c.value for c in m.caveats])
     return m.summary.median
@@ -264,6 +262,10 @@ def summary(case: Case) -> dict[str, Any]:
     ours = case.answers.get("gpuvs", [])
     if not peers or not ours:
         return out
+    from gpuvs import stats
+
+    fits = [stats.summarize(s) for s in case.samples]  # each repeat's, as gpuvs made it
+    ci = [(f.ci_low, f.ci_high) for f in fits]
     rounds = min(len(ours), *(len(case.answers[p]) for p in peers))
     consensus = [statistics.median(case.answers[p][r] for p in peers) for r in range(rounds)]
     off = [ours[r] / consensus[r] - 1 for r in range(rounds)]
@@ -273,15 +275,16 @@ def summary(case: Case) -> dict[str, Any]:
             "gpuvs_off": off,
             "gpuvs_within_1pct": sum(abs(o) <= 0.01 for o in off),
             "gpuvs_covered": sum(lo <= c <= hi
-                                 for (lo, hi), c in zip(case.ci, consensus, strict=False)),
+                                 for (lo, hi), c in zip(ci, consensus, strict=False)),
             "gpuvs_covers_do_bench": sum(
-                lo <= d <= hi for (lo, hi), d in zip(case.ci, case.answers.get("do_bench", []),
+                lo <= d <= hi for (lo, hi), d in zip(ci, case.answers.get("do_bench", []),
                                                      strict=False)),
             "gpuvs_covers_next": sum(lo <= nxt <= hi
-                                     for (lo, hi), nxt in zip(case.ci, ours[1:], strict=False)),
+                                     for (lo, hi), nxt in zip(ci, ours[1:], strict=False)),
             "peers_apart": [max(case.answers[p][r] for p in peers)
                             / min(case.answers[p][r] for p in peers) - 1 for r in range(rounds)],
-            "gpuvs_ci": case.ci, "gpuvs_samples_s": case.samples, "gpuvs_caveats": case.caveats}
+            "gpuvs_ci": ci, "gpuvs_ci_rel": [f.ci_halfwidth_rel for f in fits],
+            "gpuvs_samples_s": case.samples, "gpuvs_caveats": case.caveats}
     return out
 
 
@@ -333,12 +336,6 @@ def _fmt(s: float) -> str:
     return f"{s / 1e-9:.4g} ns"
 
 
-def _half(ci: list[float]) -> float:
-    """A CI's half width relative to its middle."""
-    lo, hi = ci
-    return (hi - lo) / (hi + lo)
-
-
 def table(results: list[dict[str, Any]]) -> str:
     """Markdown: one row per case and tool; gpuvs's row says how it fared against the
     peers of each repeat. The 1 % target applies where the kernel runs ≥ 100 µs."""
@@ -356,7 +353,7 @@ def table(results: list[dict[str, Any]]) -> str:
                         f"{r['gpuvs_covered']} of {n}, do_bench's answer in "
                         f"{r['gpuvs_covers_do_bench']} of {n}, the next repeat in "
                         f"{r['gpuvs_covers_next']} of {n - 1}; CI ±"
-                        f"{100 * statistics.median(_half(ci) for ci in r['gpuvs_ci']):.2f} %, "
+                        f"{100 * statistics.median(r['gpuvs_ci_rel']):.2f} %, "
                         f"the peers {100 * statistics.median(r['peers_apart']):.2f} % apart "
                         f"(medians of the repeats)")
             lines.append(f"| {r['case']} | {name} | {_fmt(t['median_s'])} | "
