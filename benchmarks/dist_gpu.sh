@@ -73,7 +73,7 @@ step_faults() {
   GPUVS_DIST_FAULT="hang:1:setup" measure setup-hang collectives --backend nccl --nproc 2 \
     --sizes 1MiB -c all_reduce --setup-timeout 30
   grep -E "timeout" "$OUT/setup-hang.txt"
-  echo "ranks left behind: $(pgrep -fc gpuvs.distributed.worker || true)"
+  echo "ranks left behind: $(pgrep -fc gpuvs.distributed.rank_main || true)"
 }
 step_plots() {
   python3 - "$DB" "$OUT" <<'EOF'

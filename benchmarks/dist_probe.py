@@ -53,7 +53,6 @@ def _torchrun(*args: str, deadline: float) -> tuple[str, str, float]:
         verdict = "ok" if proc.returncode == 0 else f"exit code {proc.returncode}"
     except subprocess.TimeoutExpired:
         from gpuvs.distributed.launch import kill_tree
-
         kill_tree(proc)  # the ranks too: torchrun starts each in a session of its own
         out, _ = proc.communicate()
         verdict = f"hung (killed after {deadline:g} s)"
@@ -90,7 +89,6 @@ def _old_protocol(r, call, loops: int) -> float:  # type: ignore[no-untyped-def]
     import torch
 
     from gpuvs.distributed.rank import barrier
-
     barrier(r)
     torch.cuda.synchronize(r.device)
     begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -107,7 +105,6 @@ def _rank_samples() -> None:
     import torch.distributed as dist
 
     from gpuvs.distributed.rank import Ranks, batch, calibrate, every_rank
-
     rank, local = int(os.environ["RANK"]), int(os.environ["LOCAL_RANK"])
     torch.cuda.set_device(local)
     dist.init_process_group("nccl")
@@ -144,7 +141,6 @@ def _rank_modes(pin: str) -> None:
     import torch.distributed as dist
 
     from gpuvs.distributed.rank import Ranks, batch, every_rank
-
     rank, local = int(os.environ["RANK"]), int(os.environ["LOCAL_RANK"])
     cpus = sorted(os.sched_getaffinity(0))
     if pin == "halves":
@@ -178,7 +174,6 @@ def _report(found: dict[int, dict]) -> None:  # type: ignore[type-arg]
 
     from gpuvs.distributed.rank import per_sample_max
     from gpuvs.stats import summarize
-
     out = Path(os.environ.get("OUT", "out"))
     out.mkdir(parents=True, exist_ok=True)
     (out / "dist-probe-samples.json").write_text(json.dumps(found))

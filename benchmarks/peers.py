@@ -169,7 +169,6 @@ def _cupyx(fn: Fn) -> float:
 def _profiler_kernels(fn: Fn) -> float:
 
     from gpuvs.backends.torch_ import TorchBackend
-
     for _ in range(3):
         fn()
     busy = TorchBackend().profile(lambda: [fn() for _ in range(PROFILE_CALLS)], "cuda:0")
@@ -263,7 +262,6 @@ def summary(case: Case) -> dict[str, Any]:
     if not peers or not ours:
         return out
     from gpuvs import stats
-
     fits = [stats.summarize(s) for s in case.samples]  # each repeat's, as gpuvs made it
     ci = [(f.ci_low, f.ci_high) for f in fits]
     rounds = min(len(ours), *(len(case.answers[p]) for p in peers))

@@ -184,7 +184,6 @@ def render(source: str, out_dir: Path, db: str | None) -> Path:
     from gpuvs.cli.report import load_run
     from gpuvs.report.html import render_html
     from gpuvs.store.export import write_atomic
-
     path = Path(source)
     from_json = path if source.endswith(".json") or path.is_file() else None
     run, measurements, ceilings = load_run(None if from_json else source, from_json, db)
@@ -202,7 +201,6 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"page width in CSS pixels, repeatable (default {LAPTOP_WIDTH})")
     args = parser.parse_args(argv)
     from gpuvs.errors import GpuvsError
-
     try:
         html = render(args.source, args.out_dir, args.db)
     except GpuvsError as e:

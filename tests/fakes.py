@@ -25,8 +25,8 @@ import numpy as np
 from gpuvs import backends, workloads
 from gpuvs.backends.base import Backend
 from gpuvs.errors import WrongResult
+from gpuvs.measuring.protocol import Clock, DeviceTimer, Prepared
 from gpuvs.model import Case, Params
-from gpuvs.protocol import Clock, DeviceTimer, Prepared
 from gpuvs.workloads.base import Workload
 
 
@@ -115,8 +115,7 @@ class UnsyncedClock(SimClock):
         return None
 
     def timer(self) -> DeviceTimer | None:
-        from gpuvs.protocol import HostTimer
-
+        from gpuvs.measuring.protocol import HostTimer
         return HostTimer(self.now)
 
 
@@ -332,8 +331,7 @@ class Pid(_TestWorkload):
     variants = ("as_written", "correct")
 
     def prepare(self, backend: Backend, case: Case) -> Prepared:
-        from gpuvs.replay import wall_once
-
+        from gpuvs.measuring.as_written import wall_once
         return Prepared(call=lambda: None, check=_ok, self_timed=wall_once(lambda: None))
 
     def counters(self, case: Case) -> dict[str, float]:
@@ -410,8 +408,7 @@ class Preloaded(_TestWorkload):
         PRELOADED.add(case.param("mark", "plain"))
 
     def prepare(self, backend: Backend, case: Case) -> Prepared:
-        from gpuvs.replay import wall_once
-
+        from gpuvs.measuring.as_written import wall_once
         return Prepared(call=lambda: None, check=_ok, self_timed=wall_once(lambda: None))
 
     def counters(self, case: Case) -> dict[str, float]:

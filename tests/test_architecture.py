@@ -24,48 +24,34 @@ ALLOWED: dict[str, set[str]] = {
     "errors": set(),
     "units": set(),
     "stats": set(),
-    "replay": set(),
     "table": set(),
     "model": {"stats"},
     "registry": {"errors"},
-    "criteria": {"errors", "stats"},
-    "caveats": {"model", "stats"},
-    # measuring one case
-    "protocol": {"caveats", "criteria", "errors", "model", "replay", "stats"},
-    "backends": {"errors", "model", "protocol", "registry", "units"},
-    "workloads": {"backends", "errors", "model", "protocol", "registry", "replay", "units"},
-    "policy": {"model"},
-    "telemetry": set(),
-    "contention": set(),
-    "env": {"backends", "model", "units"},
-    "config": {"backends", "criteria", "errors", "workloads"},
-    # many cases, each in a worker process
-    "plan": {"backends", "config", "errors", "model", "workloads"},
-    "worker": {"backends", "contention", "criteria", "errors", "model", "policy", "protocol",
-               "telemetry", "units", "workloads"},
-    "child": {"model", "policy"},
-    "runner": {"backends", "caveats", "child", "config", "model", "protocol"},
+    # measuring one case: the protocol, its criteria, caveats and watches
+    "measuring": {"errors", "model", "stats"},
+    "backends": {"errors", "measuring", "registry"},
+    "workloads": {"backends", "errors", "measuring", "model", "registry", "units"},
+    "machine": {"backends", "measuring", "model", "units"},
+    "config": {"backends", "errors", "measuring", "workloads"},
+    # many cases, each in a process gpuvs supervises
+    "execute": {"backends", "config", "errors", "machine", "measuring", "model", "units",
+                "workloads"},
     # results kept, and what they mean
-    "store": {"_version", "env", "errors", "model"},
-    "analysis": {"backends", "criteria", "env", "model", "protocol", "stats", "units",
-                 "workloads"},
+    "store": {"_version", "errors", "machine", "model"},
+    "analysis": {"backends", "machine", "measuring", "model", "stats", "units", "workloads"},
     # the five posts; several processes at once
-    "seeds": {"analysis", "caveats", "model", "registry", "table", "units", "workloads"},
-    "distributed": {"caveats", "criteria", "errors", "model", "store", "units", "workloads"},
+    "seeds": {"analysis", "measuring", "model", "registry", "table", "units", "workloads"},
+    "distributed": {"errors", "measuring", "model", "store", "units", "workloads"},
     # everything drawn for a person
-    "report": {"analysis", "caveats", "distributed", "env", "model", "seeds", "table",
+    "report": {"analysis", "distributed", "machine", "measuring", "model", "seeds", "table",
                "units", "workloads"},
     # the user's own code, in the user's process (or, for run-file, in a worker)
-    "yours": {"_version", "analysis", "backends", "child", "config", "criteria", "env",
-              "errors", "model", "policy", "protocol", "replay", "report", "stats", "store",
-              "units", "workloads"},
+    "yours": {"_version", "analysis", "backends", "config", "errors", "execute", "machine",
+              "measuring", "model", "report", "stats", "store", "units", "workloads"},
     # the public faces
-    "api": {"backends", "config", "criteria", "errors", "model", "protocol", "telemetry",
-            "yours"},
-    "cli": {"analysis", "backends", "config", "contention", "criteria", "distributed", "env",
-            "errors",
-            "model", "plan", "report", "runner", "seeds", "store", "units", "workloads",
-            "yours"},
+    "api": {"backends", "config", "errors", "machine", "measuring", "model", "yours"},
+    "cli": {"analysis", "backends", "config", "distributed", "errors", "execute", "machine",
+            "measuring", "model", "report", "seeds", "store", "units", "workloads", "yours"},
     "__main__": {"cli"},
     ROOT: {"_version", "api", "model", "yours"},
 }
@@ -91,8 +77,18 @@ def _unit(module: str) -> str:
     return parts[1] if len(parts) > 1 else ROOT
 
 
-def _imports(path: Path) -> set[str]:
-    """Every gpuvs module `path` imports, wherever the import statement stands."""
+# Calls that import a module named at run time; where a module may make one with a name
+# that is not a literal, and why.
+DYNAMIC_IMPORTS = {
+    "gpuvs.registry": "plug-ins named by GPUVS_PLUGINS and each registry's built-ins",
+}
+
+
+def _imports(path: Path, module: str | None = None, named: bool = True) -> set[str]:
+    """Every gpuvs module `path` imports, wherever the import statement stands: `import`
+    and `from … import`, and (with `named`) a string naming a gpuvs module, which is what
+    `importlib` and `python -m` are given. None is relative: a relative import is refused
+    by `test_imports_are_absolute_and_named`."""
     found: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == ROOT:
@@ -101,22 +97,103 @@ def _imports(path: Path) -> set[str]:
                 found.add(whole if whole in MODULES else node.module)
         elif isinstance(node, ast.Import):
             found.update(a.name for a in node.names if a.name.split(".")[0] == ROOT)
-    return found - {_module_name(path)}
+        elif named and isinstance(node, ast.Constant) and isinstance(node.value, str) \
+                and node.value in MODULES and node.value != ROOT:
+            found.add(node.value)
+    return found - {module or _module_name(path)}
 
 
-IMPORTS = {name: _imports(path) for name, path in MODULES.items()}
+def _hidden_imports(source: str) -> list[str]:
+    """Imports the layer check cannot read: relative ones, and `importlib.import_module`
+    or `__import__` given something other than a literal name."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and node.level:
+            found.append(f"line {node.lineno}: relative import from {'.' * node.level}"
+                         f"{node.module or ''}")
+        elif isinstance(node, ast.Call):
+            f = node.func
+            name = (f.attr if isinstance(f, ast.Attribute) else
+                    f.id if isinstance(f, ast.Name) else "")
+            literal = bool(node.args) and isinstance(node.args[0], ast.Constant)
+            if name in ("import_module", "__import__") and not literal:
+                found.append(f"line {node.lineno}: {name}() of a name known only at run time")
+    return found
+
+
+IMPORTS = {name: _imports(path, name) for name, path in MODULES.items()}
+# Import statements alone: a registry's package names its built-in plug-ins as strings,
+# and each plug-in imports the package to register itself — a loop by design, at run time.
+STATEMENTS = {name: _imports(path, name, named=False) for name, path in MODULES.items()}
 
 
 def test_every_unit_has_its_place_in_the_table() -> None:
     assert {_unit(m) for m in MODULES} == set(ALLOWED)
 
 
+def _used(unit: str) -> dict[str, str]:
+    """The units `unit` imports, each with one module of `unit` that imports it."""
+    return {_unit(target): module for module, targets in IMPORTS.items()
+            if _unit(module) == unit for target in targets if _unit(target) != unit}
+
+
 @pytest.mark.parametrize("unit", sorted(ALLOWED))
 def test_each_unit_imports_only_what_its_layer_allows(unit: str) -> None:
-    used = {_unit(target): module for module, targets in IMPORTS.items()
-            if _unit(module) == unit for target in targets}
-    extra = {u: m for u, m in used.items() if u != unit and u not in ALLOWED[unit]}
+    used = _used(unit)
+    extra = {u: m for u, m in used.items() if u not in ALLOWED[unit]}
     assert not extra, f"{unit} may not import {sorted(extra)} (imported by {extra})"
+
+
+@pytest.mark.parametrize("unit", sorted(ALLOWED))
+def test_each_allowance_is_used(unit: str) -> None:
+    """An allowance nothing uses is a door left open: the map says less than it claims."""
+    unused = ALLOWED[unit] - set(_used(unit))
+    assert not unused, f"{unit} is allowed {sorted(unused)} but imports none of them"
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_imports_are_absolute_and_named(module: str) -> None:
+    hidden = _hidden_imports(MODULES[module].read_text())
+    if module in DYNAMIC_IMPORTS:
+        hidden = [h for h in hidden if "import_module" not in h]
+    assert not hidden, f"{module}: {hidden}"
+
+
+def test_a_planted_relative_import_is_caught() -> None:
+    assert _hidden_imports("def f():\n    from .report import layout\n") == [
+        "line 2: relative import from .report"]
+
+
+def test_a_planted_importlib_import_is_caught() -> None:
+    source = "import importlib\nname = 'gpuvs.report'\nimportlib.import_module(name)\n"
+    assert _hidden_imports(source) == [
+        "line 3: import_module() of a name known only at run time"]
+
+
+def test_a_module_named_in_a_string_counts_as_an_import(tmp_path: Path) -> None:
+    planted = tmp_path / "planted.py"
+    planted.write_text("import importlib\nimportlib.import_module('gpuvs.report.layout')\n")
+    assert "gpuvs.report.layout" in _imports(planted, "gpuvs.stats")
+
+
+def _documented_layers() -> dict[str, set[str]]:
+    """docs/architecture.md's layer table: each unit and what it may import."""
+    doc = (SRC.parents[1] / "docs" / "architecture.md").read_text()
+    table: dict[str, set[str]] = {}
+    for line in doc.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) != 4 or not cells[1].startswith("`"):
+            continue
+        unit = cells[1].split("`")[1].rstrip("/")
+        unit = ROOT if unit.startswith(ROOT) else unit
+        may = cells[3]
+        table[unit] = set() if may in ("—", "-", "") else {
+            w.strip("` ") for w in may.split(",")}
+    return table
+
+
+def test_the_documented_layer_table_is_the_enforced_one() -> None:
+    assert _documented_layers() == ALLOWED
 
 
 def _reach(graph: dict[str, set[str]], start: str) -> set[str]:
@@ -142,7 +219,7 @@ def test_the_allowed_imports_run_one_way() -> None:
 
 
 def test_no_module_imports_another_that_imports_it_back() -> None:
-    assert _cycles({m: t & set(MODULES) for m, t in IMPORTS.items()}) == []
+    assert _cycles({m: t & set(MODULES) for m, t in STATEMENTS.items()}) == []
 
 
 def test_the_cycle_finder_finds_a_lazy_loop() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpuvs import caveats
+from gpuvs.measuring import caveats
 from gpuvs.model import Caveat
 
 RNG = np.random.default_rng(5)

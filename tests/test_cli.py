@@ -154,7 +154,6 @@ def test_export_writes_json_that_round_trips_and_a_tidy_csv(db, tmp_path) -> Non
     import csv
 
     from gpuvs.model import Measurement
-
     ran = invoke("run", "-w", "test_spin", "-s", "100,200", "-b", "numpy", "--budget", "0.1",
                  "--db", db)
     assert ran.exit_code == 0, ran.output
@@ -176,7 +175,6 @@ def test_tables_as_markdown_also_reach_the_github_step_summary(tmp_path, monkeyp
 
     from gpuvs.cli.app import emit_tables
     from gpuvs.table import Table
-
     summary = tmp_path / "summary.md"
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
     out = Console(file=(tmp_path / "out.md").open("w"), width=80)

@@ -174,7 +174,6 @@ def test_save_writes_a_run_that_gpuvs_show_reads(db: str) -> None:
     from typer.testing import CliRunner
 
     from gpuvs.cli import app
-
     shown = CliRunner().invoke(app, ["show", run_id, "--db", db], env={"COLUMNS": "200"})
     assert shown.exit_code == 0 and "yours:tanh" in shown.output
 
@@ -267,7 +266,6 @@ def test_each_case_is_announced_before_its_result_and_done_cases_are_not_run_aga
     and which case is in flight, and a fresh worker given the cases an earlier one
     finished carries on from there."""
     from gpuvs.yours.compare import run
-
     events: list[tuple[str, int]] = []
     built: list[int] = []
 
@@ -298,7 +296,6 @@ def test_each_case_is_announced_before_its_result_and_done_cases_are_not_run_aga
 @needs_cuda
 def test_a_gpu_run_after_an_earlier_worker_timed_the_cpu_is_still_checked_against_it() -> None:
     from gpuvs.yours.compare import run
-
     def biased(t: torch.Tensor) -> torch.Tensor:
         return t * 2 + (1.0 if t.is_cuda else 0.0)
 

@@ -5,9 +5,10 @@ from pathlib import Path
 
 import pytest
 
-from gpuvs import config, plan, workloads
+from gpuvs import config, workloads
 from gpuvs.config import RunConfig, parse_sizes
 from gpuvs.errors import UsageError
+from gpuvs.execute import plan
 
 
 def test_size_ranges_and_lists() -> None:
@@ -99,7 +100,6 @@ def test_a_plans_estimate_counts_only_the_cases_that_may_run_here() -> None:
     assert plan.estimate_s(cpu, config) == pytest.approx(
         2 * (1.0 + 2 * plan.CASE_OVERHEAD_S) + 2 * plan.WORKER_START_S)
     from gpuvs.backends.base import machine_has_gpu
-
     if not machine_has_gpu():  # CUDA cases here are decided at once, without a worker
         with_gpu = plan.expand(replace(config, backends=("numpy", "torch"),
                                        devices=("cpu", "cuda")))

@@ -9,11 +9,11 @@ import sys
 import pytest
 from tests.test_runner import Collected
 
-from gpuvs import contention
 from gpuvs.config import RunConfig
-from gpuvs.contention import Snapshot
+from gpuvs.execute.runner import execute
+from gpuvs.machine import contention
+from gpuvs.machine.contention import Snapshot
 from gpuvs.model import Case, Caveat, Status
-from gpuvs.runner import execute
 
 START = Snapshot(wall_s=0.0, machine_busy_s=0.0, own_s=0.0)
 

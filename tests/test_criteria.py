@@ -3,8 +3,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gpuvs import criteria
 from gpuvs.errors import UsageError
+from gpuvs.measuring import criteria
 
 
 def _feed(c: criteria.StoppingCriterion, xs) -> criteria.StoppingCriterion:

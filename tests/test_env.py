@@ -12,8 +12,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from gpuvs import backends, env
+from gpuvs import backends
 from gpuvs.backends.numpy_ import NumpyBackend
+from gpuvs.machine import env
 
 
 def test_the_fingerprint_is_stable_and_short() -> None:
@@ -56,7 +57,7 @@ def test_describe_gives_label_value_rows() -> None:
 
 
 def test_collecting_imports_no_framework() -> None:
-    code = ("import sys; from gpuvs import env, backends; "
+    code = ("import sys; from gpuvs import backends; from gpuvs.machine import env; "
             "e = env.collect(backends.REGISTRY.all()); "
             "print(sorted(m for m in sys.modules if m.split('.')[0] in "
             "('torch', 'jax', 'jaxlib', 'cupy', 'keras')))")

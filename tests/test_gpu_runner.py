@@ -6,8 +6,8 @@ import pytest
 from tests.test_runner import Collected
 
 from gpuvs.config import RunConfig
+from gpuvs.execute.runner import execute
 from gpuvs.model import Case, Status
-from gpuvs.runner import execute
 
 pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("worker_env")]
 CONFIG = RunConfig(budget_s=0.3, timeout_s=120)

@@ -34,13 +34,11 @@ def test_a_product_at_the_power_cap_is_sampled_over_the_whole_budget_and_says_th
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
         pytest.skip("no CUDA device")
-    from gpuvs import telemetry
-
+    from gpuvs.machine import telemetry
     if telemetry.read("cuda:0") is None:
         pytest.skip("no NVML: the power cap cannot be seen")
     import gpuvs
     from gpuvs.model import Caveat
-
     a = torch.rand(8192, 8192, device="cuda", dtype=torch.bfloat16)
     b = torch.rand(8192, 8192, device="cuda", dtype=torch.bfloat16)
     for _ in range(600):  # a second of it: the card meets its cap

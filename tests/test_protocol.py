@@ -7,10 +7,10 @@ import math
 import pytest
 from tests.fakes import SimClock, SimDevice, SimTimer, UnsyncedClock, spin
 
-from gpuvs.criteria import FixedCount, MedianCI
 from gpuvs.errors import WrongResult
+from gpuvs.measuring.criteria import FixedCount, MedianCI
+from gpuvs.measuring.protocol import GOVERNED_SAMPLE_S, Budget, HostClock, Prepared, measure
 from gpuvs.model import Case, Caveat, Status
-from gpuvs.protocol import GOVERNED_SAMPLE_S, Budget, HostClock, Prepared, measure
 
 CASE = Case("w", "correct", "b", "cpu", "float32", 1)
 

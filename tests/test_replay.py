@@ -10,9 +10,9 @@ import time
 from tests.fakes import spin
 
 from gpuvs.errors import WrongResult
+from gpuvs.measuring.as_written import timeit_loops, wall_once
+from gpuvs.measuring.protocol import HostClock, Prepared, replay
 from gpuvs.model import Case, Status
-from gpuvs.protocol import HostClock, Prepared, replay
-from gpuvs.replay import timeit_loops, wall_once
 
 CASE = Case("w", "as_written", "b", "cpu", "float32", 1)
 WORK_S = 0.02

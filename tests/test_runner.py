@@ -8,8 +8,8 @@ from types import SimpleNamespace
 import pytest
 
 from gpuvs.config import RunConfig
+from gpuvs.execute.runner import Pace, execute
 from gpuvs.model import Case, Caveat, Measurement, Status
-from gpuvs.runner import Pace, execute
 
 
 class Collected:
@@ -115,8 +115,7 @@ def test_replays_run_apart_from_measurements_which_share_one_process() -> None:
 
 
 def test_a_worker_that_replayed_one_post_takes_no_other_posts_or_devices_replay() -> None:
-    from gpuvs.runner import Worker
-
+    from gpuvs.execute.runner import Worker
     worker = Worker("numpy")
     try:
         gru = Case("gru", "as_written", "torch", "cpu", "float32", 20)
@@ -152,7 +151,7 @@ def test_a_busy_worker_killed_from_outside_crashed_and_the_next_size_runs() -> N
     victim = None
     while victim is None and done.is_alive():
         victim = next((p for p in psutil.Process().children(recursive=True)
-                       if "gpuvs.worker" in " ".join(p.cmdline())), None)
+                       if "gpuvs.execute.worker" in " ".join(p.cmdline())), None)
     assert victim is not None
     time.sleep(1.0)  # busy inside the first case
     victim.kill()
@@ -163,8 +162,7 @@ def test_a_busy_worker_killed_from_outside_crashed_and_the_next_size_runs() -> N
 
 
 def test_an_out_of_memory_kill_needs_evidence(tmp_path) -> None:
-    from gpuvs import policy
-
+    from gpuvs.execute import policy
     (tmp_path / "memory" / "job").mkdir(parents=True)
     (tmp_path / "memory" / "job" / "memory.oom_control").write_text(
         "oom_kill_disable 0\nunder_oom 0\noom_kill 3\n")
@@ -211,8 +209,7 @@ def test_a_second_pass_in_fresh_processes_merges_its_samples_and_replays_run_onc
 
 
 def test_passes_merge_samples_in_order_and_keep_what_only_a_pass_could_see() -> None:
-    from gpuvs.runner import merged
-
+    from gpuvs.execute.runner import merged
     c = case("test_spin", 1)
     first = Measurement(c, Status.OK, samples=(1.0,) * 10, first_call_s=20.0, loops=3,
                         counters={"case_s": 1.0})
@@ -227,8 +224,7 @@ def test_passes_merge_samples_in_order_and_keep_what_only_a_pass_could_see() -> 
 
 
 def test_a_case_stored_between_its_passes_is_not_complete_for_resume() -> None:
-    from gpuvs.runner import complete
-
+    from gpuvs.execute.runner import complete
     first = Measurement(case("test_linear"), Status.OK, samples=(1e-3,) * 5,
                         counters={"case_s": 0.5})
     assert not complete(first, passes=2)  # only the first of two passes was stored
@@ -247,8 +243,7 @@ def test_workers_of_other_frameworks_let_numpys_blas_threads_sleep_after_work(mo
     torch worker starts with OPENBLAS_THREAD_TIMEOUT=4; NumPy's own keeps the default."""
     from pathlib import Path
 
-    from gpuvs.runner import Worker
-
+    from gpuvs.execute.runner import Worker
     monkeypatch.delenv("OPENBLAS_THREAD_TIMEOUT", raising=False)
 
     def env_of(backend: str) -> dict[str, str]:
@@ -300,7 +295,7 @@ class Watching(Collected):
         self.pids.append(int(m.counters["pid"]))
         self.alive.append({p.pid for p in psutil.Process().children(recursive=True)
                            if p.status() != psutil.STATUS_ZOMBIE
-                           and "gpuvs.worker" in " ".join(p.cmdline())})
+                           and "gpuvs.execute.worker" in " ".join(p.cmdline())})
 
 
 @pytest.mark.usefixtures("worker_env")
@@ -338,8 +333,7 @@ def test_workers_import_what_their_cases_need_before_they_are_ready() -> None:
     seconds on the run's path, once in each pass's fresh process. Every worker started
     ahead — both passes' and each post's replay process — has run its cases' preloads
     before it says it is ready; a preload that fails leaves its case to run as usual."""
-    from gpuvs.runner import Worker
-
+    from gpuvs.execute.runner import Worker
     plain = Case("test_preloaded", "correct", "numpy", "cpu", "float32", 1)
     failing = Case("test_preloaded", "correct", "numpy", "cpu", "float32", 1, (("mark", "fail"),))
     replayed = Case("test_preloaded", "as_written", "numpy", "cpu", "float32", 1)

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from gpuvs import telemetry
+from gpuvs.machine import telemetry
 
 
 def fake_nvml(sm_mhz: list[float], reasons: int = 0) -> SimpleNamespace:
@@ -103,7 +103,7 @@ def test_a_worker_of_another_framework_reads_the_gpu_without_importing_torch() -
     pytest.importorskip("pynvml")
     if shutil.which("nvidia-smi") is None:
         pytest.skip("no NVIDIA driver")
-    probe = ("import sys; from gpuvs import telemetry; r = telemetry.read('cuda:0'); "
+    probe = ("import sys; from gpuvs.machine import telemetry; r = telemetry.read('cuda:0'); "
              "print(r is not None and r.sm_mhz > 0, 'torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                          check=True).stdout.split()

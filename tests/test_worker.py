@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from gpuvs import backends
+from gpuvs.execute.worker import run_case
 from gpuvs.model import Case, Status
-from gpuvs.worker import run_case
 
 REQUEST = {"criterion": "fixed:n=5", "budget": {"seconds": 0.05}}
 
@@ -43,7 +43,6 @@ def test_parts_are_timed_alone_and_stored_as_counters() -> None:
 
 def test_a_cuda_case_on_a_machine_without_a_gpu_says_so_before_importing_anything() -> None:
     from gpuvs.backends.base import NO_GPU, machine_has_gpu
-
     if machine_has_gpu():
         pytest.skip("this machine has a GPU")
     for name in ("torch", "cupy", "jax"):
@@ -55,7 +54,6 @@ def test_a_later_pass_builds_no_reference_and_the_first_pass_does(monkeypatch) -
     times the same call on the same seeded inputs, and building the reference again
     would cost it seconds on large cases (a 4096³ product: 0.3 s on 16 cores)."""
     from gpuvs.workloads import matmul
-
     built: list[int] = []
     seen = matmul.as_device_sees
     monkeypatch.setattr(matmul, "as_device_sees", lambda a, dtype: built.append(1) or seen(

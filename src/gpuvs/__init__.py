@@ -17,12 +17,6 @@ if TYPE_CHECKING:
     from gpuvs.model import Case, Measurement, Status
     from gpuvs.yours.comparison import Comparison
     from gpuvs.yours.timer import Timer
-
-_LAZY = {"measure": "gpuvs.api", "compare": "gpuvs.api", "Case": "gpuvs.model",
-         "Measurement": "gpuvs.model", "Status": "gpuvs.model", "Timer": "gpuvs.yours.timer",
-         "Comparison": "gpuvs.yours.comparison"}
-
-
 def load_ipython_extension(ipython: Any) -> None:
     """`%load_ext gpuvs`: registers the `%gpuvs` / `%%gpuvs` magics (IPython is imported
     only now, never by `import gpuvs`)."""
@@ -32,8 +26,22 @@ def load_ipython_extension(ipython: Any) -> None:
 
 
 def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        import importlib
+    """The public names, each imported on first use (plain imports, which the layer test
+    reads like any other)."""
+    if name in ("measure", "compare"):
+        from gpuvs import api
 
-        return getattr(importlib.import_module(_LAZY[name]), name)
+        return getattr(api, name)
+    if name in ("Case", "Measurement", "Status"):
+        from gpuvs import model
+
+        return getattr(model, name)
+    if name == "Timer":
+        from gpuvs.yours.timer import Timer
+
+        return Timer
+    if name == "Comparison":
+        from gpuvs.yours.comparison import Comparison
+
+        return Comparison
     raise AttributeError(f"module 'gpuvs' has no attribute {name!r}")

@@ -7,16 +7,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from gpuvs import backends, criteria, telemetry
+from gpuvs import backends
 from gpuvs.config import KEYWORDS, RunConfig
 from gpuvs.errors import BackendUnavailable, UsageError
+from gpuvs.machine import telemetry
+from gpuvs.measuring import criteria
+from gpuvs.measuring.protocol import Budget, Clock, HostClock, Prepared, measure_again_if_split
 from gpuvs.model import Case, Caveat, Measurement
-from gpuvs.protocol import Budget, Clock, HostClock, Prepared, measure_again_if_split
 
 if TYPE_CHECKING:
     from gpuvs.yours.comparison import Comparison
-
-
 def _no_check(out: object) -> None:
     return None
 
@@ -84,6 +84,5 @@ def compare(fn: Callable[..., object], *args: Any, devices: Sequence[str] = ("cp
     Returns a `gpuvs.yours.comparison.Comparison`.
     """
     from gpuvs.yours.compare import run
-
     return run(fn, args, kwargs, devices=devices, batch=batch, sizes=sizes,
                budget_s=budget_s, tolerance=tolerance, name=name, show_progress=True)

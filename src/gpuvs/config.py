@@ -14,8 +14,9 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from gpuvs import backends, criteria, workloads
+from gpuvs import backends, workloads
 from gpuvs.errors import UsageError
+from gpuvs.measuring import criteria
 from gpuvs.workloads.base import ITEMSIZE
 
 DEVICE_RE = re.compile(r"^(cpu|cuda(:\d+)?)$")

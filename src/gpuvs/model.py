@@ -36,7 +36,8 @@ class Status(str, Enum):
 
 
 class Caveat(str, Enum):
-    """A named reason to qualify a number; `gpuvs.caveats.ADVICE` says what to do about each."""
+    """A named reason to qualify a number; `gpuvs.measuring.caveats.ADVICE` says what to do
+    about each."""
 
     UNSTABLE = "unstable"
     FIRST_CALL_SLOW = "first_call_slow"

@@ -82,7 +82,6 @@ def test_gpuvs_ceilings_measures_once_per_machine_and_runs_show_the_share(db) ->
 
 def test_each_cache_from_l2_up_gets_a_triad_that_fills_half_of_it() -> None:
     from gpuvs.analysis.ceilings import cache_probes
-
     caches = [{"level": 1, "size": 49152, "shared_by": 1},
               {"level": 2, "size": 1048576, "shared_by": 1},
               {"level": 3, "size": 33554432, "shared_by": 2}]

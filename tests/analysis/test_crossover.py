@@ -80,7 +80,6 @@ def test_cost_model_fit_recovers_overhead_and_rate() -> None:
 
 def test_refinement_adds_the_midpoint_of_a_wide_bracket_for_every_series() -> None:
     from gpuvs.analysis.refine import refined_cases
-
     ms = sweep([10**3, 10**4, 10**5, 10**6])  # crossover bracketed by 1e4 and 1e5
     new = refined_cases(ms, factor=2)
     assert {c.size for c in new} == {31623}

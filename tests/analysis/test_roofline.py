@@ -68,7 +68,6 @@ def test_a_gpu_busy_for_most_of_the_call_is_judged_by_its_work() -> None:
 
 def test_a_graph_replay_is_preferred_to_the_profilers_kernel_time() -> None:
     from gpuvs.analysis.roofline import busy_seconds
-
     assert busy_seconds(_m(1e-5, busy_graph_s=4e-6, busy_kernels_s=3e-6)) == 4e-6
     assert busy_seconds(_m(1e-5, busy_kernels_s=3e-6)) == 3e-6
     assert busy_seconds(_m(1e-5)) is None

@@ -24,7 +24,6 @@ def test_another_frameworks_work_is_timed_with_numpys_blas_on_one_thread() -> No
     from threadpoolctl import threadpool_info
 
     from gpuvs import backends
-
     def threads() -> dict[str, int]:
         return {("numpy" if "numpy" in i["filepath"] else i["internal_api"]): i["num_threads"]
                 for i in threadpool_info()}

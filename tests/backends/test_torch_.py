@@ -161,7 +161,6 @@ def test_cuda_facts_and_a_missing_device_index(b: Backend) -> None:
 
 def test_kernels_on_two_streams_that_overlap_keep_the_device_busy_once() -> None:
     from gpuvs.backends.torch_ import union_ns
-
     assert union_ns([(0, 10), (5, 15), (20, 30)]) == 25
     assert union_ns([(20, 30), (0, 10)]) == 20
     assert union_ns([(0, 100), (10, 20)]) == 100
@@ -176,7 +175,6 @@ def test_busy_time_tells_a_tiny_launch_bound_op_from_a_product_that_fills_the_gp
     import torch
 
     from gpuvs.api import measure
-
     x = torch.rand(10_000, device="cuda")
     small = measure(lambda: x.mul_(1.0), device="cuda", budget_s=0.3)
     small_busy = b.busy_time(lambda: x.mul_(1.0), "cuda:0")["busy_graph_s"]
@@ -207,9 +205,8 @@ def test_a_compiled_case_leaves_no_compile_processes_to_contend_with_the_next() 
     worker compiles in its own process: none is left behind."""
     _cuda()
     psutil = pytest.importorskip("psutil")
+    from gpuvs.execute.runner import Worker
     from gpuvs.model import Case, Status
-    from gpuvs.runner import Worker
-
     tuned = Case("elementwise", "tuned", "torch", "cuda:0", "float32", 10**6, (("op", "chain"),))
     worker = Worker("torch", "cuda:0")
     try:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpuvs.distributed.plan import (
+from gpuvs.distributed.spec import (
     Setup,
     Spec,
     collective_cases,

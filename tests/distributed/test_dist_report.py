@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from gpuvs.model import Case, Measurement, Status
-from gpuvs.report.dist import dist_tables, efficiency, is_dist, ranks_note
 from gpuvs.report.dist_plots import bandwidth_svg, scaling_svg
+from gpuvs.report.dist_tables import dist_tables, efficiency, is_dist, ranks_note
 
 MIB = 1024**2
 
@@ -118,7 +118,6 @@ def test_plots_are_svg_the_same_every_time_and_empty_without_data() -> None:
 def test_the_report_page_of_a_dist_run_draws_bandwidth_and_scaling_without_a_verdict() -> None:
     from gpuvs.model import Environment, Run
     from gpuvs.report.html import render_html
-
     run = Run("20261126-000000-d1st", "2026-11-26T00:00:00+0000", {"kind": "dist"},
               Environment("fp", {}), status="finished")
     ms = [_collective("all_reduce", MIB, 1e-3), _collective("all_reduce", 64 * MIB, 0.02),

@@ -12,7 +12,7 @@ import pytest
 from tests.helpers import run_id as run_id_of
 
 from gpuvs.distributed.launch import crash_reason
-from gpuvs.distributed.worker import FAULT_VARIABLE
+from gpuvs.distributed.rank_main import FAULT_VARIABLE
 from gpuvs.model import Status
 from gpuvs.store import open_store
 
@@ -20,7 +20,7 @@ from gpuvs.store import open_store
 def _workers() -> set[int]:
     found = set()
     for p in psutil.process_iter(["cmdline"]):
-        if "gpuvs.distributed.worker" in " ".join(p.info["cmdline"] or ()):
+        if "gpuvs.distributed.rank_main" in " ".join(p.info["cmdline"] or ()):
             found.add(p.pid)
     return found
 
@@ -121,7 +121,6 @@ def test_a_rank_killed_by_a_signal_and_a_torchrun_without_a_report() -> None:
 def test_the_ranks_inherit_the_environment_and_this_gpuvs(monkeypatch) -> None:
     import gpuvs
     from gpuvs.distributed.launch import rank_environment
-
     monkeypatch.setenv("NCCL_NVLS_ENABLE", "0")
     monkeypatch.setenv("PYTHONPATH", "elsewhere")
     env = rank_environment()

@@ -69,7 +69,6 @@ def test_the_screenshot_script_renders_a_json_export(real_run: RealRun, tmp_path
 
 def test_the_screenshot_script_rejects_an_unknown_run_in_one_line(tmp_path, capsys) -> None:
     from gpuvs.store import open_store
-
     open_store(str(tmp_path / "r.sqlite")).close()
     assert main(["nope", str(tmp_path), "--db", str(tmp_path / "r.sqlite")]) == 2
     assert capsys.readouterr().err.startswith("error: unknown run 'nope'")

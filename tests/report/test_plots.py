@@ -157,7 +157,6 @@ def test_on_a_callers_axes_a_legend_that_would_hide_data_goes_beside_them() -> N
 def test_an_axis_spanning_less_than_a_decade_labels_more_than_its_power_of_ten() -> None:
     pytest.importorskip("matplotlib")
     from gpuvs.report.draw import figure
-
     narrow = Plot("narrow", "narrow", "narrow", "size", "speedup", (
         Series("torch cpu", (64.0, 256.0, 1024.0), (0.96, 0.91, 0.86)),), unity=True, yunit="×")
     ax = figure(narrow).axes[0]

@@ -84,7 +84,6 @@ def test_seeds_take_their_budget_from_the_projects_pyproject(seed000_run) -> Non
     """[tool.gpuvs] budget_s is the user's default for every command, seeds included; a
     seeds run's own shorter budget applies only where nothing was set."""
     from gpuvs.store import open_store
-
     with open_store(str(seed000_run.db)) as store:
         assert store.get_run(store.latest_run_id()).config["budget_s"] == 0.03
 

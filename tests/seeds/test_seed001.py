@@ -10,7 +10,7 @@ import pytest
 from gpuvs import backends, seeds, workloads
 from gpuvs.backends.base import machine_has_gpu
 from gpuvs.model import Case, Measurement, Status
-from gpuvs.report.seeds import claims_table, seed_tables
+from gpuvs.report.seed_tables import claims_table, seed_tables
 from gpuvs.seeds.base import SeedOptions
 from gpuvs.seeds.seed001 import QUICK, SWEEP, concurrency_table
 from gpuvs.workloads.gru import POST, SWEEPS
@@ -57,8 +57,7 @@ def test_two_threads_run_last_in_each_cpu_cell() -> None:
 def _measured_here() -> list[Measurement]:
     """The post's cell, run by real workers' code on this machine (the GPU half comes out
     unavailable where there is no GPU)."""
-    from gpuvs.worker import run_case
-
+    from gpuvs.execute.worker import run_case
     picks = [c for c in seeds.get("001").cases(SeedOptions(quick=True))
              if c.size == POST["hidden"] and c.param("axis") == "hidden"]
     request = {"criterion": "fixed:n=3", "budget": {"seconds": 0.02}}

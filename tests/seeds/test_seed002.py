@@ -60,8 +60,7 @@ def _at_post_size(backend: str, variant: str, op: str, seconds: float) -> Measur
 
 
 def test_the_why_says_what_the_unsynchronised_replay_saw() -> None:
-    from gpuvs.report.seeds import claims_table
-
+    from gpuvs.report.seed_tables import claims_table
     def why(cupy_written: float) -> str:
         ms = [_at_post_size("numpy", v, "scale", 0.8) for v in ("as_written", "correct")]
         ms += [_at_post_size("cupy", "as_written", "scale", cupy_written),
@@ -79,7 +78,6 @@ def test_the_why_says_what_the_unsynchronised_replay_saw() -> None:
 def test_every_rows_cases_are_run_in_a_quick_run_and_a_full_one() -> None:
     """A row whose pick matches no case reads 'not run' even on a GPU machine."""
     from gpuvs.seeds.base import Pick, Ratio
-
     def picks(figure: object) -> list[Pick]:
         if isinstance(figure, Ratio):
             return [figure.slow, figure.fast]

@@ -7,7 +7,7 @@ import pytest
 
 from gpuvs import seeds, workloads
 from gpuvs.model import Case, Measurement, Status
-from gpuvs.report.seeds import claims_table
+from gpuvs.report.seed_tables import claims_table
 from gpuvs.seeds.base import SeedOptions
 from gpuvs.seeds.seed003 import accuracy_table, epoch_table
 
@@ -147,7 +147,6 @@ def test_a_small_cnn_run_goes_through_real_workers(tmp_path) -> None:
     from typer.testing import CliRunner
 
     from gpuvs.cli import app
-
     # One pass: each framework's step runs in a real worker once; a second pass would
     # start Keras and torch again only to add samples.
     result = CliRunner().invoke(app, ["run", "-w", "cnn", "-s", "4", "-d", "cpu", "--budget",

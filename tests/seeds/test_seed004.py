@@ -12,7 +12,7 @@ from gpuvs import seeds
 from gpuvs.backends.base import machine_has_gpu
 from gpuvs.cli import app
 from gpuvs.model import Case, Measurement, Status
-from gpuvs.report.seeds import claims_table
+from gpuvs.report.seed_tables import claims_table
 from gpuvs.seeds.base import Found, SeedOptions, value_of
 from gpuvs.seeds.seed004 import GPU, NAIVE, AtSizeOf, _pick, by_val
 

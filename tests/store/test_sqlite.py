@@ -323,7 +323,6 @@ def test_writers_that_create_a_new_file_together_all_succeed(tmp_path: Path) -> 
 
 def test_a_version_1_database_is_upgraded_in_place_and_keeps_its_runs(tmp_path: Path) -> None:
     from gpuvs.store.schema import MIGRATIONS
-
     db = tmp_path / "v1.sqlite"
     with sqlite3.connect(db) as raw:
         for statement in MIGRATIONS[0]:

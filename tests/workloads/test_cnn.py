@@ -37,8 +37,7 @@ def needs_keras() -> object:
 
 
 def _run(case: Case) -> object:
-    from gpuvs.worker import run_case
-
+    from gpuvs.execute.worker import run_case
     m, fatal = run_case(backends.get("torch"), {"case": case.to_dict(), **FAST})
     assert not fatal
     return m
@@ -216,8 +215,8 @@ def test_which_cases_exist(variant: str, framework: str, size: int, device: str,
 
 
 def test_a_plain_run_plans_keras_torch_and_tuned_cases() -> None:
-    from gpuvs import config, plan
-
+    from gpuvs import config
+    from gpuvs.execute import plan
     cases = plan.expand(config.build({"workloads": ("cnn",), "devices": ("cpu", "cuda"),
                                       "variants": ("as_written", "correct", "tuned")}))
     assert {(c.variant, c.param("framework"), c.device, c.size) for c in cases

@@ -4,10 +4,10 @@ import numpy as np
 import pytest
 
 from gpuvs import backends, workloads
-from gpuvs.criteria import FixedCount
 from gpuvs.errors import WrongResult
+from gpuvs.measuring.criteria import FixedCount
+from gpuvs.measuring.protocol import measure
 from gpuvs.model import Case, Status
-from gpuvs.protocol import measure
 
 
 @pytest.mark.parametrize("backend", ["numpy", "torch"])
@@ -40,8 +40,7 @@ def test_cost_model() -> None:
 
 
 def test_as_written_replays_one_unsynchronised_call_and_checks_it() -> None:
-    from gpuvs.worker import run_case
-
+    from gpuvs.execute.worker import run_case
     case = Case("elementwise", "as_written", "numpy", "cpu", "float64", 10**5,
                 (("op", "scale"),))
     m, _ = run_case(backends.get("numpy"), {"case": case.to_dict(), "criterion": "fixed",

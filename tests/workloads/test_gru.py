@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 from gpuvs import backends, workloads
-from gpuvs.criteria import FixedCount
 from gpuvs.errors import WrongResult
+from gpuvs.measuring.criteria import FixedCount
+from gpuvs.measuring.protocol import Budget, measure
 from gpuvs.model import Case, Measurement, Status
-from gpuvs.protocol import Budget, measure
 from gpuvs.workloads.gru import (
     POST,
     block_diagonal,
@@ -35,8 +35,7 @@ def _case(how: str, device: str = "cpu", size: int = 20, axis: str = "hidden",
 
 
 def _run(case: Case) -> Measurement:
-    from gpuvs.worker import run_case
-
+    from gpuvs.execute.worker import run_case
     m, _ = run_case(backends.get("torch"), {"case": case.to_dict(), **REQUEST})
     return m
 

@@ -29,8 +29,7 @@ def _case(method: str, val: int, device: str = "cpu", dtype: str = "float32",
 
 
 def _run(case: Case) -> tuple:
-    from gpuvs.worker import run_case
-
+    from gpuvs.execute.worker import run_case
     return run_case(backends.get("torch"), {"case": case.to_dict(), "criterion": "fixed",
                                             "budget": {"seconds": 0.02}})
 

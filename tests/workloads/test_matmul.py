@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 from gpuvs import backends, workloads
-from gpuvs.criteria import FixedCount
 from gpuvs.errors import WrongResult
+from gpuvs.measuring.criteria import FixedCount
+from gpuvs.measuring.protocol import measure
 from gpuvs.model import Case, Status
-from gpuvs.protocol import measure
 from gpuvs.workloads.matmul import seed000_inputs
 
 SEED = (("shape", "seed000"),)

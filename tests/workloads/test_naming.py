@@ -72,8 +72,6 @@ def test_an_unknown_workload_is_not_found_rather_than_an_error() -> None:
 
 CLASS = '''
 from gpuvs.workloads.base import SizeAxis, Workload
-
-
 class Probe(Workload):
     name = "probe"
     description = "a workload for this test"

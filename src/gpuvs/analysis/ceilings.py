@@ -1,7 +1,7 @@
 """Measured ceilings: which probe cases to run, and what their measurements mean.
 
 A ceiling is a rate (FLOP/s, bytes/s) or a fixed cost (seconds) read off a probe
-measurement (see `gpuvs.workloads.ceilings`). They are cached per environment
+measurement (see `gpuvs.workloads.probes`). They are cached per environment
 fingerprint — a ceilings run is an ordinary run whose config says `kind = ceilings` — and
 every analysis of the same machine reuses them.
 """
@@ -55,8 +55,7 @@ def cache_probes(caches: Iterable[Mapping[str, Any]] | None = None) -> list[Case
     """A one-thread triad whose three float64 arrays fill half of each cache from L2 up
     (an L1-sized triad is a few µs of dispatch, not a bandwidth)."""
     if caches is None:
-        from gpuvs.env import cpu_caches
-
+        from gpuvs.machine.env import cpu_caches
         caches = cpu_caches()
     return [Case("triad", "correct", "numpy", "cpu", "float64",
                  int(c["size"]) // 2 // CACHE_TRIAD_BYTES_PER_ELEMENT,

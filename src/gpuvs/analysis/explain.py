@@ -19,14 +19,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from gpuvs import backends, criteria, units
+from gpuvs import backends, units
 from gpuvs.analysis import speedup
 from gpuvs.analysis.crossover import crossovers
 from gpuvs.analysis.roofline import Bound, Finding, classify
 from gpuvs.analysis.speedup import best_cpu_by_size, data_of
+from gpuvs.measuring import criteria
+from gpuvs.measuring.protocol import Budget
+from gpuvs.measuring.protocol import measure as protocol_measure
 from gpuvs.model import Case, Ceiling, Measurement, Status
-from gpuvs.protocol import Budget
-from gpuvs.protocol import measure as protocol_measure
 
 PROFILE_MAX_S = 10.0
 DISPATCH_BUDGET_S = 0.2
@@ -140,7 +141,6 @@ def dispatch_cost(backend: str, device: str) -> float | None:
     key = (backend, device)
     if key not in _DISPATCH:
         from gpuvs import workloads
-
         b = backends.get(backend)
         _DISPATCH[key] = None
         if b.unavailable_reason(device) is None:

@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from gpuvs.errors import BackendUnavailable
-from gpuvs.protocol import Clock, DeviceTimer
+from gpuvs.measuring.protocol import Clock, DeviceTimer
 
 GiB = 1024**3
 NO_GPU = "no CUDA device (this machine shows no NVIDIA device)"

@@ -16,7 +16,7 @@ import numpy as np
 
 from gpuvs.backends import register
 from gpuvs.backends.base import Backend, EventClock, cuda_index, device_count_reason
-from gpuvs.protocol import Clock
+from gpuvs.measuring.protocol import Clock
 
 # The names CuPy is published under, newest CUDA first; "cupy" is the source build.
 DISTRIBUTIONS = ("cupy-cuda13x", "cupy-cuda12x", "cupy-cuda11x", "cupy")

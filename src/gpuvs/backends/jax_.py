@@ -16,7 +16,7 @@ import numpy as np
 
 from gpuvs.backends import register
 from gpuvs.backends.base import Backend, cuda_index, device_count_reason, host_memory_free
-from gpuvs.protocol import Clock, DeviceTimer
+from gpuvs.measuring.protocol import Clock, DeviceTimer
 
 # Exception class names JAX has used for runtime errors from XLA (renamed in 2025).
 RUNTIME_ERRORS = ("XlaRuntimeError", "JaxRuntimeError")

@@ -8,7 +8,7 @@ import numpy as np
 
 from gpuvs.backends import register
 from gpuvs.backends.base import Backend
-from gpuvs.protocol import Clock, HostClock
+from gpuvs.measuring.protocol import Clock, HostClock
 
 
 @register

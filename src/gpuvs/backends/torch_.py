@@ -16,7 +16,7 @@ import numpy as np
 
 from gpuvs.backends import register
 from gpuvs.backends.base import Backend, EventClock, cuda_index, device_count_reason
-from gpuvs.protocol import Clock, HostClock
+from gpuvs.measuring.protocol import Clock, HostClock
 
 
 def _recorded_event() -> Any:

@@ -22,7 +22,6 @@ def main() -> None:
     import typer
 
     from gpuvs.cli.app import usage_errors
-
     try:
         with usage_errors():
             app()

@@ -75,7 +75,6 @@ DbOption = Annotated[str | None, typer.Option(
 def open_store(db: str | None, reading: bool = False) -> Any:
     """The results store (`--db`); a command that only reads it never creates one."""
     from gpuvs.store import open_store
-
     return open_store(db, reading)
 
 
@@ -144,7 +143,6 @@ def build_config(workloads: tuple[str, ...], variant: list[str] | None,
                   passes: int | None = None, axis: list[str] | None = None,
                   full_suite: bool = False) -> Any:
     from gpuvs import config as cfg
-
     return cfg.build({
         "workloads": workloads, "variants": split(variant), "backends": split(backend),
         "devices": split(device), "dtypes": split(dtype),
@@ -161,10 +159,8 @@ def wrap_up(out: Any, run: Any, measurements: list[Any], counts: Mapping[str, in
     1 when a case crashed or gave a wrong result, since a run's numbers are then
     incomplete."""
     from gpuvs.model import Status
-
     if json_path:
         from gpuvs.store.export import write_json
-
         with usage_errors():
             try:
                 write_json(json_path, run.stored(), measurements, ceilings)
@@ -189,7 +185,6 @@ def stored_ceilings(store: Any, record: Any) -> list[Any]:
     """This machine's measured ceilings, if `gpuvs ceilings` has run on it."""
     from gpuvs.analysis.ceilings import read
     from gpuvs.store.runs import find_ceilings_run
-
     found = find_ceilings_run(store, record.environment.fingerprint)
     return read(store.measurements(found.run_id)) if found else []
 
@@ -201,7 +196,6 @@ def print_plan(cases: Sequence[Any], config: Any) -> None:
     from collections import defaultdict
 
     from gpuvs import units
-
     out = console()
     by: dict[str, list[Any]] = defaultdict(list)
     for c in cases:
@@ -218,8 +212,7 @@ def print_plan(cases: Sequence[Any], config: Any) -> None:
 
 def estimate_line(cases: Sequence[Any], config: Any) -> str:
     """'about 4 min (a rough estimate at budget 1 s a case, 2 passes)'."""
-    from gpuvs import plan
-
+    from gpuvs.execute import plan
     seconds = plan.estimate_s(tuple(cases), config)
     about = (f"about {seconds / 60:.0f} min" if seconds >= 90 else
              f"about {max(seconds, 1):.0f} s")
@@ -246,14 +239,12 @@ def check_writable(*paths: Path | None) -> None:
 def write_report(path: Path, record: Any, measurements: list[Any], ceilings: list[Any]) -> None:
     """Render and write atomically; a path that cannot be written is bad usage."""
     from gpuvs.report.html import render_html
-
     write_file(path, render_html(record, measurements, ceilings), "report")
 
 
 def write_file(path: Path, content: str | bytes, what: str) -> None:
     """Write atomically; a path that cannot be written is bad usage, said in one line."""
     from gpuvs.store.export import write_atomic
-
     try:
         write_atomic(path, content)
     except OSError as e:
@@ -278,7 +269,6 @@ def emit_tables(tables: Sequence[Any], fmt: str, out: Any) -> None:
 
     from gpuvs.report import console as con
     from gpuvs.report.markdown import to_json, to_markdown
-
     if fmt == "plain":
         con.print_tables(tables, out)
         return

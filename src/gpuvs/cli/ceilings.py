@@ -31,11 +31,10 @@ def ceilings(
     Cached per environment fingerprint and reused by every run on the same set-up.
     """
     from gpuvs import backends as registry
-    from gpuvs import env
     from gpuvs.analysis import ceilings as ceil
     from gpuvs.config import RunConfig
+    from gpuvs.machine import env
     from gpuvs.store.runs import find_ceilings_run
-
     with usage_errors():
         store = open_store(db)
         names = split(backend) or registry.names()
@@ -45,10 +44,9 @@ def ceilings(
     facts = env.collect()
     record = None if refresh else find_ceilings_run(store, facts.fingerprint)
     if record is None:
-        from gpuvs import runner
+        from gpuvs.execute import runner
         from gpuvs.model import RunKind
         from gpuvs.store.runs import start_run
-
         run = start_run(store, RunKind.CEILINGS, {"budget_s": config.budget_s}, facts)
         cases = ceil.probe_cases(names)
         with progress(len(cases)) as advance:
@@ -64,7 +62,6 @@ def _print_ceilings(store: Any, record: Any) -> None:
 
     from gpuvs.analysis.ceilings import read
     from gpuvs.units import rate, seconds
-
     t = Table(title=f"ceilings · run {record.run_id} · environment "
                     f"{record.environment.fingerprint}", title_justify="left")
     for col in ("ceiling", "backend", "device", "measured"):

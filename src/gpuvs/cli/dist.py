@@ -81,17 +81,17 @@ def collectives(
 ) -> None:
     """Time all-reduce, all-gather, reduce-scatter and broadcast over a size sweep, check
     every result, and report algorithm and bus bandwidth (nccl-tests' conventions)."""
-    from gpuvs.distributed import plan
+    from gpuvs.distributed import spec as dist_spec
 
     with usage_errors():
         check_format(fmt)
-        plan.positive("--samples", samples)
-        plan.not_negative("--budget", budget)
-        plan.positive("--timeout", timeout)
-        plan.positive("--setup-timeout", setup_timeout)
-        setup = plan.resolve(backend, nproc, launched)
-        cases = plan.collective_cases(setup, split(sizes), split(collective))
-        spec = plan.Spec("collectives", setup, cases, samples=samples, budget_s=budget,
+        dist_spec.positive("--samples", samples)
+        dist_spec.not_negative("--budget", budget)
+        dist_spec.positive("--timeout", timeout)
+        dist_spec.positive("--setup-timeout", setup_timeout)
+        setup = dist_spec.resolve(backend, nproc, launched)
+        cases = dist_spec.collective_cases(setup, split(sizes), split(collective))
+        spec = dist_spec.Spec("collectives", setup, cases, samples=samples, budget_s=budget,
                          timeout_s=timeout, setup_timeout_s=setup_timeout, launched=launched,
                          extra={"sizes": sorted({c.size for c in cases}),
                                 "collectives": split(collective)})
@@ -115,17 +115,17 @@ def scaling(
 ) -> None:
     """Train seed 003's CNN data-parallel (DistributedDataParallel) on 1…N ranks: samples/s,
     step time, scaling efficiency, and each step split into compute and communication."""
-    from gpuvs.distributed import plan
+    from gpuvs.distributed import spec as dist_spec
 
     with usage_errors():
         check_format(fmt)
-        plan.positive("--steps", steps)
-        plan.positive("--timeout", timeout)
-        plan.positive("--setup-timeout", setup_timeout)
-        setup = plan.resolve(backend, nproc, launched)
-        cases = plan.scaling_cases(setup, batch, strong)
+        dist_spec.positive("--steps", steps)
+        dist_spec.positive("--timeout", timeout)
+        dist_spec.positive("--setup-timeout", setup_timeout)
+        setup = dist_spec.resolve(backend, nproc, launched)
+        cases = dist_spec.scaling_cases(setup, batch, strong)
         left_out = sorted(set(range(1, setup.nproc + 1)) - {c.size for c in cases})
-        spec = plan.Spec("scaling", setup, cases, steps=steps, timeout_s=timeout,
+        spec = dist_spec.Spec("scaling", setup, cases, steps=steps, timeout_s=timeout,
                          setup_timeout_s=setup_timeout, launched=launched,
                          extra={"batch": batch, "strong": strong})
     said = (f"--strong: {batch} images do not split evenly over "
@@ -137,14 +137,13 @@ def scaling(
 def _execute(spec: Any, db: str | None, json_path: Any, fmt: str = "plain",
              said: str = "") -> int:
     """Measure (or, on a rank other than 0 under --launched, only take part), then print."""
-    from gpuvs.distributed import launch, worker
+    from gpuvs.distributed import launch, rank_main
     from gpuvs.model import RunKind
-    from gpuvs.report.dist import dist_tables, ranks_note
+    from gpuvs.report.dist_tables import dist_tables, ranks_note
     from gpuvs.report.layout import status_line
     from gpuvs.store.runs import guarded, start_run
-
     if spec.launched and os.environ.get("RANK") != "0":
-        worker.serve(spec)
+        rank_main.serve(spec)
         return 0
     with usage_errors():
         store = open_store(db)
@@ -158,7 +157,7 @@ def _execute(spec: Any, db: str | None, json_path: Any, fmt: str = "plain",
         out.print(said)
     again = "The same `gpuvs dist` command measures every case again."
     with usage_errors(), guarded(run, again), progress(len(spec.cases), out.stderr) as advance:
-        info = (worker.serve(spec, advance) if spec.launched
+        info = (rank_main.serve(spec, advance) if spec.launched
                 else launch.execute(spec, run, advance))
     run.finish()
     measurements = run.measurements()

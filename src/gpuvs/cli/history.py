@@ -44,7 +44,6 @@ def load(spec: str, store: Any) -> tuple[Any, list[Any]]:
     """(run, measurements) from a run id, 'latest', or a JSON export's path."""
     if _is_export(spec):
         from gpuvs.store.export import load_json
-
         run, ms, _ = load_json(Path(spec))
         return run, ms
     run_id = (store.latest_run_id() or spec) if spec == "latest" else spec
@@ -54,7 +53,6 @@ def load(spec: str, store: Any) -> tuple[Any, list[Any]]:
 
 def _threshold(text: str) -> float:
     from gpuvs.analysis.regression import parse_threshold
-
     try:
         return parse_threshold(text)
     except ValueError:
@@ -104,7 +102,6 @@ def runs(
     """List stored runs, most recent first: id, kind, when, machine, GPU, git commit, and
     cases ok and failed."""
     from gpuvs.report.history import gpus_of, machine_of, runs_table
-
     with usage_errors():
         check_format(fmt)
         if limit < 1:
@@ -149,7 +146,6 @@ def compare(
     CI, a rank test, and a verdict (faster, slower, same, ambiguous), and a geometric mean
     per workload. Runs from two machines compare by design (H100 against H200)."""
     from gpuvs.analysis import regression
-
     with usage_errors():
         check_format(fmt)
         if len(runs_) < 2:
@@ -202,7 +198,6 @@ def _print(base_run: Any, base_ms: list[Any], results: list[Any], t: float, forc
 
 def _page(path: Path, base_run: Any, results: list[Any], t: float) -> None:
     from gpuvs.report.pages import render_compare
-
     write_file(path, render_compare(base_run, results, t), "comparison")
 
 
@@ -224,7 +219,6 @@ def check(
     """The CI gate: exit 1 when a case got slower beyond --fail-above with its whole 95 %
     CI above the threshold; 0 when every case is the same, faster, or only ambiguous."""
     from gpuvs.analysis import regression
-
     with usage_errors():
         check_format(fmt)
         t = _threshold(fail_above)
@@ -255,7 +249,6 @@ def _previous(store: Any, run: Any) -> tuple[Any, list[Any]]:
 
 def _verdict(base: str, run: str, changes: list[Any], t: float, fmt: str) -> int:
     from gpuvs.report.history import change_table, verdict_counts
-
     out = console()
     slower = [c for c in changes if c.verdict == "slower"]
     unsure = [c for c in changes if c.verdict == "ambiguous"]

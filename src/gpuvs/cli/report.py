@@ -70,7 +70,6 @@ def plot(
     """Write the report's plots as PNG files, for slides."""
     from gpuvs.report.draw import to_png
     from gpuvs.report.plots import all_plots
-
     with usage_errors():
         record, measurements, ceilings = load_run(run_id, from_json, db)
         folder = png or Path(f"{record.run_id}-plots")
@@ -91,7 +90,6 @@ def load_run(run_id: str | None, from_json: Path | None, db: str | None
         raise UsageError("give a RUN_ID or --from RUN.json (one of the two)")
     if from_json is not None:
         from gpuvs.store.export import load_json
-
         return load_json(from_json)
     store = open_store(db, reading=True)
     if run_id == "latest":
@@ -106,7 +104,6 @@ HISTORY_RUNS = 200
 def _history(run_id: str | None, from_json: Path | None, output: Path | None,
              workload: str | None, by: str, db: str | None) -> None:
     from gpuvs.report.pages import render_history
-
     with usage_errors():
         if run_id is not None or from_json is not None:
             raise UsageError("--history draws the whole store: give no RUN_ID or --from")

@@ -7,7 +7,6 @@ from typing import Annotated, Any
 
 import typer
 
-from gpuvs import plan
 from gpuvs.cli.app import (
     AxisOpt,
     BackendOpt,
@@ -42,6 +41,7 @@ from gpuvs.cli.app import (
     wrap_up,
 )
 from gpuvs.errors import UsageError
+from gpuvs.execute import plan
 from gpuvs.model import RunKind
 from gpuvs.report.progress import progress
 
@@ -70,7 +70,6 @@ def run(
     With no -w, --variant or -a it runs the first-answer suite (square matrix products
     and `x *= 5` over sizes); `--all` runs every workload, `-w NAME` one whole."""
     from gpuvs import config as cfg
-
     with usage_errors():
         check_format(fmt)
         check_writable(json_path, report_path)
@@ -135,7 +134,6 @@ def sweep(
 def _resumed(store: Any, resume: str) -> Any:
     """The run `--resume` names; `latest` is the most recent sweep that did not finish."""
     from gpuvs.store.runs import latest_unfinished
-
     if resume != "latest":
         return store.get_run(resume)
     found = latest_unfinished(store, RunKind.SWEEP)
@@ -154,13 +152,12 @@ def _execute(store: Any, config: Any, run_record: Any, json_path: Path | None,
              fmt: str = "plain") -> int:
     from collections import Counter
 
-    from gpuvs import contention, runner
-
+    from gpuvs.execute import runner
+    from gpuvs.machine import contention
     began = contention.snapshot()  # what other processes do from here is named below
     from gpuvs.report.layout import result_tables, status_line
     from gpuvs.report.verdict import answer_table
     from gpuvs.store.runs import RunHandle, guarded, start_run
-
     with usage_errors():
         cases = plan.expand(config)
     if run_record is None:
@@ -213,7 +210,6 @@ def _refinement(store: Any, run_id: str, factor: float | None, rounds: int) -> l
     if factor is None or rounds >= MAX_REFINE_ROUNDS:
         return []
     from gpuvs.analysis.refine import refined_cases
-
     cases = refined_cases(store.measurements(run_id), factor)
     if cases:
         console().print(f"refining: {len(cases)} cases at sizes "

@@ -72,7 +72,6 @@ def seeds(
     """
     from gpuvs import config as cfg
     from gpuvs.seeds.base import SeedOptions
-
     with usage_errors():
         check_format(fmt)
         chosen = _chosen(split(seed))
@@ -80,7 +79,6 @@ def seeds(
             raise UsageError(f"--epochs must be 0 or more; got {epochs}")
         if data is not None:  # the whole archive, read now: not a table over crashed cases
             from gpuvs.workloads.cifar import load_cifar100
-
             if not data.is_file():
                 raise UsageError(f"--data {str(data)!r} is not a file; give the path of "
                                  "cifar-100-python.tar.gz")
@@ -100,7 +98,6 @@ def seeds(
 def _chosen(names: tuple[str, ...]) -> tuple[str, ...]:
     """Seed names as registered ('000'); '2' and '002' alike. Unknown ones: UsageError."""
     from gpuvs import seeds
-
     wanted = tuple(f"{int(n):03d}" if n.isdigit() else n for n in names) or seeds.names()
     for name in wanted:
         seeds.get(name)
@@ -110,7 +107,6 @@ def _chosen(names: tuple[str, ...]) -> tuple[str, ...]:
 def _cases(chosen: tuple[str, ...], options: Any, devices: tuple[str, ...]) -> list[Any]:
     """Every seed's cases on the devices asked for (cuda means cuda:0)."""
     from gpuvs import seeds
-
     kinds = {d.partition(":")[0] for d in devices}
     return [c for name in chosen for c in seeds.get(name).cases(options)
             if c.device.partition(":")[0] in kinds]
@@ -121,12 +117,12 @@ def _run(store: Any, config: Any, cases: list[Any], chosen: tuple[str, ...], opt
     import time
     from dataclasses import asdict
 
-    from gpuvs import runner, units
+    from gpuvs import units
+    from gpuvs.execute import runner
     from gpuvs.model import RunKind
     from gpuvs.report.layout import status_line
-    from gpuvs.report.seeds import seed_tables
+    from gpuvs.report.seed_tables import seed_tables
     from gpuvs.store.runs import guarded, start_run
-
     run = start_run(store, RunKind.SEEDS, {
         "seeds": list(chosen), **asdict(options), "budget_s": config.budget_s,
         "timeout_s": config.timeout_s, "devices": list(config.devices)})

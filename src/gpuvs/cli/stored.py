@@ -28,11 +28,10 @@ def show(run_id: Annotated[str, typer.Argument(help="A run id, or 'latest'.")],
          db: DbOption = None, fmt: FormatOpt = "plain") -> None:
     """Print a stored run's tables again (for a `gpuvs seeds` run, the posts' tables
     first)."""
-    from gpuvs.report.dist import dist_tables
+    from gpuvs.report.dist_tables import dist_tables
     from gpuvs.report.history import commit_of, machine_of
     from gpuvs.report.layout import result_tables
-    from gpuvs.report.seeds import seed_tables
-
+    from gpuvs.report.seed_tables import seed_tables
     with usage_errors():
         check_format(fmt)
         store = open_store(db, reading=True)
@@ -69,7 +68,6 @@ def export(
     import sys
 
     from gpuvs.store.export import csv_text, json_text
-
     with usage_errors():
         if format not in ("json", "csv"):
             raise UsageError(f"unknown format {format!r}; accepted: json, csv")
@@ -92,9 +90,9 @@ def export(
 @app.command(name="list")
 def list_() -> None:
     """Workloads (variants, axes, default sizes), backends, stopping criteria and seeds."""
-    from gpuvs import backends, criteria, seeds, workloads
+    from gpuvs import backends, seeds, workloads
+    from gpuvs.measuring import criteria
     from gpuvs.units import size
-
     out = console()
     out.print("[bold]workloads[/bold]")
     for w in workloads.REGISTRY.all():
@@ -121,8 +119,8 @@ def env_() -> None:
     """This machine: CPU, BLAS and threads, GPUs, driver, and each backend's availability."""
     from rich.table import Table
 
-    from gpuvs import backends, env
-
+    from gpuvs import backends
+    from gpuvs.machine import env
     out = console()
     facts = env.collect()
     t = Table(title=f"environment {facts.fingerprint}", show_header=False, title_justify="left")

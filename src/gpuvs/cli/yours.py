@@ -74,7 +74,6 @@ def run_file(
     from gpuvs.config import RunConfig, check_devices, parse_sizes
     from gpuvs.yours.file_runner import run
     from gpuvs.yours.run_file import Request, script
-
     with usage_errors():
         check_format(fmt)
         check_writable(json_path)
@@ -94,7 +93,6 @@ def _report(outcome: Any, store: Any, target: str, json_path: Path | None,
             fmt: str = "plain") -> int:
     from gpuvs.report.layout import result_tables
     from gpuvs.report.verdict import answer_table
-
     out = narration(fmt)
     result = outcome.comparison
     emit_tables([*result_tables(result.measurements), answer_table(result.measurements)],

@@ -1,7 +1,7 @@
 """The parent: start the ranks through torchrun, keep the clock, turn failures into statuses.
 
 The ranks run `python -m torch.distributed.run --standalone --nproc-per-node N -m
-gpuvs.distributed.worker SPEC` with this interpreter and this environment (every NCCL_*
+gpuvs.distributed.rank_main SPEC` with this interpreter and this environment (every NCCL_*
 variable included: a host that turns NVLink multicast off with NCCL_NVLS_ENABLE=0 keeps it
 off in the ranks), with this gpuvs first on PYTHONPATH. Each rank count gets a launch of
 its own (scaling's N = 1 is one process, not one rank of a larger world), so no rank ever
@@ -34,8 +34,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from gpuvs.distributed.plan import Spec
-from gpuvs.distributed.worker import ERROR_PREFIX
+from gpuvs.distributed.rank_main import ERROR_PREFIX
+from gpuvs.distributed.spec import Spec
 from gpuvs.model import Case, Measurement, Status
 
 POLL_S = 0.1
@@ -61,7 +61,7 @@ def torchrun_command(spec_path: str, nproc: int) -> list[str]:
     """torchrun with this interpreter, so the ranks see the same packages and gpuvs."""
     return [sys.executable, "-m", "torch.distributed.run", "--standalone",
             f"--nproc-per-node={nproc}", "--monitor-interval=0.1", "-m",
-            "gpuvs.distributed.worker", spec_path]
+            "gpuvs.distributed.rank_main", spec_path]
 
 
 def rank_environment() -> dict[str, str]:

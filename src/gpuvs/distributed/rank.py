@@ -17,8 +17,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpuvs import caveats
-from gpuvs.criteria import MedianCI
+from gpuvs.measuring import caveats
+from gpuvs.measuring.criteria import MedianCI
 from gpuvs.model import Case, Measurement, Status
 
 # Calls per sample are calibrated so that one sample lasts at least this long: far above

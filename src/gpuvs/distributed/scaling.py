@@ -16,7 +16,6 @@ import statistics
 from collections.abc import Sequence
 from typing import Any
 
-from gpuvs.distributed.plan import per_rank_batch
 from gpuvs.distributed.rank import (
     RankResult,
     Ranks,
@@ -26,6 +25,7 @@ from gpuvs.distributed.rank import (
     measurement,
     per_sample_max,
 )
+from gpuvs.distributed.spec import per_rank_batch
 from gpuvs.model import Case, Measurement, Status
 
 WARMUP_STEPS = 2  # of each kind, after the first step
@@ -45,7 +45,6 @@ def run_case(r: Ranks, case: Case, steps: int) -> RankResult:
     from torch.nn.parallel import DistributedDataParallel
 
     from gpuvs.workloads.cnn import ADAM_EPSILON, DEVICE_BATCHES, LEARNING_RATE, SEED, torch_twin
-
     torch.manual_seed(SEED)  # DDP broadcasts rank 0's weights anyway; this makes them known
     model = torch_twin().to(r.device)
     ddp = DistributedDataParallel(model, device_ids=[r.local_rank] if r.cuda else None,
@@ -106,7 +105,6 @@ def _batches(r: Ranks, batch: int, count: int, seed: int) -> list[tuple[Any, Any
     import torch
 
     from gpuvs.workloads.cifar import scaled, synthetic
-
     images = synthetic(count * batch, seed=seed + r.rank)
     x = torch.from_numpy(scaled(images.x, "nchw")).to(r.device)
     y = torch.from_numpy(images.y).to(r.device)

@@ -51,7 +51,6 @@ def print_tables(tables: Iterable[Table], console: Console) -> None:
     a file or a CI log (no terminal), plain lines at full width that never split a word
     (`report.plain`)."""
     from gpuvs.report.plain import to_plain
-
     for table in tables:
         if console.is_terminal:
             console.print(to_rich(table))

@@ -15,7 +15,7 @@ from typing import Any
 from gpuvs import units
 from gpuvs.distributed.bandwidth import busbw
 from gpuvs.model import Measurement, Status
-from gpuvs.report.dist import base_case, collective_groups, efficiency, scaling_groups
+from gpuvs.report.dist_tables import base_case, collective_groups, efficiency, scaling_groups
 
 WIDTH_IN, HEIGHT_IN = 9.0, 3.6
 

@@ -15,8 +15,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from gpuvs import env, units
-from gpuvs.caveats import ADVICE
+from gpuvs import units
+from gpuvs.machine import env
+from gpuvs.measuring.caveats import ADVICE
 from gpuvs.model import Caveat, Ceiling, Measurement, Run, RunKind, Status
 from gpuvs.report.draw import to_svg
 from gpuvs.report.layout import result_tables
@@ -150,8 +151,7 @@ def _summary(run: Run, ms: Sequence[Measurement]) -> list[tuple[str, str]]:
 def _seed_tables(run: Run, ms: Sequence[Measurement]) -> list[Table]:
     if run.kind is not RunKind.SEEDS:
         return []
-    from gpuvs.report.seeds import seed_tables
-
+    from gpuvs.report.seed_tables import seed_tables
     return seed_tables(ms)
 
 
@@ -172,9 +172,8 @@ def _dist_sections(ms: Sequence[Measurement]) -> list[Sweep]:
     its tables."""
     from markupsafe import Markup
 
-    from gpuvs.report.dist import collective_tables, scaling_tables
     from gpuvs.report.dist_plots import bandwidth_svg, scaling_svg
-
+    from gpuvs.report.dist_tables import collective_tables, scaling_tables
     sections = (
         ("Collectives: bus bandwidth against size", "dist-bandwidth", bandwidth_svg,
          collective_tables, "bus bandwidth as nccl-tests defines it, one line per collective "

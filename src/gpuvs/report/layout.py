@@ -10,7 +10,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 
-from gpuvs import caveats, units, workloads
+from gpuvs import units, workloads
 from gpuvs.analysis import speedup
 from gpuvs.analysis.ceilings import peak_for
 from gpuvs.analysis.crossover import (
@@ -21,6 +21,7 @@ from gpuvs.analysis.crossover import (
 )
 from gpuvs.analysis.roofline import Finding, busy_seconds, findings
 from gpuvs.analysis.speedup import best_cpu_by_size
+from gpuvs.measuring import caveats
 from gpuvs.model import Case, Caveat, Ceiling, Measurement, Status
 from gpuvs.table import Table
 from gpuvs.workloads import SizeAxis

@@ -58,7 +58,6 @@ def render_compare(base: Run, results: Sequence[tuple[Run, list[Measurement], li
 
 def _label(run: Run) -> str:
     from gpuvs.report.history import commit_of, gpus_of, machine_of
-
     return (f"{run.run_id} · {run.kind} · {run.started_at} · {machine_of(run)} · "
             f"{gpus_of(run)} · commit {commit_of(run)}")
 
@@ -122,7 +121,6 @@ def render_history(runs: Sequence[tuple[Run, list[Measurement]]], by: str,
 
 def _x_label(run: Run, by: str) -> str:
     from gpuvs.report.history import commit_of
-
     return commit_of(run) if by == "commit" else run.started_at[:16].replace("T", " ")
 
 

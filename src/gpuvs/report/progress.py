@@ -89,7 +89,6 @@ class _Pacer:
 def _case_lines(total: int, out: Any) -> Advance:
     """'[12/60] matmul/correct/torch/cpu/float32/1024 ok 1.23 ms ±0.8% (about 0:42 left)'."""
     from gpuvs import units
-
     absent: set[tuple[str, str]] = set()  # (backend, device) already said unavailable
     left = _Pacer(total)
 

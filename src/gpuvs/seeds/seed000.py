@@ -10,7 +10,7 @@ of its runs timed one unsynchronised launch.
 from __future__ import annotations
 
 from gpuvs.analysis.roofline import BUSY_SHARE, busy_seconds
-from gpuvs.caveats import doubts
+from gpuvs.measuring.caveats import doubts
 from gpuvs.model import Case
 from gpuvs.seeds import register
 from gpuvs.seeds.base import Found, Pick, Ratio, Row, Seed, SeedOptions

@@ -36,7 +36,6 @@ def open_store(location: str | None = None, reading: bool = False) -> SqlStore:
     chosen = location or os.environ.get(ENV_VAR)
     if chosen and chosen.partition("://")[0].lower().split("+")[0] in _POSTGRES:
         from gpuvs.store.postgres import PostgresStore
-
         return PostgresStore(chosen)
     path = _path(chosen) if chosen else default_location()
     if reading and not path.exists():

@@ -130,8 +130,7 @@ def start_run(store: Any, kind: RunKind, config: Mapping[str, Any],
     implicit, as sweeps have always been stored). The environment is this machine's
     unless given, and carries the run's provenance (`env.provenance`: git commit, command
     line, machine label) under `facts["provenance"]`."""
-    from gpuvs import env
-
+    from gpuvs.machine import env
     if environment is None:
         environment = env.collect()
     if "provenance" not in environment.facts:  # a comparison made elsewhere keeps its own

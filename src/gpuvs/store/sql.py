@@ -81,7 +81,6 @@ class SqlStore:
     def create_run(self, run: Run) -> None:
         """Record the run as it starts, so even a run killed at once leaves its trace."""
         from gpuvs._version import __version__
-
         with self._transaction(f"record run {run.run_id!r}") as c:
             if self._has_run(c, run.run_id):
                 raise StoreError(f"run {run.run_id!r} is already in the results database "

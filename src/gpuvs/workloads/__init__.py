@@ -7,7 +7,7 @@ from gpuvs.workloads.base import SizeAxis, Workload
 
 REGISTRY: Registry[Workload] = Registry(
     "workload",
-    ("gpuvs.workloads.matmul", "gpuvs.workloads.elementwise", "gpuvs.workloads.ceilings",
+    ("gpuvs.workloads.matmul", "gpuvs.workloads.elementwise", "gpuvs.workloads.probes",
      "gpuvs.workloads.gru", "gpuvs.workloads.cnn",
      "gpuvs.workloads.jacobian"),
 )

@@ -26,8 +26,8 @@ import numpy as np
 
 from gpuvs.backends.base import Backend
 from gpuvs.errors import WrongResult
+from gpuvs.measuring.protocol import Prepared
 from gpuvs.model import Case, Params
-from gpuvs.protocol import Prepared
 
 T = TypeVar("T")
 

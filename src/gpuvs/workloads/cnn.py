@@ -41,9 +41,9 @@ import numpy as np
 
 from gpuvs.backends.base import Backend
 from gpuvs.errors import BackendUnavailable, UsageError, WrongResult
+from gpuvs.measuring.as_written import SelfTimed
+from gpuvs.measuring.protocol import Prepared
 from gpuvs.model import Case, Params
-from gpuvs.protocol import Prepared
-from gpuvs.replay import SelfTimed
 from gpuvs.workloads import register
 from gpuvs.workloads.base import TOLERANCE, SizeAxis, Workload, relative_error, with_others
 from gpuvs.workloads.cifar import (

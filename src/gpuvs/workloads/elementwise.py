@@ -25,9 +25,9 @@ from typing import Any
 import numpy as np
 
 from gpuvs.backends.base import Backend
+from gpuvs.measuring.as_written import wall_once
+from gpuvs.measuring.protocol import Prepared
 from gpuvs.model import Case, Params
-from gpuvs.protocol import Prepared
-from gpuvs.replay import wall_once
 from gpuvs.workloads import register
 from gpuvs.workloads.base import (
     ITEMSIZE,

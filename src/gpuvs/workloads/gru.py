@@ -39,9 +39,9 @@ import numpy as np
 
 from gpuvs.backends.base import Backend
 from gpuvs.errors import WrongResult
+from gpuvs.measuring.as_written import SelfTimed, wall_once
+from gpuvs.measuring.protocol import Prepared
 from gpuvs.model import Case, Measurement, Params, Status
-from gpuvs.protocol import Prepared
-from gpuvs.replay import SelfTimed, wall_once
 from gpuvs.workloads import register
 from gpuvs.workloads.base import (
     ITEMSIZE,

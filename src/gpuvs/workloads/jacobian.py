@@ -37,9 +37,9 @@ import numpy as np
 
 from gpuvs.backends.base import Backend, host_memory_free
 from gpuvs.errors import BackendUnavailable, WrongResult
+from gpuvs.measuring.as_written import wall_once
+from gpuvs.measuring.protocol import Prepared
 from gpuvs.model import Case, Params
-from gpuvs.protocol import Prepared
-from gpuvs.replay import wall_once
 from gpuvs.units import nbytes
 from gpuvs.workloads import register
 from gpuvs.workloads.base import (

@@ -13,9 +13,9 @@ from dataclasses import replace
 import numpy as np
 
 from gpuvs.backends.base import Backend
+from gpuvs.measuring.as_written import timeit_loops
+from gpuvs.measuring.protocol import Prepared
 from gpuvs.model import Case, Params
-from gpuvs.protocol import Prepared
-from gpuvs.replay import timeit_loops
 from gpuvs.workloads import register
 from gpuvs.workloads.base import (
     ITEMSIZE,

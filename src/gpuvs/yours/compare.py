@@ -29,13 +29,15 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from gpuvs import backends, criteria, policy
+from gpuvs import backends
 from gpuvs.analysis.speedup import END_TO_END, RESIDENT, data_of
 from gpuvs.config import KEYWORDS, RunConfig, check_devices
 from gpuvs.errors import BackendUnavailable, UsageError, WrongResult
+from gpuvs.execute import policy
+from gpuvs.measuring import criteria
+from gpuvs.measuring.protocol import Budget, Prepared
+from gpuvs.measuring.protocol import measure as protocol_measure
 from gpuvs.model import Case, Measurement, Status
-from gpuvs.protocol import Budget, Prepared
-from gpuvs.protocol import measure as protocol_measure
 from gpuvs.yours import moving
 from gpuvs.yours.agreement import agreement
 from gpuvs.yours.comparison import Comparison
@@ -116,7 +118,6 @@ def _progress_shown(s: _Settings, plan: _Plan, devices: Sequence[str], show: boo
         yield
         return
     from gpuvs.report.progress import progress
-
     told = s.on_result  # the run's own settings: the caller's hook still hears each case
     with progress(len(plan.sizes) * sum(len(placements(d)) for d in devices),
                   stderr=True) as advance:
@@ -252,7 +253,6 @@ def _sizes(sizes: Sequence[int] | str | None) -> tuple[int, ...]:
         return ()
     if isinstance(sizes, str):
         from gpuvs.config import parse_sizes
-
         return parse_sizes([sizes])
     bad = [s for s in sizes if not (isinstance(s, int) and s >= 1)]
     if bad or not sizes:

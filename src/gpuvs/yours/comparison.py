@@ -70,34 +70,29 @@ class Comparison:
     @property
     def crossover(self) -> int | None:
         """The smallest size from which the resident GPU is faster (CI above 1×)."""
-        from gpuvs.report.comparison import resident_crossover
-
+        from gpuvs.report.yours import resident_crossover
         return resident_crossover(self.crossovers)
 
     def table(self, width: int = 120) -> Any:
         """The full tables (`gpuvs run`'s): cases, then crossovers for sweeps."""
         from gpuvs.report.console import Rendered
         from gpuvs.report.layout import result_tables
-
         return Rendered(result_tables(self.measurements), width)
 
     def plot(self, ax: Any = None) -> Any:
         """A matplotlib Figure drawn as the report's plots are: time per call against
         size, one line per device and data placement, 95 % CIs shaded (a sweep); or a
         point per case with its CI (a single size). On `ax` when given."""
-        from gpuvs.report.comparison import figure
-
+        from gpuvs.report.yours import figure
         return figure(self.name, self.measurements, ax)
 
     def explain(self) -> Any:
         """What bounds each GPU case (launch, transfer…) and why, from measured numbers."""
         from gpuvs.analysis.explain import explain
-
         return explain(self.measurements, self._replay)
 
     def to_dict(self) -> dict[str, Any]:
         from gpuvs._version import __version__
-
         return {
             "gpuvs": __version__, "kind": RunKind.YOURS.value, "name": self.name,
             "devices": list(self.devices), "sizes": list(self.sizes),
@@ -114,7 +109,6 @@ class Comparison:
         `gpuvs show RUN_ID`. `config` adds to what the run records (run-file's target)."""
         from gpuvs.store import open_store
         from gpuvs.store.runs import start_run
-
         with open_store(db) as store:
             run = start_run(store, RunKind.YOURS, {
                 "function": self.name, **config, "devices": list(self.devices),
@@ -125,8 +119,7 @@ class Comparison:
             return run.run_id
 
     def __repr__(self) -> str:
-        from gpuvs.report.comparison import summary
-
+        from gpuvs.report.yours import summary
         return summary(self.name, self.measurements)
 
     def _repr_pretty_(self, p: Any, cycle: bool) -> None:
@@ -138,14 +131,12 @@ class Comparison:
 
         from gpuvs.report.layout import result_tables
         from gpuvs.report.markdown import to_html
-
         title = repr(self).splitlines()[0]
         return f"<p><b>{escape(title)}</b></p>\n" + to_html(result_tables(self.measurements))
 
     def rows(self) -> list[dict[str, Any]]:
         """One flat row per case (the CSV export's columns): for a DataFrame, a sheet."""
         from gpuvs.store.export import case_row
-
         return [case_row(m) for m in self.measurements]
 
     def to_pandas(self) -> Any:

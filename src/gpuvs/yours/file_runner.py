@@ -1,7 +1,7 @@
 """run-file's parent: the user's function runs in a worker process
 (`gpuvs.yours.file_worker`), never in gpuvs's own, which keeps the clock and the record.
 
-As the runner does for registered workloads, with the same `gpuvs.child` pieces: the
+As the runner does for registered workloads, with the same `gpuvs.execute.supervisor` pieces: the
 worker says which case it starts and sends each measurement as it finishes, on a pipe of
 their own; the user's prints go to the output whose tail the note on a death quotes. A
 case that outlives the timeout has the worker's process group killed and is `timeout`; a
@@ -29,8 +29,8 @@ from typing import Any
 
 from gpuvs.analysis.explain import explain
 from gpuvs.analysis.speedup import RESIDENT, data_of
-from gpuvs.child import STARTUP_ALLOWANCE_S, Child
 from gpuvs.errors import UsageError
+from gpuvs.execute.supervisor import STARTUP_ALLOWANCE_S, Child
 from gpuvs.model import Case, Measurement, Status
 from gpuvs.yours.compare import WORKLOAD_PREFIX, Unit, placements, skipped_end_to_end, unit
 from gpuvs.yours.comparison import Comparison

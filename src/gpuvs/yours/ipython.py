@@ -27,12 +27,13 @@ from dataclasses import dataclass, replace
 from types import CodeType
 from typing import Any
 
-from gpuvs import criteria, units
+from gpuvs import units
 from gpuvs.config import RunConfig, check_devices
 from gpuvs.errors import GpuvsError, UsageError
+from gpuvs.measuring import criteria
+from gpuvs.measuring.protocol import Budget, Prepared
+from gpuvs.measuring.protocol import measure as protocol_measure
 from gpuvs.model import Case, Measurement
-from gpuvs.protocol import Budget, Prepared
-from gpuvs.protocol import measure as protocol_measure
 from gpuvs.yours import moving
 from gpuvs.yours.moving import clock_for
 from gpuvs.yours.timer import synchronize_all
@@ -227,8 +228,7 @@ def time_source(ns: dict[str, Any], source: str, options: Options) -> Timing:
 
 def _naive_s(call: Callable[[], object], loops: int) -> float:
     """%timeit's figure: loops of calls between two host-clock readings, no synchronise."""
-    from gpuvs.replay import timeit_loops
-
+    from gpuvs.measuring.as_written import timeit_loops
     runs, _ = timeit_loops(call, number=loops, repeat=NAIVE_REPEAT).run()
     synchronize_all()  # drain what was queued, before anything else is timed
     return sum(runs) / len(runs)
@@ -237,7 +237,6 @@ def _naive_s(call: Callable[[], object], loops: int) -> float:
 def compare_source(ns: dict[str, Any], source: str, options: Options) -> Any:
     """`--compare`: the code's tensors, arrays and modules moved to each device in turn."""
     from gpuvs.yours.compare import run
-
     body, last = compiled(source)
     used = names_used(body) | (names_used(last) if last else set())
     movable = {n: ns[n] for n in sorted(used) if n in ns and moving.leaves(ns[n])}

@@ -26,7 +26,7 @@ import numpy as np
 
 from gpuvs import backends
 from gpuvs.errors import BackendUnavailable, UsageError
-from gpuvs.protocol import Clock, HostClock
+from gpuvs.measuring.protocol import Clock, HostClock
 from gpuvs.workloads.base import TOLERANCE
 
 MOVABLE = ("torch tensors, torch.nn.Modules, NumPy and CuPy arrays, and lists, tuples and "

@@ -95,7 +95,6 @@ class GpuvsSession:
         self.budget_s = float(opt("--gpuvs-budget"))
         from gpuvs.config import RunConfig
         from gpuvs.errors import UsageError
-
         try:
             RunConfig(budget_s=self.budget_s).validate({"budget_s": "--gpuvs-budget",
                                                         "timeout_s": "--timeout"})
@@ -119,7 +118,6 @@ class GpuvsSession:
     def _open(self, compare: str | None) -> None:
         from gpuvs.errors import GpuvsError
         from gpuvs.store import open_store
-
         try:
             self.store = open_store(self.db)
             if compare:
@@ -132,7 +130,6 @@ class GpuvsSession:
             if self.save_name is not None:
                 from gpuvs.model import RunKind
                 from gpuvs.store.runs import start_run
-
                 self.run = start_run(self.store, RunKind.PYTEST,
                                      {"name": self.save_name or None})
         except GpuvsError as e:
@@ -148,7 +145,6 @@ class GpuvsSession:
             return None
         from gpuvs import units
         from gpuvs.analysis.regression import change
-
         before_s = getattr(before.summary, self.fail.stat)
         c = change(before, m, self.fail.threshold(before_s), self.fail.stat)
         if c.verdict != "slower":  # the same gate as `gpuvs check`: the whole CI beyond
@@ -172,9 +168,8 @@ class GpuvsSession:
 def _same_machine(baseline: Any) -> None:
     """A baseline from another machine or software set-up measures that set-up: refuse
     it, as `gpuvs check` does, unless --gpuvs-force."""
-    from gpuvs import env
     from gpuvs.errors import UsageError
-
+    from gpuvs.machine import env
     here = env.collect().fingerprint
     if baseline.environment.fingerprint != here:
         raise UsageError(f"saved run {baseline.run_id} ran on another set-up (environment "
@@ -187,7 +182,6 @@ def _find_run(store: Any, wanted: str) -> str | None:
     """A saved pytest run by id or name; 'latest': the newest finished one (or None)."""
     from gpuvs.errors import UsageError
     from gpuvs.model import RunKind
-
     saved = [r for r in store.runs(500)
              if r.kind is RunKind.PYTEST and r.status == "finished"]
     if wanted == "latest":
@@ -248,14 +242,13 @@ def measure_call(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any], name: s
     """Time `fn(*args, **kwargs)` where its data lives; the measurement and fn's output."""
     from dataclasses import replace
 
-    from gpuvs import criteria
+    from gpuvs.measuring import criteria
+    from gpuvs.measuring.protocol import Budget, Prepared
+    from gpuvs.measuring.protocol import measure as protocol_measure
     from gpuvs.model import Case
-    from gpuvs.protocol import Budget, Prepared
-    from gpuvs.protocol import measure as protocol_measure
     from gpuvs.yours import moving
     from gpuvs.yours.compare import source_hash
     from gpuvs.yours.moving import clock_for
-
     data = (args, kwargs)
     where = device or (moving.data_devices(data) or ["cpu"])[0]
     backend, clock = clock_for(where, moving.leaves(data))
@@ -278,7 +271,6 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     if session is None or not session.results:
         return
     from gpuvs import units
-
     tr = terminalreporter
     tr.write_sep("-", "gpuvs")
     against = f" vs {session.baseline_id}" if session.baseline_id else ""

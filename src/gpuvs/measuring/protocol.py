@@ -34,11 +34,11 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
-from gpuvs import caveats
-from gpuvs.criteria import StoppingCriterion
 from gpuvs.errors import WrongResult
+from gpuvs.measuring import caveats
+from gpuvs.measuring.as_written import SelfTimed
+from gpuvs.measuring.criteria import StoppingCriterion
 from gpuvs.model import Case, Measurement, Status
-from gpuvs.replay import SelfTimed
 
 WARMUP_WINDOW = 3
 # "Stopped falling": the best of the last window is within this factor of the window before.

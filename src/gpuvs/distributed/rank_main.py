@@ -1,4 +1,4 @@
-"""A rank: `python -m gpuvs.distributed.worker SPEC.json` under torchrun, or `serve(spec)` inside
+"""A rank: `python -m gpuvs.distributed.rank_main SPEC.json` under torchrun, or `serve(spec)` inside
 the user's own `torchrun` (`gpuvs dist … --launched`).
 
 Every rank runs every case (collectives: small ones in turns, `collectives.run_cases`);
@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from gpuvs.distributed import collectives, scaling
-from gpuvs.distributed.plan import Spec
 from gpuvs.distributed.rank import Ranks, cpu_threads
+from gpuvs.distributed.spec import Spec
 from gpuvs.model import Case, Measurement
 
 ERROR_PREFIX = "gpuvs-dist-error"
@@ -175,7 +175,6 @@ def _ready(world: Ranks) -> dict[str, Any]:
 
 def _store(spec: Spec) -> Any:
     from gpuvs.store import open_store
-
     return open_store(spec.db)
 
 

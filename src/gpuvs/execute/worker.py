@@ -1,6 +1,6 @@
 """The child process: one backend, many cases, one JSON line out per case.
 
-Started by the runner as `python -m gpuvs.worker BACKEND DEVICE` in a fresh interpreter
+Started by the runner as `python -m gpuvs.execute.worker BACKEND DEVICE` in a fresh interpreter
 (never forked after CUDA init). It first loads its framework and starts DEVICE
 (`Backend.preload`), reads one line naming the kinds of case it will run and imports
 what they need (`Workload.preload`), starts NVML, then says `{"ready": true}`: the
@@ -27,11 +27,21 @@ from contextlib import nullcontext
 from dataclasses import replace
 from typing import Any, TextIO
 
-from gpuvs import backends, contention, criteria, policy, telemetry, workloads
+from gpuvs import backends, workloads
 from gpuvs.backends.base import Backend, host_memory_free
 from gpuvs.errors import BackendUnavailable
+from gpuvs.execute import policy
+from gpuvs.machine import contention, telemetry
+from gpuvs.measuring import criteria
+from gpuvs.measuring.protocol import (
+    Budget,
+    Clock,
+    Prepared,
+    measure,
+    measure_again_if_split,
+    replay,
+)
 from gpuvs.model import Case, Caveat, Measurement, Status
-from gpuvs.protocol import Budget, Clock, Prepared, measure, measure_again_if_split, replay
 from gpuvs.units import nbytes
 from gpuvs.workloads.base import Workload, references
 

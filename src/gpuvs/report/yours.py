@@ -120,7 +120,6 @@ def figure(name: str, ms: Sequence[Measurement], ax: Any = None) -> Any:
     CI band (a sweep); or each case's median with its CI (a single size). On `ax` when
     given, else on a figure of its own."""
     from gpuvs.report import draw
-
     plot = _time_plot(name, ms)
     return draw.figure(plot) if ax is None else draw.onto(plot, ax)
 

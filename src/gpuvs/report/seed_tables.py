@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from gpuvs import caveats, seeds, units
-from gpuvs.caveats import ADVICE
+from gpuvs import seeds, units
+from gpuvs.measuring import caveats
+from gpuvs.measuring.caveats import ADVICE
 from gpuvs.model import Caveat, Measurement, Status
 from gpuvs.seeds.base import Figure, Found, Pick, Ratio, Row, Seed, value_of
 from gpuvs.table import Table

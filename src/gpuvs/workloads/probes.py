@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 
 from gpuvs.backends.base import Backend
+from gpuvs.measuring.protocol import Prepared
 from gpuvs.model import Case, Params
-from gpuvs.protocol import Prepared
 from gpuvs.workloads import register
 from gpuvs.workloads.base import ITEMSIZE, Workload, place, random_inputs
 
@@ -105,7 +105,6 @@ class Copy(Probe):
 
         def check(out: object) -> None:
             from gpuvs.workloads.base import reference_check
-
             reference_check(expected.astype(np.float64), case.dtype, backend.to_numpy)(out)
 
         return Prepared(call=copy, check=check)
@@ -136,7 +135,6 @@ class Dispatch(Probe):
         def check(out: object) -> None:
             if not np.all(backend.to_numpy(out) == 1):
                 from gpuvs.errors import WrongResult
-
                 raise WrongResult("a one-element multiply by 1 changed the value")
 
         return Prepared(call=one_op, check=check, single_call=case.param("mode") == "latency")
@@ -216,6 +214,5 @@ class Transfer(Probe):
 
 def _same(out: Any, expected: np.ndarray) -> None:
     from gpuvs.errors import WrongResult
-
     if not np.array_equal(out.cpu().numpy().astype(np.float64), expected):
         raise WrongResult("the copy differs from its source")

@@ -4,7 +4,7 @@ one per post and device for the replays), a clock on every case, each result sav
 The parent owns the clock: a case that outlives its timeout has its worker's whole
 process group killed and is recorded `TIMEOUT`; a worker that dies is `CRASHED` with
 its signal and stderr tail (or `OOM` when SIGKILL came from outside — the host's
-out-of-memory killer), as `gpuvs.child` words it; either way a fresh worker takes the
+out-of-memory killer), as `gpuvs.execute.supervisor` words it; either way a fresh worker takes the
 next case. An out-of-memory stops its series growing. Every measurement is saved the
 moment it arrives, so a kill loses at most the case in flight.
 """
@@ -23,11 +23,11 @@ from typing import Any, Protocol
 
 from gpuvs import backends
 from gpuvs.backends.base import NO_GPU
-from gpuvs.caveats import detect as caveats_of
-from gpuvs.child import STARTUP_ALLOWANCE_S, Child
 from gpuvs.config import RunConfig
+from gpuvs.execute.supervisor import STARTUP_ALLOWANCE_S, Child
+from gpuvs.measuring.caveats import detect as caveats_of
+from gpuvs.measuring.protocol import Budget
 from gpuvs.model import Case, Caveat, Measurement, Params, Status
-from gpuvs.protocol import Budget
 
 # A fresh worker imports its framework and initialises the device before its first case.
 # A case whose call took longer than this (a seconds-long Jacobian) is sampled in one
@@ -97,11 +97,11 @@ class RunSummary:
 class Worker(Child):
     """One child process for one backend, talked to in JSON lines. It starts `device`,
     and imports what the `preload` cases need, before it says it is ready
-    (`gpuvs.worker`)."""
+    (`gpuvs.execute.worker`)."""
 
     def __init__(self, backend: str, device: str = "cpu", preload: Sequence[Case] = ()
                  ) -> None:
-        super().__init__([sys.executable, "-m", "gpuvs.worker", backend, device],
+        super().__init__([sys.executable, "-m", "gpuvs.execute.worker", backend, device],
                          env=backends.get(backend).worker_env())
         self.device = device
         # One case of each kind (workload, variant, parameters): the imports differ by

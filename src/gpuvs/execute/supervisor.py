@@ -18,7 +18,7 @@ import threading
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 
-from gpuvs import policy
+from gpuvs.execute import policy
 from gpuvs.model import Case, Measurement, Status
 
 # A fresh child imports its framework (and the user's file) and initialises the device

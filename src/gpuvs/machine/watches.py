@@ -1,0 +1,89 @@
+"""The machine's watches (`gpuvs.measuring.watch`): what every entry point enters around a
+case — the GPU's sensors (telemetry), other processes' CPU time (contention) and, in a
+worker, NumPy's BLAS held to one thread while another framework is timed. `standard`
+assembles them, so the worker, `gpuvs.measure` and `gpuvs.compare` name the same caveats
+from the same readings."""
+
+from __future__ import annotations
+
+from contextlib import AbstractContextManager
+from typing import Any
+
+from gpuvs.machine import contention, telemetry
+from gpuvs.measuring.watch import Seen, Watch, Watches
+from gpuvs.model import Caveat
+
+
+class Telemetry(Watch):
+    """The GPU's clocks, power, temperature and throttle reasons (NVML) around the case:
+    the warm-up waits for the clocks to settle, a power or heat limit makes the protocol
+    sample over its whole budget, and a slow-down or another process on the GPU is said."""
+
+    def __init__(self, device: str) -> None:
+        self.device = device
+        self.readings: telemetry.Watch | None = None
+
+    def case_started(self) -> None:
+        readings = telemetry.Watch(self.device)
+        self.readings = readings if readings.active else None
+
+    def settled(self) -> bool | None:
+        return None if self.readings is None else self.readings.settled()
+
+    def governed(self) -> bool | None:
+        return None if self.readings is None else self.readings.governed()
+
+    def case_ended(self) -> Seen:
+        r = self.readings
+        if r is None:
+            return Seen()
+        r.finish()
+        caveats = ((Caveat.THROTTLED,) if r.throttled() else ()) + (
+            (Caveat.CONTENDED,) if r.other_processes else ())
+        counters = r.counters() | ({"gpu_other_processes": float(len(r.other_processes))}
+                                   if r.other_processes else {})
+        return Seen(caveats, counters)
+
+
+class Contention(Watch):
+    """Other processes' CPU time over the case, against the cores it asked for (`demand`:
+    its threads on the CPU, the one thread that launches work on a GPU)."""
+
+    def __init__(self, demand: float) -> None:
+        self.demand = demand
+        self.before: contention.Snapshot | None = None
+
+    def case_started(self) -> None:
+        self.before = contention.snapshot()
+
+    def case_ended(self) -> Seen:
+        assert self.before is not None
+        after = contention.snapshot()
+        share = contention.others_share(self.before, after, self.demand)
+        busy = contention.contended(self.before, after, self.demand)
+        return Seen((Caveat.CONTENDED,) if busy else (), {"others_cpu_share": share})
+
+
+class Held(Watch):
+    """A context held while the protocol times the case (not while its inputs are built):
+    NumPy's OpenBLAS held to one thread while another framework computes."""
+
+    def __init__(self, hold: Any) -> None:
+        self._hold = hold
+
+    def timing(self) -> AbstractContextManager[object]:
+        hold: AbstractContextManager[object] = self._hold()
+        return hold
+
+
+def standard(device: str, cpu_threads: int | None = None, hold: Any = None) -> Watches:
+    """The watches every case is timed inside: telemetry on a GPU, contention against the
+    cores the case asks for (`cpu_threads` on the CPU, one on a GPU), and `hold` (a
+    context factory, e.g. `Backend.quiet_numpy_blas`) around the timed calls."""
+    demand = float(cpu_threads or 1) if device == "cpu" else 1.0
+    found: list[Watch] = [Contention(demand)]
+    if device.startswith("cuda"):
+        found.insert(0, Telemetry(device))
+    if hold is not None:
+        found.append(Held(hold))
+    return Watches(found)
