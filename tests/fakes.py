@@ -311,6 +311,9 @@ class TwoParts(_TestWorkload):
     name = "test_two_parts"
     description = "a call whose parts are timed apart"
 
+    def has_parts(self, case: Case) -> bool:
+        return True
+
     def prepare(self, backend: Backend, case: Case) -> Prepared:
         def one() -> None:
             spin(1e-3)

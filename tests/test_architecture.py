@@ -38,7 +38,7 @@ ALLOWED: dict[str, set[str]] = {
                 "workloads"},
     # results kept, and what they mean
     "store": {"_version", "errors", "machine", "model"},
-    "analysis": {"backends", "machine", "measuring", "model", "stats", "units", "workloads"},
+    "analysis": {"machine", "model", "stats", "units"},
     # the five posts; several processes at once
     "seeds": {"analysis", "measuring", "model", "registry", "table", "units", "workloads"},
     "distributed": {"errors", "measuring", "model", "store", "units", "workloads"},

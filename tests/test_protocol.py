@@ -3,13 +3,24 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
 
 import pytest
 from tests.fakes import SimClock, SimDevice, SimTimer, UnsyncedClock, spin
 
 from gpuvs.errors import WrongResult
 from gpuvs.measuring.criteria import FixedCount, MedianCI
-from gpuvs.measuring.protocol import GOVERNED_SAMPLE_S, Budget, HostClock, Prepared, measure
+from gpuvs.measuring.protocol import (
+    GOVERNED_SAMPLE_S,
+    Budget,
+    HostClock,
+    Prepared,
+    measure,
+    measure_watched,
+)
+from gpuvs.measuring.watch import Seen, Watch, Watches
 from gpuvs.model import Case, Caveat, Status
 
 CASE = Case("w", "correct", "b", "cpu", "float32", 1)
@@ -175,7 +186,7 @@ def test_samples_laid_end_to_end_miss_nothing_a_loop_of_calls_pays() -> None:
     assert span - sum(paired.elapsed()) == pytest.approx(5 * dev.event_s, rel=1e-6)
 
 
-class PowerCap:
+class PowerCap(Watch):
     """The sensors of a card whose power limit sets its clocks (or does not)."""
 
     def __init__(self, governed: bool) -> None:
@@ -198,7 +209,8 @@ def test_under_a_power_cap_samples_span_the_whole_budget_not_one_phase_of_the_sw
     dev.host = dev.queue_end = 0.2  # the slowest step of the swing starts
     def swing() -> float:  # 0.1 s steps of a 0.8 s swing, ±10 % around 1.5 ms
         return 1.5e-3 * (1 + 0.1 * math.sin(2 * math.pi * (dev.queue_end // 0.1) / 8))
-    m = measure(Prepared(lambda: dev.launch(swing()), _ok, sensors=PowerCap(capped)), CASE,
+    sensors = Watches([PowerCap(capped)])
+    m = measure(Prepared(lambda: dev.launch(swing()), _ok, watches=sensors), CASE,
                 SimClock(dev), MedianCI(), Budget(seconds=1.6))
     assert m.summary is not None
     sampled_s = len(m.samples) * m.loops * m.summary.median
@@ -229,8 +241,102 @@ def test_a_cap_that_sets_in_while_sampling_starts_the_sampling_again_under_it() 
     dev = SimDevice(launch_s=1e-6)
     sensors = CapSetsIn(after=2)  # after the warm-up's reading and the first batch's
     kernel = lambda: 1.5e-3 if sensors.readings > sensors.after else 1.2e-3  # noqa: E731
-    m = measure(Prepared(lambda: dev.launch(kernel()), _ok, sensors=sensors), CASE,
+    m = measure(Prepared(lambda: dev.launch(kernel()), _ok, watches=Watches([sensors])), CASE,
                 SimClock(dev), MedianCI(), Budget(seconds=0.5))
     assert m.summary is not None and m.counters == {"clocks_governed": 1.0}
     assert m.summary.min == pytest.approx(1.5e-3, rel=1e-3)  # nothing from before the cap
     assert m.loops * m.summary.median >= 0.9 * GOVERNED_SAMPLE_S
+
+
+class Diary(Watch):
+    """A watch that writes down what it hears, and says one thing at the end."""
+
+    def __init__(self, said: Seen | None = None) -> None:
+        self.heard: list[str] = []
+        self.said = said or Seen()
+
+    def case_started(self) -> None:
+        self.heard.append("case")
+
+    def timing(self) -> Any:
+        @contextmanager
+        def held() -> Iterator[None]:
+            self.heard.append("hold")
+            yield
+            self.heard.append("release")
+        return held()
+
+    def sampling_started(self) -> None:
+        self.heard.append("sampling")
+
+    def sampling_ended(self, calls: int) -> None:
+        self.heard.append(f"sampled {calls} calls")
+
+    def case_ended(self) -> Seen:
+        self.heard.append("end")
+        return self.said
+
+
+SHORT = Budget(seconds=0.05)
+
+
+def _timed_on_sim(watches: Watches, budget: Budget = SHORT) -> Any:
+    dev = SimDevice(launch_s=1e-6)
+    made: list[int] = []
+
+    def make() -> Prepared:
+        made.append(1)
+        return Prepared(lambda: dev.launch(1e-4), _ok)
+    m, _ = measure_watched(make, CASE, SimClock(dev), MedianCI, budget, watches,
+                           pause=lambda s: None)
+    return m, len(made)
+
+
+def test_every_entry_point_times_inside_its_watches_in_one_order() -> None:
+    diary = Diary(Seen((Caveat.THROTTLED,), {"power_w": 300.0}))
+    m, _ = _timed_on_sim(Watches([diary]))
+    assert diary.heard[:3] == ["case", "hold", "sampling"]
+    assert diary.heard[-2:] == ["release", "end"]
+    calls = int(diary.heard[3].split()[1])
+    assert calls >= len(m.samples) * m.loops  # every call run while sampling, lead-ins too
+    assert Caveat.THROTTLED in m.caveats and m.counters["power_w"] == 300.0
+
+
+def test_a_contended_case_is_measured_again_after_a_pause_and_kept_clean_if_it_clears(
+        ) -> None:
+    class BusyOnce(Watch):
+        def __init__(self) -> None:
+            self.ends = 0
+
+        def case_ended(self) -> Seen:
+            self.ends += 1
+            return Seen((Caveat.CONTENDED,) if self.ends == 1 else ())
+
+    m, made = _timed_on_sim(Watches([BusyOnce()]))
+    assert made == 2 and Caveat.CONTENDED not in m.caveats
+    assert m.counters["contended_retries"] == 1.0
+
+
+def test_a_case_that_stays_contended_is_kept_with_the_caveat() -> None:
+    always = Watches([Diary(Seen((Caveat.CONTENDED,)))])
+    m, made = _timed_on_sim(always)
+    assert made == 2 and Caveat.CONTENDED in m.caveats
+
+
+def test_an_energy_window_keeps_sampling_after_the_criterion_is_met() -> None:
+    """A counter that moves every 100 ms needs about a second of calls: sampling goes on
+    for `min_sampling_s` even once the CI is tight."""
+    quick, _ = _timed_on_sim(Watches())
+    spanned, _ = _timed_on_sim(Watches(), Budget(seconds=0.05, min_sampling_s=1.0))
+    assert sum(quick.samples) * quick.loops < 0.2
+    assert sum(spanned.samples) * spanned.loops >= 0.9
+
+
+def test_a_process_that_has_observed_takes_no_timed_samples(monkeypatch) -> None:
+    from gpuvs.measuring import watch
+
+    monkeypatch.setattr(watch, "_OBSERVED", [])
+    with watch.observing("a profiler session"):
+        pass
+    with pytest.raises(watch.Observed, match="already ran a profiler session"):
+        _timed_on_sim(Watches())

@@ -1,5 +1,5 @@
 """The posts' timing methods, replayed: right on synchronous work, wrong on asynchronous
-work in the way the posts were wrong — and `replay` checks the output either way."""
+work in the way the posts were wrong — and `measure_as_written` checks the output either way."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from tests.fakes import spin
 
 from gpuvs.errors import WrongResult
 from gpuvs.measuring.as_written import timeit_loops, wall_once
-from gpuvs.measuring.protocol import HostClock, Prepared, replay
+from gpuvs.measuring.protocol import HostClock, Prepared, measure_as_written
 from gpuvs.model import Case, Status
 
 CASE = Case("w", "as_written", "b", "cpu", "float32", 1)
@@ -83,7 +83,7 @@ def test_replay_keeps_the_posts_number_and_checks_the_output_after_the_device_dr
     prepared = Prepared(call=lambda: device.launch(WORK_S), check=_ok,
                         self_timed=wall_once(lambda: device.launch(WORK_S)))
     t0 = time.perf_counter()
-    m = replay(prepared, CASE, ThreadClock(device))
+    m = measure_as_written(prepared, CASE, ThreadClock(device))
     assert time.perf_counter() - t0 >= WORK_S  # drained before the check
     assert m.status is Status.OK and len(m.samples) == 1
     assert m.samples[0] < WORK_S / 10
@@ -95,5 +95,5 @@ def test_a_wrong_output_from_a_replay_is_a_wrong_result() -> None:
         raise WrongResult("relative error 1.0e+00")
 
     prepared = Prepared(call=lambda: 1, check=wrong, self_timed=wall_once(lambda: 1))
-    m = replay(prepared, CASE, HostClock())
+    m = measure_as_written(prepared, CASE, HostClock())
     assert m.status is Status.WRONG_RESULT and "relative error" in m.reason

@@ -260,10 +260,11 @@ def test_workers_of_other_frameworks_let_numpys_blas_threads_sleep_after_work(mo
     assert env_of("torch")["OPENBLAS_THREAD_TIMEOUT"] == "20"
 
 
-def test_a_later_pass_adds_samples_and_keeps_what_the_first_measured_once() -> None:
-    """Parts, kernel counts and busy time cost seconds a case (the profiler, a graph
-    capture) and do not change between processes: the second pass only samples again,
-    and the merged case keeps the first pass's (here each GRU timed alone)."""
+def test_a_case_is_observed_after_its_pass_is_timed_and_a_later_pass_only_samples() -> None:
+    """Parts, kernel counts and busy time are observations: made after the first pass's
+    last timed case, in the worker that timed it (which times nothing more), before the
+    second pass samples again in a fresh process; the merged case keeps them (here each
+    GRU timed alone)."""
     gru = Case("gru", "correct", "torch", "cpu", "float32", 20,
                (("axis", "hidden"), ("how", "sequential")))
     passes: list[Measurement] = []
@@ -273,11 +274,13 @@ def test_a_later_pass_adds_samples_and_keeps_what_the_first_measured_once() -> N
             passes.append(m)
 
     execute(EachPass(), [gru], RunConfig(budget_s=0.1, passes=2, timeout_s=120))
-    first, final = passes
-    assert "gru1_s" in first.counters and "gru2_s" in first.counters
+    timed, observed, final = passes
+    assert "gru1_s" not in timed.counters  # timing the case times the whole call only
+    assert "gru1_s" in observed.counters and "gru2_s" in observed.counters
+    assert observed.samples == timed.samples
     assert final.counters["passes"] == 2
-    assert final.counters["gru1_s"] == first.counters["gru1_s"]  # not measured again
-    assert len(final.samples) > len(first.samples)
+    assert final.counters["gru1_s"] == observed.counters["gru1_s"]  # not measured again
+    assert len(final.samples) > len(timed.samples)
 
 
 class Watching(Collected):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gpuvs import backends
+from gpuvs.execute.observe import observations, observe
 from gpuvs.execute.worker import run_case
 from gpuvs.model import Case, Status
 
@@ -31,14 +32,31 @@ def test_a_threads_param_limits_the_cpu_threads_for_that_case_only(backend: str)
     assert b.threads() == before
 
 
-def test_parts_are_timed_alone_and_stored_as_counters() -> None:
+def test_parts_are_timed_alone_when_the_case_is_observed_not_while_it_is_timed() -> None:
     import tests.fakes  # noqa: F401
 
-    m = _run("numpy", Case("test_two_parts", "correct", "numpy", "cpu", "float32", 1))
+    case = Case("test_two_parts", "correct", "numpy", "cpu", "float32", 1)
+    m = _run("numpy", case)
     assert m.status is Status.OK, m.reason
-    one, two = m.counters["one_s"], m.counters["two_s"]
-    assert 1e-3 <= one < two and two >= 2e-3  # busy-waits: never early, late when busy
+    assert "one_s" not in m.counters  # timing the case times the whole call only
     assert m.summary is not None and m.summary.median >= 3e-3
+    assert observations(backends.get("numpy"), case, m.summary.median) == ("parts",)
+    seen = observe(backends.get("numpy"), {"observe": {"case": case.to_dict(),
+                                                       "what": "parts"}, **REQUEST})
+    one, two = seen["one_s"], seen["two_s"]
+    assert 1e-3 <= one < two and two >= 2e-3  # busy-waits: never early, late when busy
+
+
+def test_a_process_that_observed_refuses_to_time(monkeypatch) -> None:
+    """The rule that keeps a profiler's cost out of later samples, checked at run time."""
+    from gpuvs.measuring import watch
+
+    monkeypatch.setattr(watch, "_OBSERVED", [])
+    with watch.observing("the profile of a case"):
+        pass
+    m = _run("numpy", Case("matmul", "correct", "numpy", "cpu", "float32", 16))
+    assert m.status is Status.CRASHED
+    assert "already ran the profile of a case" in m.reason
 
 
 def test_a_cuda_case_on_a_machine_without_a_gpu_says_so_before_importing_anything() -> None:

@@ -4,19 +4,20 @@ a CUDA device; `gpuvs.compare(fn, *args)`, the same function on each device, com
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from gpuvs import backends
 from gpuvs.config import KEYWORDS, RunConfig
 from gpuvs.errors import BackendUnavailable, UsageError
-from gpuvs.machine import telemetry
+from gpuvs.machine import watches
 from gpuvs.measuring import criteria
-from gpuvs.measuring.protocol import Budget, Clock, HostClock, Prepared, measure_again_if_split
-from gpuvs.model import Case, Caveat, Measurement
+from gpuvs.measuring.protocol import Budget, Clock, HostClock, Prepared, measure_watched
+from gpuvs.model import Case, Measurement
 
 if TYPE_CHECKING:
     from gpuvs.yours.comparison import Comparison
+
+
 def _no_check(out: object) -> None:
     return None
 
@@ -29,26 +30,21 @@ def measure(fn: Callable[[], object], *, device: str = "cpu", budget_s: float = 
     On `device="cuda"` / `"cuda:N"` the work is timed with CUDA events through PyTorch
     and the host clock is only read after synchronising. `check(output)` runs once,
     outside the timed region, and should raise `gpuvs.errors.WrongResult` on a bad output.
-    The first call is timed alone and kept apart as `first_call_s`. On a GPU the device's
-    sensors are read as the command line reads them: the warm-up waits for the clocks to
-    settle, a case under a power or heat limit is sampled over the whole budget, and one
-    whose samples split or drift is measured again with more budget; `throttled` and
-    `contended` (another process on the GPU) say when the machine was not steady.
+    The first call is timed alone and kept apart as `first_call_s`. The case is timed
+    inside the same watches as the command line's: on a GPU the warm-up waits for the
+    clocks to settle and a case under a power or heat limit is sampled over its whole
+    budget; other processes on the CPUs or the GPU make it `contended` (it is measured
+    again after a pause first); one whose samples split or drift is measured again with
+    more budget. Nothing observes your process: no profiler, no graph capture.
     """
     RunConfig(budget_s=budget_s, criterion=criterion, devices=(device,)).validate(KEYWORDS)
     clock = _clock(device)
     case = Case(name, "correct", "torch" if device != "cpu" else "python", device, "", 0)
-    watch = telemetry.Watch(device)
-    m, _ = measure_again_if_split(
+    m, _ = measure_watched(
         lambda: Prepared(call=fn, check=check or _no_check, single_call=single_call), case,
         clock, criteria.parse(criterion), Budget(seconds=budget_s),
-        watch if watch.active else None)
-    if not watch.active:
-        return m
-    watch.finish()
-    found = ((Caveat.THROTTLED,) if watch.throttled() else ()) + (
-        (Caveat.CONTENDED,) if watch.other_processes else ())
-    return replace(m, caveats=m.caveats + found, counters={**m.counters, **watch.counters()})
+        watches.standard(device))
+    return m
 
 
 def _clock(device: str) -> Clock:

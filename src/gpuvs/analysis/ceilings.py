@@ -22,6 +22,15 @@ GPU_COPY_ELEMENTS = 1 << 28   # 1 GiB of float32: far beyond any L2
 CPU_STREAM_ELEMENTS = 1 << 25  # 3 arrays of float64: 805 MB, far beyond any CPU cache
 CACHE_TRIAD_BYTES_PER_ELEMENT = 3 * 8
 TRANSFER_ELEMENTS = 1 << 26
+# The ceiling a one-element op's time per call is: what launching or dispatching one op
+# costs, which decides launch-bound work.
+DISPATCH = "per-op dispatch cost"
+
+
+def dispatch_probes(pairs: Iterable[tuple[str, str]]) -> list[Case]:
+    """The `dispatch` probe (ops queued back to back) for each (backend, device)."""
+    return [Case("dispatch", "correct", backend, device, "float32", 1, (("mode", "loop"),))
+            for backend, device in sorted(set(pairs))]
 
 
 def probe_cases(backends: Iterable[str]) -> list[Case]:
@@ -115,7 +124,7 @@ def _ceiling(m: Measurement) -> Ceiling | None:
         if c.param("mode") == "latency":  # what a caller waits: launch + synchronise
             wall = m.wall_summary.median if m.wall_summary else median
             return Ceiling("launch + sync latency", c.device, c.backend, wall, "s", key)
-        return Ceiling("per-op dispatch cost", c.device, c.backend, median, "s", key)
+        return Ceiling(DISPATCH, c.device, c.backend, median, "s", key)
     return None
 
 

@@ -1,11 +1,14 @@
 """Why a comparison came out as it did, from numbers measured on this machine.
 
-For each finished GPU case of a comparison (`gpuvs.compare`'s measurements):
+For each finished GPU case of a comparison (`gpuvs.compare`'s measurements), from what
+was measured and handed in — never measured here:
 
-- the kernels and host↔device copies of one call, counted by the framework's profiler
-  (torch on CUDA), where one call is short enough (PROFILE_MAX_S) to profile again;
-- the per-op dispatch cost of the backend on the GPU and on the CPU, measured now with
-  the `dispatch` ceiling probe (once per process);
+- the kernels and host↔device copies of one call (`kernels`, by case key), counted by the
+  framework's profiler in a process that had finished timing (run-file's worker counts
+  them at the end; `gpuvs.compare` in your own process counts none: gpuvs never profiles
+  the process it times in);
+- the per-op dispatch cost of the backend on the GPU and on the CPU (`ceilings`: the
+  `dispatch` probe, measured by `gpuvs ceilings` or in a worker for the comparison);
 - then `gpuvs.analysis.roofline.classify` names the bound: **launch-bound** when the time
   per call is near kernels × dispatch cost, **transfer-bound** when an end-to-end call
   spends most of its time copying. gpuvs cannot count the FLOPs or bytes of a user's
@@ -15,26 +18,22 @@ For each finished GPU case of a comparison (`gpuvs.compare`'s measurements):
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from gpuvs import backends, units
+from gpuvs import units
 from gpuvs.analysis import speedup
 from gpuvs.analysis.crossover import crossovers
-from gpuvs.analysis.roofline import Bound, Finding, classify
+from gpuvs.analysis.roofline import Bound, Finding, classify, dispatch_cost
 from gpuvs.analysis.speedup import best_cpu_by_size, data_of
-from gpuvs.measuring import criteria
-from gpuvs.measuring.protocol import Budget
-from gpuvs.measuring.protocol import measure as protocol_measure
-from gpuvs.model import Case, Ceiling, Measurement, Status
+from gpuvs.model import Ceiling, Measurement, Status
 
-PROFILE_MAX_S = 10.0
-DISPATCH_BUDGET_S = 0.2
 FIRST_CALL_FACTOR = 10.0
-_DISPATCH: dict[tuple[str, str], float | None] = {}
+NOT_COUNTED = (" (kernels not counted: gpuvs never profiles the process that times; "
+               "`gpuvs run-file` counts them in a worker)")
 
-Replay = Callable[[Case], Callable[[], object]]
+Kernels = Mapping[str, Mapping[str, float]]
 
 
 @dataclass(frozen=True)
@@ -53,9 +52,10 @@ class Explanation:
         p.text(str(self))
 
 
-def explain(ms: Sequence[Measurement], replay: Replay | None) -> Explanation:
-    """Why each GPU case of `ms` came out as it did; `replay(case)` gives a fresh call of
-    a case to profile (None: kernels are not counted)."""
+def explain(ms: Sequence[Measurement], ceilings: Sequence[Ceiling],
+            kernels: Kernels | None = None) -> Explanation:
+    """Why each GPU case of `ms` came out as it did, against the measured `ceilings`
+    (dispatch costs) and the `kernels` counted for each case key (None: not counted)."""
     lines: list[str] = []
     found: list[Finding] = []
     sweep = len({m.case.size for m in ms}) > 1
@@ -71,14 +71,15 @@ def explain(ms: Sequence[Measurement], replay: Replay | None) -> Explanation:
             continue
         speed = speedups.get((m.case.device, data_of(m.case), m.case.size))
         head = f"{_where(sweep, m)}: {speed}" if speed else _where(sweep, m)
-        finding, detail = _finding(m, resident.get((m.case.device, m.case.size)), replay)
+        finding, detail = _finding(m, resident.get((m.case.device, m.case.size)), ceilings,
+                                   kernels)
         if finding is not None:
             found.append(finding)
             lines.append(f"{head}. {finding.bound}: {finding.why}")
         else:
             lines.append(f"{head}. {detail}")
         if finding is not None and finding.bound is Bound.LAUNCH and m.case.size in cpu:
-            lines.append("  " + _cpu_contrast(m))
+            lines.append("  " + _cpu_contrast(m, ceilings))
     lines += _first_calls(ms) + _crossovers(ms)
     if not any(m.status is Status.OK and m.case.device != "cpu" for m in ms):
         lines += [f"{_where(sweep, m)}: {units.seconds(m.summary.median)} per call, first call "
@@ -93,8 +94,8 @@ def _where(sweep: bool, m: Measurement) -> str:
     return f"{at}{m.case.device}{data}"
 
 
-def _finding(m: Measurement, resident: Measurement | None, replay: Replay | None
-             ) -> tuple[Finding | None, str]:
+def _finding(m: Measurement, resident: Measurement | None, ceilings: Sequence[Ceiling],
+             kernels: Kernels | None) -> tuple[Finding | None, str]:
     if data_of(m.case) == "end_to_end":
         found = classify(m, [], resident)
         if found is not None or resident is None or resident.summary is None:
@@ -102,15 +103,14 @@ def _finding(m: Measurement, resident: Measurement | None, replay: Replay | None
         share = 1 - resident.summary.median / m.summary.median  # type: ignore[union-attr]
         return None, (f"copies take {max(share, 0):.0%} of the call; the work on the device "
                       "takes the rest")
-    counts, note = _profile(m, replay)
-    dispatch = dispatch_cost(m.case.backend, m.case.device)
+    counts = dict((kernels or {}).get(m.case.key, {}))
+    note = NOT_COUNTED if kernels is None else ""
+    dispatch = dispatch_cost(m.case.backend, m.case.device, ceilings)
     if dispatch is None:
         return None, "the dispatch cost could not be measured here" + note
-    ceiling = Ceiling("per-op dispatch cost", m.case.device, m.case.backend, dispatch, "s",
-                      "measured by gpuvs.analysis.explain")
     counted = replace(m, counters={**m.counters, **counts,
                                    "launches": counts.get("kernels") or 1.0})
-    found = classify(counted, [ceiling])
+    found = classify(counted, ceilings)
     if found is not None and found.bound is Bound.LAUNCH:
         return found, ""
     t = m.summary.median  # type: ignore[union-attr]
@@ -118,44 +118,16 @@ def _finding(m: Measurement, resident: Measurement | None, replay: Replay | None
         per = t / counts["kernels"]
         return None, (f"{counts['kernels']:.0f} kernels per call, {units.seconds(per)} each "
                       f"on average against {units.seconds(dispatch)} to launch one: the time "
-                      "goes to the kernels' own work, not to launching them" + note)
+                      "goes to the kernels' own work, not to launching them")
     return None, (f"{units.seconds(t)} per call is {t / dispatch:.0f}× the cost of one op "
                   f"({units.seconds(dispatch)}): not launch-bound; gpuvs cannot count your "
                   "code's FLOPs or bytes, so it does not say compute- or memory-bound" + note)
 
 
-def _profile(m: Measurement, replay: Replay | None) -> tuple[dict[str, float], str]:
-    """Kernels and copies of one resident call, or why they were not counted."""
-    if replay is None:
-        return {}, ""
-    if m.summary is not None and m.summary.median > PROFILE_MAX_S:
-        return {}, f" (kernels not counted: one call takes over {PROFILE_MAX_S:.0f} s)"
-    try:
-        return backends.get(m.case.backend).profile(replay(m.case), m.case.device), ""
-    except Exception as e:  # the profiler is optional: say why it is missing
-        return {}, f" (kernels not counted: {type(e).__name__}: {e})"
-
-
-def dispatch_cost(backend: str, device: str) -> float | None:
-    """Seconds per one-element op of `backend` on `device`, queued back to back."""
-    key = (backend, device)
-    if key not in _DISPATCH:
-        from gpuvs import workloads
-        b = backends.get(backend)
-        _DISPATCH[key] = None
-        if b.unavailable_reason(device) is None:
-            case = Case("dispatch", "correct", backend, device, "float32", 1,
-                        (("mode", "loop"),))
-            prepared = workloads.get("dispatch").prepare(b, case)
-            m = protocol_measure(prepared, case, b.clock(device),
-                                 criteria.parse("median-ci")(), Budget(DISPATCH_BUDGET_S))
-            _DISPATCH[key] = m.summary.median if m.summary is not None else None
-    return _DISPATCH[key]
-
-
-def _cpu_contrast(m: Measurement) -> str:
+def _cpu_contrast(m: Measurement, ceilings: Sequence[Ceiling]) -> str:
     cpu_backend = "numpy" if m.case.backend == "cupy" else m.case.backend
-    cpu, gpu = dispatch_cost(cpu_backend, "cpu"), dispatch_cost(m.case.backend, m.case.device)
+    cpu = dispatch_cost(cpu_backend, "cpu", ceilings)
+    gpu = dispatch_cost(m.case.backend, m.case.device, ceilings)
     if cpu is None or gpu is None:
         return ""
     return (f"one op costs {units.seconds(cpu)} to dispatch on the CPU ({cpu_backend}) and "

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from gpuvs import units
-from gpuvs.analysis.ceilings import peak_for
+from gpuvs.analysis.ceilings import DISPATCH, peak_for
 from gpuvs.model import Case, Caveat, Ceiling, Measurement, Status
 
 LAUNCH_FACTOR = 2.0
@@ -105,12 +105,18 @@ def busy_seconds(m: Measurement) -> float | None:
     return None
 
 
-def _dispatch(case: Case, ceilings: Sequence[Ceiling]) -> float | None:
+def dispatch_cost(backend: str, device: str, ceilings: Sequence[Ceiling]) -> float | None:
+    """Seconds per one-element op of `backend` on `device` (the CPU, or any GPU), as the
+    `dispatch` probe measured it; None where it was not."""
     for c in ceilings:
-        if c.name == "per-op dispatch cost" and c.backend == case.backend \
-                and (c.device == "cpu") == (case.device == "cpu"):
+        if c.name == DISPATCH and c.backend == backend \
+                and (c.device == "cpu") == (device == "cpu"):
             return c.value
     return None
+
+
+def _dispatch(case: Case, ceilings: Sequence[Ceiling]) -> float | None:
+    return dispatch_cost(case.backend, case.device, ceilings)
 
 
 def _by_intensity(m: Measurement, t: float, ceilings: Sequence[Ceiling]) -> Finding | None:

@@ -232,6 +232,10 @@ class Backend(ABC):
 
         return flush
 
+    def observes(self, device: str) -> bool:
+        """Whether `profile` and `busy_time` can say anything on `device`."""
+        return False
+
     def profile(self, call: Callable[[], object], device: str) -> dict[str, float]:
         """Kernels and host↔device copies one call launches, where a profiler can tell,
         and `busy_kernels_s`: the time its kernels kept the device busy."""

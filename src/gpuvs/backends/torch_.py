@@ -191,6 +191,9 @@ class TorchBackend(Backend):
         buf = torch.empty(2 * l2 // 4, dtype=torch.float32, device=device)
         return buf.zero_
 
+    def observes(self, device: str) -> bool:
+        return device.startswith("cuda")
+
     def profile(self, call: Callable[[], object], device: str) -> dict[str, float]:
         """Count the CUDA kernels and host↔device copies of one call with torch.profiler.
 

@@ -24,6 +24,7 @@ from typing import Any, Protocol
 from gpuvs import backends
 from gpuvs.backends.base import NO_GPU
 from gpuvs.config import RunConfig
+from gpuvs.execute.observe import observations
 from gpuvs.execute.supervisor import STARTUP_ALLOWANCE_S, Child
 from gpuvs.measuring.caveats import detect as caveats_of
 from gpuvs.measuring.protocol import Budget
@@ -36,10 +37,6 @@ PASS_MAX_CASE_S = 3.0
 # Caveats a pass sees from outside the samples, kept when passes are merged.
 PASS_CAVEATS = frozenset({Caveat.CONTENDED, Caveat.THROTTLED, Caveat.TF32_ON,
                           Caveat.MULTIMODAL, Caveat.DRIFTING})
-# A case measured while other processes held the machine is measured again after a
-# pause, at most this many times; if it stays contended it is stored with the caveat.
-CONTENDED_RETRIES = 1
-CONTENDED_PAUSE_S = 2.0
 
 
 class Recorder(Protocol):
@@ -213,6 +210,16 @@ class Pool:
         self._settle()
         return worker
 
+    def observer(self, case: Case) -> Worker:
+        """The worker that observes `case`: its backend's measuring worker of the pass
+        just ended, which times nothing more, or a fresh one if that one died."""
+        b = case.backend
+        worker = self.measuring.get(b)
+        if worker is None or worker.proc.poll() is not None:
+            worker = self.measuring[b] = Worker(b, case.device)
+        self._settle()
+        return worker
+
     def drop(self, worker: Worker) -> None:
         """A worker that died or must be replaced: the next case starts a fresh one."""
         for group in (self.measuring, self.replaying):
@@ -312,6 +319,8 @@ def execute(run: Recorder, cases: Iterable[Case], config: RunConfig,
                     summary.counts[m.status.value] += 1
                     summary.measurements.append(m)
                     on_result(m, pace.left_s())
+            if n == 0:
+                _observe(pool, done, request_base, config, run)
     finally:
         pool.close(stopping=sys.exc_info()[0] is not None)  # Ctrl-C, SIGTERM: kill them
     return summary
@@ -370,15 +379,35 @@ def _dispatch(case: Case, pool: Pool, request_base: dict[str, Any],
     worker's `case_s` plus starting workers where they were started for it."""
     t0 = time.perf_counter()
     m = _answered(case, pool, request_base, config)
-    retries = 0
-    while Caveat.CONTENDED in m.caveats and retries < CONTENDED_RETRIES:
-        time.sleep(CONTENDED_PAUSE_S)  # let whatever else runs finish, then measure again
-        retries += 1
-        m = _answered(case, pool, request_base, config)
-    counters = {**m.counters, "runner_s": time.perf_counter() - t0}
-    if retries:
-        counters["contended_retries"] = float(retries)
-    return replace(m, counters=counters)
+    return replace(m, counters={**m.counters, "runner_s": time.perf_counter() - t0})
+
+
+def _observe(pool: Pool, done: dict[str, Measurement], request_base: dict[str, Any],
+             config: RunConfig, run: Recorder) -> None:
+    """After the first pass's last timed case: each timed case observed in a worker that
+    will time nothing more (the pass's own, which a later pass replaces with a fresh
+    one): its parts timed alone first, then its kernels profiled and its graph replayed.
+    The counters join the case's record; an observation that fails leaves it as it was."""
+    wanted = [(m, what) for m in done.values() if m.status is Status.OK
+              and m.summary is not None and m.case.variant != "as_written"
+              for what in observations(backends.get(m.case.backend), m.case,
+                                       m.summary.median)]
+    for m, what in sorted(wanted, key=lambda mw: mw[1] != "parts"):  # parts first
+        worker = pool.observer(m.case)
+        answer = worker.ask({"observe": {"case": m.case.to_dict(), "what": what},
+                             **request_base}, config.timeout_s)
+        if answer is None:  # it died observing: the next observation gets a fresh one
+            worker.kill()
+            pool.drop(worker)
+            continue
+        seen = answer["observed"]
+        if seen:
+            key = m.case.key
+            done[key] = replace(done[key], counters={**done[key].counters, **seen})
+            if seen.get("kernels"):  # counted beats assumed
+                done[key] = replace(done[key], counters={**done[key].counters,
+                                                         "launches": seen["kernels"]})
+            run.record(done[key])
 
 
 def _answered(case: Case, pool: Pool, request_base: dict[str, Any],

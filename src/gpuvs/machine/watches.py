@@ -76,7 +76,7 @@ class Held(Watch):
         return hold
 
 
-def standard(device: str, cpu_threads: int | None = None, hold: Any = None) -> Watches:
+def standard(device: str, cpu_threads: float | None = None, hold: Any = None) -> Watches:
     """The watches every case is timed inside: telemetry on a GPU, contention against the
     cores the case asks for (`cpu_threads` on the CPU, one on a GPU), and `hold` (a
     context factory, e.g. `Backend.quiet_numpy_blas`) around the timed calls."""

@@ -25,12 +25,10 @@ device the tests use.
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import math
 import time
 from collections.abc import Callable
-from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
@@ -38,7 +36,8 @@ from gpuvs.errors import WrongResult
 from gpuvs.measuring import caveats
 from gpuvs.measuring.as_written import SelfTimed
 from gpuvs.measuring.criteria import StoppingCriterion
-from gpuvs.model import Case, Measurement, Status
+from gpuvs.measuring.watch import Watches
+from gpuvs.model import Case, Caveat, Measurement, Status
 
 WARMUP_WINDOW = 3
 # "Stopped falling": the best of the last window is within this factor of the window before.
@@ -56,6 +55,10 @@ FIRST_BATCH = 5
 # A case whose samples split into groups or drifted is measured again with this many
 # times the budget before it is stored.
 REMEASURE_BUDGET_FACTOR = 3
+# A case measured while other processes held the machine is measured again after a
+# pause, at most this many times; if it stays contended it is stored with the caveat.
+CONTENDED_RETRIES = 1
+CONTENDED_PAUSE_S = 2.0
 # Under a power or heat limit a sample is at least this long, and sampling spans the whole
 # budget: the limit swings the clocks for about a second at a time (an 8192³ bf16 product
 # on an H100 at its 700 W cap: SM clock 1200–1770 MHz, 1455–1730 µs a call in 100 ms
@@ -90,17 +93,6 @@ class Clock(Protocol):
     def synchronize(self, result: object = None) -> None: ...
     def timer(self) -> DeviceTimer | None:
         """Device-side timer, or None to time with the synchronised host clock."""
-        ...
-
-
-class Sensors(Protocol):
-    """The device's own sensors while a case runs (`telemetry.Watch`)."""
-
-    def settled(self) -> bool:
-        """True once the clocks stop moving (the warm-up waits for it)."""
-        ...
-    def governed(self) -> bool:
-        """True while a power or heat limit sets the clocks."""
         ...
 
 
@@ -150,6 +142,9 @@ class Budget:
     """How long one case may take, and how long one sample should be."""
 
     seconds: float = 1.0           # sampling time per case, after the first call
+    # Sampling goes on at least this long even once the criterion is met: an energy
+    # counter that moves every 100 ms needs a window of about a second of calls.
+    min_sampling_s: float = 0.0
     warmup_fraction: float = 0.25  # share of `seconds` warm-up may take at most
     max_warmups: int = 50
     target_sample_s: float = 0.002  # one sample ≥ this: far above timer resolution
@@ -166,10 +161,11 @@ class Prepared:
     of the protocol. `parts` are pieces of the call timed apart after it, by the same
     protocol (two models run together: each one alone), stored as `<name>_s` counters.
     `counters` are what the work itself records while it runs (a fit's epoch times and
-    accuracies), stored with the measurement once it is taken. `sensors`, on a GPU that
-    has them, keep the warm-up going (within its share of the budget) until the device's
-    clocks stop rising, and say whether a power or heat limit governs them, which makes
-    the samples longer and spread over the whole budget.
+    accuracies), stored with the measurement once it is taken. `watches` hear when
+    sampling starts and ends (an energy window) and, on a GPU whose sensors they read,
+    keep the warm-up going (within its share of the budget) until the device's clocks
+    stop rising, and say whether a power or heat limit governs them, which makes the
+    samples longer and spread over the whole budget.
     """
 
     call: Callable[[], object]
@@ -179,7 +175,7 @@ class Prepared:
     self_timed: SelfTimed | None = None
     parts: tuple[tuple[str, Callable[[], object]], ...] = ()
     counters: dict[str, float] = field(default_factory=dict)
-    sensors: Sensors | None = None
+    watches: Watches = field(default_factory=Watches)
 
 
 def measure(prepared: Prepared, case: Case, clock: Clock, criterion: StoppingCriterion,
@@ -193,8 +189,7 @@ def measure(prepared: Prepared, case: Case, clock: Clock, criterion: StoppingCri
                            timer=clock.name)
     del output
     warm = _warm_up(prepared, clock, budget)
-    sensors = prepared.sensors
-    governed = sensors is not None and sensors.governed()
+    governed = prepared.watches.governed()
     sampled = _sampled(criterion, prepared, clock, warm, budget, governed)
     if sampled is None:  # the card met its limit while sampling: start again under it
         criterion.reset()
@@ -211,32 +206,63 @@ def measure(prepared: Prepared, case: Case, clock: Clock, criterion: StoppingCri
     )
 
 
-def measure_again_if_split(make: Callable[[], Prepared], case: Case, clock: Clock,
-                           new_criterion: Callable[[], StoppingCriterion], budget: Budget,
-                           sensors: Sensors | None = None,
-                           quiet: Callable[[], AbstractContextManager[object]]
-                           = contextlib.nullcontext) -> tuple[Measurement, Prepared]:
-    """The protocol on fresh inputs (`make`), timed inside `quiet()` (a worker holds
-    NumPy's BLAS threads still there; the inputs and reference are built outside it).
-    Samples in two groups, or drifting, are taken again on fresh inputs with
-    REMEASURE_BUDGET_FACTOR times the budget before the case is stored (counter
-    `remeasured`): look longer before calling it a number. Returns the measurement and
-    the prepared case it measured, whose `parts` and `counters` the caller still needs."""
-    prepared = replace(make(), sensors=sensors)
-    with quiet():
+def measure_watched(make: Callable[[], Prepared], case: Case, clock: Clock,
+                    new_criterion: Callable[[], StoppingCriterion], budget: Budget,
+                    watches: Watches | None = None,
+                    pause: Callable[[float], None] = time.sleep
+                    ) -> tuple[Measurement, Prepared]:
+    """The one measuring path: every entry point (a worker, `gpuvs.measure`,
+    `gpuvs.compare`, the magic, the fixture) times a case here, inside its `watches`.
+
+    The watches start before the inputs are built (`make`), hold what they hold while
+    the protocol runs, and add their caveats and counters at the end. Samples in two
+    groups, or drifting, are taken again on fresh inputs with REMEASURE_BUDGET_FACTOR
+    times the budget (counter `remeasured`): look longer before calling it a number. A
+    case that other processes contended is measured again after CONTENDED_PAUSE_S, at
+    most CONTENDED_RETRIES times (counter `contended_retries`); if it stays contended it
+    is kept with the caveat. Returns the measurement and the prepared case it measured,
+    whose `parts` and `counters` the caller still needs."""
+    watches = watches if watches is not None else Watches()
+    retries = 0
+    paused = 0.0
+    while True:
+        watches.case_started()
+        m, prepared = _split_measured_again(make, case, clock, new_criterion, budget, watches)
+        seen = watches.case_ended()
+        m = replace(m, caveats=tuple(dict.fromkeys((*m.caveats, *seen.caveats))),
+                    counters={**m.counters, **seen.counters})
+        if Caveat.CONTENDED not in m.caveats or retries >= CONTENDED_RETRIES:
+            break
+        del prepared  # its inputs go before the fresh ones are made
+        gc.collect()
+        t0 = time.perf_counter()
+        pause(CONTENDED_PAUSE_S)  # let whatever else runs finish, then measure again
+        paused += time.perf_counter() - t0
+        retries += 1
+    if retries:  # the pause is the machine's, not the case's: `case_s` leaves it out
+        m = replace(m, counters={**m.counters, "contended_retries": float(retries),
+                                 "paused_s": paused})
+    return m, prepared
+
+
+def _split_measured_again(make: Callable[[], Prepared], case: Case, clock: Clock,
+                          new_criterion: Callable[[], StoppingCriterion], budget: Budget,
+                          watches: Watches) -> tuple[Measurement, Prepared]:
+    prepared = replace(make(), watches=watches)
+    with watches.timing():
         m = measure(prepared, case, clock, new_criterion(), budget)
     if not caveats.REMEASURE & set(m.caveats):
         return m, prepared
     del prepared  # its inputs go before the fresh ones are made
     gc.collect()
-    prepared = replace(make(), sensors=sensors)
-    with quiet():
+    prepared = replace(make(), watches=watches)
+    with watches.timing():
         m = measure(prepared, case, clock, new_criterion(),
                     replace(budget, seconds=REMEASURE_BUDGET_FACTOR * budget.seconds))
     return replace(m, counters={**m.counters, "remeasured": 1.0}), prepared
 
 
-def replay(prepared: Prepared, case: Case, clock: Clock) -> Measurement:
+def measure_as_written(prepared: Prepared, case: Case, clock: Clock) -> Measurement:
     """An `as_written` case: the post's own method first, on fresh state as the post ran
     it; then the device drained and the output checked, outside anything timed."""
     if prepared.self_timed is None:
@@ -289,8 +315,8 @@ def _warm_up(prepared: Prepared, clock: Clock, budget: Budget) -> WarmUp:
         times.append(_one_sample_s(prepared, clock, None, 1))
         if len(times) >= 2 * w and min(times[-w:]) >= WARMUP_STABLE_FACTOR * min(times[-2 * w:-w]):
             break
-    sensors = prepared.sensors
-    while sensors is not None and clock.now() < end and not sensors.settled():
+    watches = prepared.watches
+    while watches and clock.now() < end and not watches.settled():
         times.append(_one_sample_s(prepared, clock, None, 1))
     return WarmUp(len(times), min(times[-w:]))
 
@@ -327,7 +353,8 @@ def _sampled(criterion: StoppingCriterion, prepared: Prepared, clock: Clock, war
         budget = replace(budget, target_sample_s=max(budget.target_sample_s, GOVERNED_SAMPLE_S))
     loops = 1 if prepared.single_call else _calibrate_loops(prepared, clock, warm.per_call_s,
                                                             budget)
-    capped = None if governed or prepared.sensors is None else prepared.sensors.governed
+    watches = prepared.watches
+    capped = None if governed or not watches.can_tell() else watches.governed
     taken = _sample_until(criterion, prepared, clock, loops, warm, budget, governed, capped)
     return None if taken is None else (*taken, loops)
 
@@ -340,10 +367,14 @@ def _sample_until(criterion: StoppingCriterion, prepared: Prepared, clock: Clock
     The first batch is what the budget holds at the warm-up's pace, at least MIN_SAMPLES
     (LONG_CALL_MIN_SAMPLES with the warm-up's own, for calls longer than the budget):
     five seconds-long calls where the budget holds one would overrun it fivefold. With
-    `whole_budget` a met criterion does not end the sampling: the budget does. None as
-    soon as `capped()` says a power or heat limit set in."""
+    `whole_budget` a met criterion does not end the sampling: the budget does; nor does it
+    before `budget.min_sampling_s`. None as soon as `capped()` says a power or heat limit
+    set in. The watches hear the sampling start and end, with every call run between."""
     timer = clock.timer()
-    end = clock.now() + budget.seconds
+    prepared.watches.sampling_started()
+    began = clock.now()
+    end = began + max(budget.seconds, budget.min_sampling_s)
+    calls = 0
     samples: list[float] = []
     wall: list[float] = []
     least = MIN_SAMPLES
@@ -357,7 +388,9 @@ def _sample_until(criterion: StoppingCriterion, prepared: Prepared, clock: Clock
     # A long sample needs no lead-in: a start from idle costs it tens of µs at most.
     lead_in = warm.per_call_s * loops < LONG_CALL_FACTOR * budget.target_sample_s
     while True:
-        device, batch_wall, per_sample = _batch(prepared, clock, timer, loops, batch, lead_in)
+        device, batch_wall, per_sample, ran = _batch(prepared, clock, timer, loops, batch,
+                                                     lead_in)
+        calls += ran
         for d in device:
             samples.append(d / loops)
             criterion.add(d / loops)
@@ -365,26 +398,28 @@ def _sample_until(criterion: StoppingCriterion, prepared: Prepared, clock: Clock
         if capped is not None and capped():
             return None
         met = criterion.done()
-        if met and not whole_budget:
-            return samples, wall, True
-        if clock.now() >= end and len(samples) >= least:
+        spanned = clock.now() - began >= budget.min_sampling_s
+        if (met and spanned and not whole_budget
+                or clock.now() >= end and len(samples) >= least):
+            prepared.watches.sampling_ended(calls)
             return samples, wall, met
         # Size the next batch to what the remaining budget can hold, at least one sample.
         batch = max(1, min(2 * batch, int((end - clock.now()) / max(per_sample, 1e-9))))
 
 
 def _batch(prepared: Prepared, clock: Clock, timer: DeviceTimer | None, loops: int,
-           count: int, lead_in: bool = True) -> tuple[list[float], list[float], float]:
+           count: int, lead_in: bool = True
+           ) -> tuple[list[float], list[float], float, int]:
     """`count` samples of `loops` calls: (each sample's device seconds, wall seconds, the
-    wall seconds a sample took). On an asynchronous device with events, the samples run
-    back to back and tile the batch (`DeviceTimer.lap`), after one untimed loop
+    wall seconds a sample took, the calls run). On an asynchronous device with events,
+    the samples run back to back and tile the batch (`DeviceTimer.lap`), after one untimed loop
     (`lead_in`) that keeps the device busy while the first event is queued, and the
     batch's synchronised wall time is one wall sample. Cold cases keep one synchronised
     sample per flush: each call starts from flushed caches."""
     if timer is None or not clock.is_async or prepared.flush is not None:
         walls = [_one_sample_s(prepared, clock, timer, loops) for _ in range(count)]
         device = timer.elapsed() if timer is not None else walls
-        return device, walls, sum(walls) / len(walls)
+        return device, walls, sum(walls) / len(walls), count * loops
     call = prepared.call
     clock.synchronize()
     t0 = clock.now()
@@ -398,7 +433,7 @@ def _batch(prepared: Prepared, clock: Clock, timer: DeviceTimer | None, loops: i
         timer.lap() if i + 1 < count else timer.stop()
     clock.synchronize(out)
     per_sample = (clock.now() - t0) / (count + lead_in)
-    return timer.elapsed(), [per_sample], per_sample
+    return timer.elapsed(), [per_sample], per_sample, (count + lead_in) * loops
 
 
 def _one_sample_s(prepared: Prepared, clock: Clock, timer: DeviceTimer | None,

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar, TypeVar
 
 import numpy as np
@@ -163,6 +163,12 @@ class Workload(ABC):
         """The non-size axes of this workload, one tuple of (name, value) pairs each."""
         return ((),)
 
+    def has_parts(self, case: Case) -> bool:
+        """Whether `prepare` gives this case parts to time alone (`Prepared.parts`): the
+        worker times them after its last timed case, without preparing every case again
+        to find out."""
+        return False
+
     def applies(self, case: Case) -> bool:
         """Whether this cell of the sweep exists at all: a post's `as_written` replay only
         for what the post ran, a `tuned` variant only where a backend has the fix."""
@@ -257,6 +263,30 @@ def references(wanted: bool) -> Iterator[None]:
         yield
     finally:
         _REFERENCES.reset(token)
+
+
+def prepared_case(workload: Workload, backend: Backend, case: Case,
+                  checked: bool = True) -> Prepared:
+    """A case ready to time: fresh inputs (in-place work such as `x *= 5` changes them),
+    its float64 reference unless the case was `checked` already (a later pass, an
+    observation), and for a cold case a cache flush before every call."""
+    with references(checked):
+        prepared = workload.prepare(backend, case)
+    if case.param("cache") == "cold":
+        prepared = replace(prepared, flush=backend.cache_flusher(case.device),
+                           single_call=True)
+    return prepared
+
+
+@contextmanager
+def threads_limited(backend: Backend, case: Case) -> Iterator[None]:
+    """The CPU threads a case asks for (`threads=N`), held while it runs; `all` holds none."""
+    threads = case.param("threads", "all")
+    if not threads.isdigit():
+        yield
+        return
+    with backend.limit_threads(int(threads)):
+        yield
 
 
 def place(backend: Backend, case: Case, host_inputs: Sequence[np.ndarray],

@@ -487,6 +487,9 @@ class Cnn(Workload):
         if case.param("framework") == "keras":
             keras_on_torch()  # Keras's import: 4.3 s in a fresh worker on the H100 host
 
+    def has_parts(self, case: Case) -> bool:
+        return case.variant != "as_written"  # the batch's copy to the device, alone
+
     def prepare(self, backend: Backend, case: Case) -> Prepared:
         if backend.name != "torch":
             raise BackendUnavailable(f"cnn runs on torch (Keras on its torch backend), "

@@ -194,6 +194,9 @@ class Gru(Workload):
     def size_axis(self, params: Params) -> SizeAxis:
         return AXES.get(dict(params).get("axis", ""), SizeAxis())
 
+    def has_parts(self, case: Case) -> bool:
+        return case.param("how") in ("sequential", "graph")
+
     def prepare(self, backend: Backend, case: Case) -> Prepared:
         import torch
 

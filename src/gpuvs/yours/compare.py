@@ -34,9 +34,9 @@ from gpuvs.analysis.speedup import END_TO_END, RESIDENT, data_of
 from gpuvs.config import KEYWORDS, RunConfig, check_devices
 from gpuvs.errors import BackendUnavailable, UsageError, WrongResult
 from gpuvs.execute import policy
+from gpuvs.machine import watches
 from gpuvs.measuring import criteria
-from gpuvs.measuring.protocol import Budget, Prepared
-from gpuvs.measuring.protocol import measure as protocol_measure
+from gpuvs.measuring.protocol import Budget, Prepared, measure_watched
 from gpuvs.model import Case, Measurement, Status
 from gpuvs.yours import moving
 from gpuvs.yours.agreement import agreement
@@ -90,7 +90,7 @@ def run(fn: Callable[..., object], args: tuple[Any, ...], kwargs: Mapping[str, A
     with _progress_shown(settings, plan, devices, show_progress):
         measurements = _sweep(settings, plan, earlier)
     return Comparison(settings.name, tuple(measurements), devices,
-                      replay=lambda case: _resident_call(settings.fn, plan.inputs(case.size),
+                      fresh_call=lambda case: _resident_call(settings.fn, plan.inputs(case.size),
                                                          case.device))
 
 
@@ -411,8 +411,9 @@ def _measure(s: _Settings, call: Callable[[], object], case: Case, backend: Any,
     first = reference.device is None
     try:
         clock = backend.clock(case.device)
-        m = protocol_measure(prepared, case, clock, criteria.parse(s.criterion)(),
-                             Budget(seconds=s.budget_s))
+        m, _ = measure_watched(lambda: prepared, case, clock, criteria.parse(s.criterion),
+                               Budget(seconds=s.budget_s),
+                               watches.standard(case.device, counters.get("threads")))
     except Exception as e:
         what = _raised(s, case, e)
         failed, _ = policy.failure(backend, case, e, crashed=what)

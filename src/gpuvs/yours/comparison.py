@@ -1,7 +1,8 @@
 """What `gpuvs.compare` returns: the measurements, and the answers derived from them.
 
 A `Comparison` is data: the raw `Measurement`s (one per size × device × resident or
-end-to-end), the devices asked for, and a way to run a case again (for profiling).
+end-to-end), the devices asked for, and a fresh call of a case (run-file's worker profiles
+it once every case is timed).
 Everything else is derived, by the modules that own it: `speedup` (GPU over the fastest
 CPU case, a bootstrap 95 % CI) and `crossovers` by `gpuvs.analysis`, `explain()` by
 `gpuvs.analysis.explain`, and `table()`, `plot()` and the `repr` a notebook shows by
@@ -25,11 +26,11 @@ class Comparison:
     """The result of `gpuvs.compare`: measurements per size, device and data placement."""
 
     def __init__(self, name: str, measurements: Sequence[Measurement], devices: Sequence[str],
-                 replay: Callable[[Case], Callable[[], object]] | None = None) -> None:
+                 fresh_call: Callable[[Case], Callable[[], object]] | None = None) -> None:
         self.name = name
         self.measurements = tuple(measurements)
         self.devices = tuple(devices)
-        self._replay = replay
+        self.fresh_call = fresh_call
 
     @property
     def sizes(self) -> tuple[int, ...]:
@@ -87,9 +88,12 @@ class Comparison:
         return figure(self.name, self.measurements, ax)
 
     def explain(self) -> Any:
-        """What bounds each GPU case (launch, transfer…) and why, from measured numbers."""
-        from gpuvs.analysis.explain import explain
-        return explain(self.measurements, self._replay)
+        """What bounds each GPU case (launch, transfer…) and why, from measured numbers:
+        the dispatch costs are measured in worker processes now (a few seconds); your
+        process is never profiled, so kernels are not counted (`gpuvs run-file` counts
+        them in its worker)."""
+        from gpuvs.yours.explaining import explained_apart
+        return explained_apart(self.measurements)
 
     def to_dict(self) -> dict[str, Any]:
         from gpuvs._version import __version__

@@ -9,8 +9,9 @@ own, one JSON object a line — never on stdout, which the user's prints share:
 - `{"plan": [case, …]}` once a size's inputs are built: what its cases are called;
 - `{"start": case}` before a case's inputs go to its device and it runs;
 - `{"measurement": m}` when it has its result;
-- `{"explained": [line, …]}` at the end: `Comparison.explain()`, which profiles the
-  user's function again, so it is said here, where the function is;
+- `{"explained": [line, …]}` at the end, once every case is timed: the dispatch costs
+  timed here, then the user's function profiled (`yours.explaining.explained_here`), so it
+  is said here, where the function is;
 - or `{"usage_error": message}`: the file cannot be loaded, BUILDER is missing or
   raised, the function raised on the reference device — nothing to compare.
 """
@@ -27,6 +28,7 @@ from gpuvs.errors import UsageError
 from gpuvs.model import Measurement
 from gpuvs.yours import compare
 from gpuvs.yours.comparison import Comparison
+from gpuvs.yours.explaining import explained_here
 from gpuvs.yours.run_file import Request, check_builder, load_target, spread
 
 EXIT_USAGE = 2
@@ -51,7 +53,8 @@ def main(argv: list[str]) -> int:
     except UsageError as e:
         send("usage_error", str(e))
         return EXIT_USAGE
-    send("explained", str(result.explain()).splitlines())
+    assert result.fresh_call is not None
+    send("explained", str(explained_here(result.measurements, result.fresh_call)).splitlines())
     return 0
 
 

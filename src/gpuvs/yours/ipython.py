@@ -30,9 +30,9 @@ from typing import Any
 from gpuvs import units
 from gpuvs.config import RunConfig, check_devices
 from gpuvs.errors import GpuvsError, UsageError
+from gpuvs.machine import watches
 from gpuvs.measuring import criteria
-from gpuvs.measuring.protocol import Budget, Prepared
-from gpuvs.measuring.protocol import measure as protocol_measure
+from gpuvs.measuring.protocol import Budget, Prepared, measure_watched
 from gpuvs.model import Case, Measurement
 from gpuvs.yours import moving
 from gpuvs.yours.moving import clock_for
@@ -216,8 +216,9 @@ def time_source(ns: dict[str, Any], source: str, options: Options) -> Timing:
     if options.loops is not None:  # -n: exactly this many loops per sample
         budget = replace(budget, target_sample_s=1e9, max_loops=options.loops)
     criterion = f"fixed:n={options.repeat}" if options.repeat else "median-ci"
-    m = protocol_measure(Prepared(call=call, check=lambda _: None), case, clock,
-                         criteria.parse(criterion)(), budget)
+    prepared = Prepared(call=call, check=lambda _: None)
+    m, _ = measure_watched(lambda: prepared, case, clock, criteria.parse(criterion), budget,
+                           watches.standard(device))
     m = replace(m, first_call_s=first_call_s)
     if options.repeat:  # samples come in batches: keep exactly the -r asked for
         m = replace(m, samples=m.samples[:options.repeat],

@@ -242,9 +242,9 @@ def measure_call(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any], name: s
     """Time `fn(*args, **kwargs)` where its data lives; the measurement and fn's output."""
     from dataclasses import replace
 
+    from gpuvs.machine import watches
     from gpuvs.measuring import criteria
-    from gpuvs.measuring.protocol import Budget, Prepared
-    from gpuvs.measuring.protocol import measure as protocol_measure
+    from gpuvs.measuring.protocol import Budget, Prepared, measure_watched
     from gpuvs.model import Case
     from gpuvs.yours import moving
     from gpuvs.yours.compare import source_hash
@@ -255,8 +255,12 @@ def measure_call(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any], name: s
     outputs: list[Any] = []
     case = Case(name, "correct", backend, where, moving.floating_dtype(data),
                 moving.batch_size(data))
-    m = protocol_measure(Prepared(call=lambda: fn(*args, **kwargs), check=outputs.append),
-                         case, clock, criteria.parse("median-ci")(), Budget(budget_s))
+    prepared = Prepared(call=lambda: fn(*args, **kwargs), check=outputs.append)
+    # The one measuring path, with its watches: on a busy machine a case is measured
+    # again after a pause, and marked `contended` if it stays so — the gate then says so
+    # instead of failing an unchanged function (`Caveat.CONTENDED` in the verdict).
+    m, _ = measure_watched(lambda: prepared, case, clock, criteria.parse("median-ci"),
+                           Budget(budget_s), watches.standard(where))
     return replace(m, workload_version=source_hash(fn)), outputs[0]
 
 

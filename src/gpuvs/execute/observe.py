@@ -1,0 +1,99 @@
+"""Observations of timed cases, made apart from timing.
+
+A profiler session, a CUDA graph's capture and replay, and the pieces of a call timed
+alone all run the work again under something else's eye, and the first two change the
+speed of the calls timed after them in the same process: on an H100 a launch-bound loop
+(`x.mul_` on 10⁴ elements) ran at 9.7 µs a call, and at 13.2 µs after one profiler session
+over 50 calls. So a worker observes only after its last timed case (the runner's
+`_observe`), parts first — they are timed themselves — then profiles and graph replays;
+from then on it refuses to time (`measuring.watch.ensure_unobserved`).
+"""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+from gpuvs import workloads
+from gpuvs.backends.base import Backend
+from gpuvs.machine import watches
+from gpuvs.measuring import criteria
+from gpuvs.measuring.protocol import Budget, Prepared, measure_watched
+from gpuvs.measuring.watch import observing
+from gpuvs.model import Case
+from gpuvs.workloads.base import prepared_case, threads_limited
+
+# Calls up to this long are profiled (kernels, copies, kernel time) unless their
+# workload's tables cite counted kernels: starting CUPTI costs seconds, and a longer call
+# is not decided by its launches (its busy time comes from a graph replay).
+PROFILE_MAX_S = 1e-3
+# Calls up to this long are replayed as a CUDA graph to measure the GPU's busy time.
+BUSY_GRAPH_MAX_S = 0.01
+
+def observations(backend: Backend, case: Case, median_s: float) -> tuple[str, ...]:
+    """What is worth observing of a timed case (`parts`, `profile`, `graph`): its parts
+    timed alone where the workload has them; on a device whose profiler gpuvs reads,
+    kernel counts for a short call (or any call of a workload whose tables cite them),
+    and a graph replay's busy time for a call short enough that launches may decide it."""
+    workload = workloads.get(case.workload)
+    found: tuple[str, ...] = ("parts",) if workload.has_parts(case) else ()
+    if case.variant == "as_written" or not backend.observes(case.device):
+        return found
+    if workload.counts_kernels or median_s <= PROFILE_MAX_S:
+        found += ("profile",)
+    if median_s <= BUSY_GRAPH_MAX_S and case.param("cache") != "cold":
+        found += ("graph",)
+    return found
+
+
+def observe(backend: Backend, request: dict[str, Any]) -> dict[str, float]:
+    """One observation of one timed case (`request["observe"]`: its case and which
+    observation), after every timed sample this worker will take: the parts first (they
+    are timed, so they come before anything that marks the process observed), then the
+    profile and the graph replay. A failed observation gives no counters, never a status:
+    the case's own measurement stands."""
+    case = Case.from_dict(request["observe"]["case"])
+    what = request["observe"]["what"]
+    workload = workloads.get(case.workload)
+    prepared: Prepared | None = None
+    try:
+        with threads_limited(backend, case):
+            prepared = prepared_case(workload, backend, case, checked=False)
+            if what == "parts":
+                return _parts_s(prepared, backend, case, request)
+            with observing(f"the {what} of {case.key}"):
+                if what == "profile":
+                    return backend.profile(prepared.call, case.device)
+                return backend.busy_time(prepared.call, case.device)
+    except Exception:  # an observation is optional: the case keeps its measurement
+        return {}
+    finally:
+        prepared = None
+        gc.collect()
+        backend.empty_cache(case.device)
+
+
+def _parts_s(prepared: Prepared, backend: Backend, case: Case,
+             request: dict[str, Any]) -> dict[str, float]:
+    """Each part of the call timed alone by the same path: `<name>_s`, its median."""
+    out: dict[str, float] = {}
+    budget = Budget(**request["budget"])
+    for name, part in prepared.parts:
+        m, _ = measure_watched(
+            _constant(Prepared(call=part, check=_unchecked)), case,
+            backend.clock(case.device), criteria.parse(request["criterion"]),
+            replace(budget, seconds=budget.seconds / 2),
+            watches.standard(case.device, hold=backend.quiet_numpy_blas))
+        if m.summary is not None:
+            out[f"{name}_s"] = m.summary.median
+    return out
+
+
+def _constant(prepared: Prepared) -> Callable[[], Prepared]:
+    return lambda: prepared
+
+
+def _unchecked(out: object) -> None:
+    """Parts are pieces of a call whose whole output was checked."""
