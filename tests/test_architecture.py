@@ -41,7 +41,8 @@ ALLOWED: dict[str, set[str]] = {
     "analysis": {"machine", "model", "stats", "units"},
     # the five posts; several processes at once
     "seeds": {"analysis", "measuring", "model", "registry", "table", "units", "workloads"},
-    "distributed": {"errors", "measuring", "model", "store", "units", "workloads"},
+    "distributed": {"backends", "errors", "execute", "measuring", "model", "store", "units",
+                    "workloads"},
     # everything drawn for a person
     "report": {"analysis", "distributed", "machine", "measuring", "model", "seeds", "table",
                "units", "workloads"},

@@ -86,8 +86,8 @@ def test_a_dead_rank_at_n_2_leaves_the_n_1_scaling_result(dist, db, monkeypatch)
 
 
 TORCHRUN_TAIL = """\
-gpuvs-dist-error rank 0: RuntimeError: [pair.cc:537] Read error: Connection reset by peer
-gpuvs-dist-error rank 1: OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB
+gpuvs-dist-error rank 0: crashed: RuntimeError: [pair.cc:537] Read error: Connection reset by peer
+gpuvs-dist-error rank 1: oom: OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB
 torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
 Failures:
 [1]:
@@ -104,18 +104,27 @@ Root Cause (first observed failure):
 """
 
 
-def test_the_reason_names_the_first_rank_to_fail_and_its_error() -> None:
-    assert crash_reason(TORCHRUN_TAIL.splitlines(), 2, 1) == (
+def test_the_reason_names_the_first_rank_to_fail_and_the_status_its_policy_gave() -> None:
+    assert crash_reason(TORCHRUN_TAIL.splitlines(), 2, 1) == (Status.OOM, (
         "rank 1 of 2 died (exit code 1): OutOfMemoryError: CUDA out of memory. Tried to "
-        "allocate 2.00 GiB")
+        "allocate 2.00 GiB"))
+
+
+def test_out_of_memory_needs_the_ranks_evidence_not_a_word_in_its_message() -> None:
+    """The rank's policy saw the exception: a RuntimeError that only mentions memory is
+    `crashed`, whatever its text says."""
+    said = TORCHRUN_TAIL.replace("rank 1: oom: OutOfMemoryError: CUDA out of memory.",
+                                 "rank 1: crashed: RuntimeError: OutOfMemoryError in a log.")
+    status, reason = crash_reason(said.splitlines(), 2, 1)
+    assert status is Status.CRASHED and "OutOfMemoryError in a log" in reason
 
 
 def test_a_rank_killed_by_a_signal_and_a_torchrun_without_a_report() -> None:
     killed = TORCHRUN_TAIL.replace("exitcode  : 1 (pid: 5182)", "exitcode  : -9 (pid: 5182)")
-    assert crash_reason(killed.splitlines()[2:], 2, 1) == "rank 1 of 2 died (signal SIGKILL)"
-    assert crash_reason(["gpuvs-dist-error rank 0: ValueError: bad"], 2, 1) == (
-        "torchrun ended with exit code 1: rank 0: ValueError: bad")
-
+    assert crash_reason(killed.splitlines()[2:], 2, 1) == (
+        Status.CRASHED, "rank 1 of 2 died (signal SIGKILL)")
+    assert crash_reason(["gpuvs-dist-error rank 0: crashed: ValueError: bad"], 2, 1) == (
+        Status.CRASHED, "torchrun ended with exit code 1: rank 0: ValueError: bad")
 
 
 def test_the_ranks_inherit_the_environment_and_this_gpuvs(monkeypatch) -> None:

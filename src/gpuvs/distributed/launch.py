@@ -19,16 +19,11 @@ again for the cases left, so one bad case costs one case.
 
 from __future__ import annotations
 
-import json
 import os
 import re
-import signal
-import subprocess
 import sys
 import tempfile
-import threading
 import time
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -36,10 +31,9 @@ from typing import Any
 
 from gpuvs.distributed.rank_main import ERROR_PREFIX
 from gpuvs.distributed.spec import Spec
+from gpuvs.execute.supervisor import Child, signal_name
 from gpuvs.model import Case, Measurement, Status
 
-POLL_S = 0.1
-KILL_GRACE_S = 3.0
 STDERR_TAIL_LINES = 200
 _ROOT_CAUSE = re.compile(r"Root Cause.*?rank\s*:\s*(\d+).*?exitcode\s*:\s*(-?\d+)", re.S)
 
@@ -53,8 +47,7 @@ class _Launch:
     done: set[str] = field(default_factory=set)
     timed_out: bool = False
     returncode: int = 0
-    lines_read: int = 0
-    stderr: deque[str] = field(default_factory=lambda: deque(maxlen=STDERR_TAIL_LINES))
+    stderr: tuple[str, ...] = ()
 
 
 def torchrun_command(spec_path: str, nproc: int) -> list[str]:
@@ -119,52 +112,37 @@ def _execute_part(spec: Spec, recording: Any, on_result: Callable[[Measurement],
 
 
 def _launch(spec: Spec, recording: Any, on_result: Callable[[Measurement], None]) -> _Launch:
+    """One torchrun, supervised (`execute.supervisor.Child`): rank 0's events followed
+    from the status file it appends to, the watchdog's deadline, and torchrun with every
+    rank killed when it passes."""
     run = _Launch()
     with tempfile.TemporaryDirectory(prefix="gpuvs-dist-") as tmp:
         spec_path, status_path = Path(tmp, "spec.json"), Path(tmp, "status.jsonl")
         status_path.touch()
         spec = replace(spec, status_path=str(status_path))
         spec_path.write_text(spec.to_json())
-        proc = subprocess.Popen(
-            torchrun_command(str(spec_path), spec.setup.nproc), stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-            start_new_session=True, env=rank_environment())
-        reader = threading.Thread(target=_read_stderr, args=(proc, run.stderr), daemon=True)
-        reader.start()
+        child = Child(torchrun_command(str(spec_path), spec.setup.nproc), channel="file",
+                      env=rank_environment(), events_path=status_path,
+                      tail_lines=STDERR_TAIL_LINES)
         try:
-            _watch(proc, status_path, spec, recording, run, on_result)
+            _watch(child, spec, recording, run, on_result)
         finally:
-            if proc.poll() is None:
-                kill_tree(proc)
-        run.returncode = proc.wait()
-        reader.join(timeout=KILL_GRACE_S)
-        _follow(status_path, run, spec, recording, on_result)
+            if child.proc.poll() is None:
+                child.kill()
+        run.timed_out = child.killed_by_us
+        run.returncode = child.proc.wait()
+        run.stderr = tuple(child.tail)
     return run
 
 
-def _watch(proc: subprocess.Popen[str], status_path: Path, spec: Spec, recording: Any,
-           run: _Launch, on_result: Callable[[Measurement], None]) -> None:
-    """Follow rank 0's events until torchrun ends; kill it when the set-up or a case
-    overstays. Until `ready` the set-up allowance runs; after it, each event restarts the
-    case's clock (a step of a case lies between its `start` and the next event)."""
+def _watch(child: Child, spec: Spec, recording: Any, run: _Launch,
+           on_result: Callable[[Measurement], None]) -> None:
+    """Follow rank 0's events until torchrun ends; the child is killed when the set-up or
+    a case overstays. Until `ready` the set-up allowance runs; after it, each event
+    restarts the case's clock (a step of a case lies between its `start` and the next
+    event)."""
     deadline = time.monotonic() + spec.setup_timeout_s
-    while proc.poll() is None:
-        time.sleep(POLL_S)
-        if _follow(status_path, run, spec, recording, on_result):
-            deadline = time.monotonic() + spec.timeout_s
-        if time.monotonic() > deadline:
-            run.timed_out = True
-            kill_tree(proc)
-            return
-
-
-def _follow(status_path: Path, run: _Launch, spec: Spec, recording: Any,
-            on_result: Callable[[Measurement], None]) -> bool:
-    """Take rank 0's new events into `run`; True when there were any."""
-    lines = status_path.read_text(encoding="utf-8").splitlines(keepends=True)
-    fresh = [json.loads(line) for line in lines[run.lines_read:] if line.endswith("\n")]
-    run.lines_read += len(fresh)
-    for event in fresh:
+    while (event := child.event(deadline)) is not None:
         if event["event"] == "ready":
             run.ready = {k: v for k, v in event.items() if k != "event"}
         elif event["event"] == "start":
@@ -173,7 +151,7 @@ def _follow(status_path: Path, run: _Launch, spec: Spec, recording: Any,
             run.done.add(event["case"])
             run.in_flight = ""
             on_result(_saved(recording, event["case"]))
-    return bool(fresh)
+        deadline = time.monotonic() + spec.timeout_s
 
 
 def _saved(recording: Any, key: str) -> Measurement:
@@ -182,38 +160,10 @@ def _saved(recording: Any, key: str) -> Measurement:
     return found
 
 
-def _read_stderr(proc: subprocess.Popen[str], tail: deque[str]) -> None:
-    assert proc.stderr is not None
-    for line in proc.stderr:
-        tail.append(line.rstrip())
-
-
-def kill_tree(proc: subprocess.Popen[str]) -> None:
-    """Stop torchrun and every rank: SIGTERM, a grace period, then SIGKILL. The ranks are
-    found as torchrun's descendants before it goes, because it may not outlive them."""
-    import psutil
-
-    try:
-        top = psutil.Process(proc.pid)
-        victims = [top, *top.children(recursive=True)]
-    except psutil.NoSuchProcess:
-        return
-    for p in victims:
-        try:
-            p.terminate()
-        except psutil.NoSuchProcess:
-            continue
-    _, alive = psutil.wait_procs(victims, timeout=KILL_GRACE_S)
-    for p in alive:
-        try:
-            p.kill()
-        except psutil.NoSuchProcess:
-            continue
-    psutil.wait_procs(alive, timeout=KILL_GRACE_S)
-
-
 def _failure(case: Case, run: _Launch, spec: Spec) -> Measurement:
-    """The status and reason of a case whose ranks did not finish it."""
+    """The status and reason of a case whose ranks did not finish it: `timeout` when the
+    watchdog killed them; else the status the dead rank's own policy decided
+    (`execute.policy`, OOM only on its evidence), `crashed` where none said."""
     when = "" if run.ready else " before the ranks were ready"
     if run.timed_out and not run.ready:
         return Measurement(case, Status.TIMEOUT,
@@ -225,32 +175,29 @@ def _failure(case: Case, run: _Launch, spec: Spec) -> Measurement:
         return Measurement(case, Status.TIMEOUT,
                            reason=f"no result within {spec.timeout_s:g} s; torchrun and "
                                   "every rank were killed")
-    reason = crash_reason(list(run.stderr), spec.setup.nproc, run.returncode)
-    status = Status.OOM if "OutOfMemoryError" in reason else Status.CRASHED
+    status, reason = crash_reason(list(run.stderr), spec.setup.nproc, run.returncode)
     return Measurement(case, status, reason=reason + when)
 
 
-def crash_reason(stderr: list[str], nproc: int, returncode: int) -> str:
-    """'rank 1 of 2 died (exit code 1): RuntimeError: …' from torchrun's report of the
-    first failure and that rank's `gpuvs-dist-error` line."""
-    errors: dict[str, str] = {}
+def crash_reason(stderr: list[str], nproc: int, returncode: int) -> tuple[Status, str]:
+    """(status, 'rank 1 of 2 died (exit code 1): RuntimeError: …') from torchrun's report
+    of the first failure and that rank's `gpuvs-dist-error` line, which carries the
+    status the rank's policy gave its exception."""
+    errors: dict[str, tuple[Status, str]] = {}
     for line in stderr:
         if line.startswith(ERROR_PREFIX):
-            who, _, message = line[len(ERROR_PREFIX):].strip().partition(":")
-            errors.setdefault(who.strip(), message.strip())
+            who, _, said = line[len(ERROR_PREFIX):].strip().partition(":")
+            status, _, message = said.strip().partition(":")
+            known = status.strip() in {s.value for s in Status}
+            errors.setdefault(who.strip(), (Status(status.strip()) if known else Status.CRASHED,
+                                            message.strip() if known else said.strip()))
     found = _ROOT_CAUSE.search("\n".join(stderr))
     if found is None:
         first = next(iter(errors.items()), None)
-        said = f": {first[0]}: {first[1]}" if first else ""
-        return f"torchrun ended with exit code {returncode}{said}"
+        said = f": {first[0]}: {first[1][1]}" if first else ""
+        return (first[1][0] if first else Status.CRASHED,
+                f"torchrun ended with exit code {returncode}{said}")
     rank, code = found.group(1), int(found.group(2))
-    how = f"signal {_signal_name(-code)}" if code < 0 else f"exit code {code}"
-    message = errors.get(f"rank {rank}", "")
-    return f"rank {rank} of {nproc} died ({how})" + (f": {message}" if message else "")
-
-
-def _signal_name(number: int) -> str:
-    try:
-        return signal.Signals(number).name
-    except ValueError:
-        return str(number)
+    how = f"signal {signal_name(-code)}" if code < 0 else f"exit code {code}"
+    status, message = errors.get(f"rank {rank}", (Status.CRASHED, ""))
+    return status, f"rank {rank} of {nproc} died ({how})" + (f": {message}" if message else "")

@@ -6,8 +6,9 @@ rank 0 gathers the other ranks' results, saves the case's measurement the moment
 ends and, when a parent launched the ranks, reports progress as JSON lines in
 `spec.status_path` — `ready`, then `start` before each step of a case and `done` once
 it is saved — so the parent knows which case a crash or a hang belongs to. A rank
-that fails prints one `gpuvs-dist-error` line to stderr, which the parent makes the
-case's reason.
+that fails prints one `gpuvs-dist-error` line to stderr — its status by the case policy
+(`oom` only on the framework's own out-of-memory error) and its error — which the parent
+makes the case's status and reason.
 
 Test hook: GPUVS_DIST_FAULT=exit:RANK:TEXT (or hang:RANK:TEXT; several joined by ';')
 makes rank RANK exit with code 1 (or sleep) at the start of a case whose key contains
@@ -30,7 +31,8 @@ from typing import Any
 from gpuvs.distributed import collectives, scaling
 from gpuvs.distributed.rank import Ranks, cpu_threads
 from gpuvs.distributed.spec import Spec
-from gpuvs.model import Case, Measurement
+from gpuvs.execute import policy
+from gpuvs.model import Case, Measurement, Status
 
 ERROR_PREFIX = "gpuvs-dist-error"
 FAULT_VARIABLE = "GPUVS_DIST_FAULT"
@@ -64,15 +66,22 @@ def serve(spec: Spec, on_done: Callable[[Measurement], None] = lambda m: None
             # step must not take this case's result down with it.
             dist.barrier(group=world.ctrl)
     except Exception as e:  # said once, for the parent's reason; then the rank dies
-        first = (str(e).strip().splitlines() or [""])[0][:300]
-        print(f"{ERROR_PREFIX} rank {world.rank}: {type(e).__name__}: {first}",
-              file=sys.stderr, flush=True)
+        print(f"{ERROR_PREFIX} rank {world.rank}: {_status_of(e).value}: "
+              f"{policy.one_line(e)[:300]}", file=sys.stderr, flush=True)
         raise
     finally:
         if store is not None:
             store.close()
     dist.destroy_process_group()
     return info
+
+
+def _status_of(e: BaseException) -> Status:
+    """What this rank's failure is recorded as, by the one case policy: `oom` only on
+    the framework's own out-of-memory error (the evidence), else `crashed`."""
+    from gpuvs import backends
+
+    return Status.OOM if policy.out_of_memory(backends.get("torch"), e) else Status.CRASHED
 
 
 def _connect(spec: Spec) -> Ranks:

@@ -11,10 +11,7 @@ moment it arrives, so a kill loses at most the case in flight.
 
 from __future__ import annotations
 
-import json
-import queue
 import sys
-import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
@@ -108,56 +105,31 @@ class Worker(Child):
             kinds.setdefault((c.workload, c.variant, c.params), c)
         self.preload = tuple(kinds.values())
         # A worker that died at once is found out by its first case.
-        self._send({"preload": [c.to_dict() for c in self.preload]})
+        self.send({"preload": [c.to_dict() for c in self.preload]})
         self.ready = False
         self.fresh = True
         self.ran: set[tuple[str, str]] = set()  # (workload, device) of each replay it ran
-        self._lines: queue.Queue[str | None] = queue.Queue()
-        threading.Thread(target=self._read_stdout, daemon=True).start()
-
-    def _read_stdout(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            self._lines.put(line)
-        self._lines.put(None)
 
     def await_ready(self) -> None:
         """Wait until the worker has loaded its framework and started its device. One that
-        dies starting is left for its first case to find dead; one that hangs is killed."""
-        if self.ready:
-            return
-        self.ready = True
-        try:
-            line = self._lines.get(timeout=STARTUP_ALLOWANCE_S)
-        except queue.Empty:
-            self.kill()
-            return
-        if line is None:
-            self._lines.put(None)  # its first case reads the death
-
-    def _send(self, message: dict[str, Any]) -> bool:
-        """One JSON line to the worker; False when it has died (a broken pipe)."""
-        assert self.proc.stdin is not None
-        try:
-            self.proc.stdin.write(json.dumps(message) + "\n")
-            self.proc.stdin.flush()
-        except BrokenPipeError:
-            return False
-        return True
+        dies starting is left for its first case to find dead; one that hangs is killed
+        (and its first case finds that)."""
+        if not self.ready:
+            self.ready = True
+            self.event(time.monotonic() + STARTUP_ALLOWANCE_S)
 
     def ask(self, request: dict[str, Any], timeout_s: float) -> dict[str, Any] | None:
-        """The worker's answer, or None if it died or timed out (see `failure`)."""
+        """The worker's answer, or None if it died or timed out (see `failure`). A case
+        measured again because it was contended starts its clock again (`again`)."""
         self.await_ready()
-        if not self._send(request):
+        if not self.send(request):
             return None
         allowance = STARTUP_ALLOWANCE_S if self.fresh else 0.0
         self.fresh = False
-        try:
-            line = self._lines.get(timeout=timeout_s + allowance)
-        except queue.Empty:
-            self.kill()
-            return None
-        return json.loads(line) if line is not None else None
+        deadline = time.monotonic() + timeout_s + allowance
+        while (answer := self.event(deadline)) is not None and "again" in answer:
+            deadline = time.monotonic() + timeout_s
+        return answer
 
     def replays_as_in_one_process(self, case: Case) -> bool:
         """Whether the replay `case` may run here: the worker has run nothing, or only

@@ -30,6 +30,7 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, TextIO
 
@@ -55,23 +56,26 @@ EXIT_FATAL = 3
 MEMORY_HEADROOM = 0.9
 
 
-def run_case(backend: Backend, request: dict[str, Any]) -> tuple[Measurement, bool]:
-    """Time one case; returns the measurement and whether the worker must be replaced."""
+def run_case(backend: Backend, request: dict[str, Any],
+             again: Callable[[], None] = lambda: None) -> tuple[Measurement, bool]:
+    """Time one case; returns the measurement and whether the worker must be replaced.
+    `again()` is told when a contended case is measured again (the parent's clock on the
+    case starts again)."""
     case = Case.from_dict(request["case"])
     skip = _why_not(backend, case)
     if skip is not None:
         return Measurement(case, *skip), False
     t0 = time.perf_counter()
     with threads_limited(backend, case):
-        m, fatal = _measured(backend, case, request)
+        m, fatal = _measured(backend, case, request, again)
     # What the case cost in all (inputs, reference, check), without a pause for
     # contention: for planning runs, and whether a second pass can afford it.
     took = time.perf_counter() - t0 - m.counters.get("paused_s", 0.0)
     return replace(m, counters={**m.counters, "case_s": took}), fatal
 
 
-def _measured(backend: Backend, case: Case, request: dict[str, Any]
-              ) -> tuple[Measurement, bool]:
+def _measured(backend: Backend, case: Case, request: dict[str, Any],
+              again: Callable[[], None]) -> tuple[Measurement, bool]:
     workload = workloads.get(case.workload)
     modules = len(sys.modules)
     prepared: Prepared | None = None
@@ -86,7 +90,7 @@ def _measured(backend: Backend, case: Case, request: dict[str, Any]
                 lambda: prepared_case(workload, backend, case, checked), case, clock,
                 criteria.parse(request["criterion"]), Budget(**request["budget"]),
                 watches.standard(case.device, backend.threads() if case.device == "cpu"
-                                 else None, backend.quiet_numpy_blas))
+                                 else None, backend.quiet_numpy_blas), again=again)
         extra = dict(prepared.counters)  # filled while the calls ran
     except BackendUnavailable as e:  # e.g. no way to flush this device's caches
         return Measurement(case, Status.SKIPPED, reason=str(e)), False
@@ -149,15 +153,19 @@ def _preload(backend: Backend, line: str) -> None:
 
 
 def serve(backend: Backend, requests: TextIO, channel: TextIO) -> int:
+    def say(event: dict[str, Any]) -> None:
+        channel.write(json.dumps(event) + "\n")
+        channel.flush()
+
     for line in requests:
         request = json.loads(line)
         if "observe" in request:
             answer: dict[str, Any] = {"observed": observe(backend, request)}
         else:
-            m, fatal = run_case(backend, request)
+            m, fatal = run_case(backend, request,
+                                lambda: say({"again": "contended: measuring it again"}))
             answer = {"measurement": m.to_dict(), "fatal": fatal}
-        channel.write(json.dumps(answer) + "\n")
-        channel.flush()
+        say(answer)
         if answer.get("fatal"):
             return EXIT_FATAL
     return 0

@@ -209,7 +209,8 @@ def measure(prepared: Prepared, case: Case, clock: Clock, criterion: StoppingCri
 def measure_watched(make: Callable[[], Prepared], case: Case, clock: Clock,
                     new_criterion: Callable[[], StoppingCriterion], budget: Budget,
                     watches: Watches | None = None,
-                    pause: Callable[[float], None] = time.sleep
+                    pause: Callable[[float], None] = time.sleep,
+                    again: Callable[[], None] = lambda: None
                     ) -> tuple[Measurement, Prepared]:
     """The one measuring path: every entry point (a worker, `gpuvs.measure`,
     `gpuvs.compare`, the magic, the fixture) times a case here, inside its `watches`.
@@ -220,8 +221,9 @@ def measure_watched(make: Callable[[], Prepared], case: Case, clock: Clock,
     times the budget (counter `remeasured`): look longer before calling it a number. A
     case that other processes contended is measured again after CONTENDED_PAUSE_S, at
     most CONTENDED_RETRIES times (counter `contended_retries`); if it stays contended it
-    is kept with the caveat. Returns the measurement and the prepared case it measured,
-    whose `parts` and `counters` the caller still needs."""
+    is kept with the caveat; `again()` is told before each new try (a worker tells its
+    parent, whose clock on the case starts again). Returns the measurement and the
+    prepared case it measured, whose `parts` and `counters` the caller still needs."""
     watches = watches if watches is not None else Watches()
     retries = 0
     paused = 0.0
@@ -235,6 +237,7 @@ def measure_watched(make: Callable[[], Prepared], case: Case, clock: Clock,
             break
         del prepared  # its inputs go before the fresh ones are made
         gc.collect()
+        again()
         t0 = time.perf_counter()
         pause(CONTENDED_PAUSE_S)  # let whatever else runs finish, then measure again
         paused += time.perf_counter() - t0

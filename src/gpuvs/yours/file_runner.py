@@ -17,9 +17,6 @@ inputs there is nothing to compare: that is a `UsageError`, as an import error i
 from __future__ import annotations
 
 import contextlib
-import json
-import os
-import queue
 import sys
 import threading
 import time
@@ -62,47 +59,20 @@ def run(request: Request, timeout_s: float,
 
 class FileWorker(Child):
     """One worker: the request and the cases done so far go in on stdin; its events come
-    back on a pipe whose writing end only the worker holds, so that its end is the
-    worker's."""
+    back on a pipe of their own (`{fd}`), whose end is the worker's."""
 
     def __init__(self, request: Request, done: Sequence[Measurement]) -> None:
-        read, write = os.pipe()
-        try:
-            super().__init__([sys.executable, "-m", "gpuvs.yours.file_worker", str(write)],
-                             merged=True, pass_fds=(write,))
-        except BaseException:
-            os.close(read)
-            raise
-        finally:
-            os.close(write)
-        self._events: queue.Queue[str | None] = queue.Queue()
-        threading.Thread(target=self._read, args=(read,), daemon=True).start()
+        super().__init__([sys.executable, "-m", "gpuvs.yours.file_worker", "{fd}"],
+                         channel="pipe")
         message = {"request": request.to_dict(), "done": [m.to_dict() for m in done]}
         # Sent aside: a worker that never reads it must not stop the clock (`event`).
-        threading.Thread(target=self._send, args=(message,), daemon=True).start()
+        threading.Thread(target=self._hand_over, args=(message,), daemon=True).start()
 
-    def _send(self, message: dict[str, Any]) -> None:
-        assert self.proc.stdin is not None
-        # It died first (its death is the event pipe's end), or it was closed meanwhile.
-        with contextlib.suppress(OSError, ValueError):
-            self.proc.stdin.write(json.dumps(message) + "\n")
-            self.proc.stdin.close()
-
-    def _read(self, fd: int) -> None:
-        with open(fd, encoding="utf-8", errors="replace") as events:
-            for line in events:
-                self._events.put(line)
-        self._events.put(None)
-
-    def event(self, deadline: float) -> dict[str, Any] | None:
-        """The worker's next event; None once it has died, or when `deadline` (of
-        `time.monotonic`) passed first — then it is killed (`death` says `timeout`)."""
-        try:
-            line = self._events.get(timeout=max(deadline - time.monotonic(), 0.0))
-        except queue.Empty:
-            self.kill()
-            return None
-        return json.loads(line) if line is not None else None
+    def _hand_over(self, message: dict[str, Any]) -> None:
+        self.send(message)
+        with contextlib.suppress(OSError, ValueError):  # it died first, or was closed
+            assert self.proc.stdin is not None
+            self.proc.stdin.close()  # the worker reads one line
 
 
 def _one_worker(request: Request, record: _Record, timeout_s: float) -> tuple[str, ...] | str:
