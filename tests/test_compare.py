@@ -257,7 +257,7 @@ def test_out_of_memory_is_recorded_and_stops_that_series() -> None:
     result = gpuvs.compare(hog, batch=lambda n: torch.rand(n), sizes=[10, 100, 1000],
                            devices=("cpu",), budget_s=QUICK)
     assert [m.status for m in result.measurements] == [Status.OK, Status.OOM, Status.SKIPPED]
-    assert result.measurements[2].reason == "not run: out of memory at size 100"
+    assert result.measurements[2].reason == "not run: size 100 already ran out of memory"
     assert "cpu at 100: oom: out of memory: RuntimeError: DefaultCPUAllocator" in repr(result)
 
 

@@ -64,14 +64,19 @@ def test_a_sweep_prints_tables_why_and_saves_the_run(script: Path, db: str,
                     "--db", db, "--json", str(out))
     assert result.exit_code == 0, result.output
     assert "yours:forward · correct · float32" in result.output
-    assert "saved as run " in result.output
+    assert " finished: " in result.output
     with sqlite3.connect(db) as conn:
         config = json.loads(conn.execute("SELECT config FROM runs").fetchone()[0])
         sizes = [r[0] for r in conn.execute(
             "SELECT size FROM measurements WHERE device = 'cpu' ORDER BY size")]
     assert config["kind"] == "yours" and config["target"].endswith("mlp.py::forward")
     assert sizes == [10, 100]
-    assert json.loads(out.read_text())["sizes"] == [10, 100]
+    doc = json.loads(out.read_text())  # the one run format, which `report --from` reads
+    assert doc["run"]["config"]["sizes"] == [10, 100] and doc["format_version"] == 1
+    page = tmp_path / "page.html"
+    shown = runner.invoke(app, ["report", "--from", str(out), "-o", str(page)])
+    assert shown.exit_code == 0, shown.output
+    assert page.stat().st_size > 0
 
 
 def test_without_sizes_the_builder_is_called_once(script: Path, db: str) -> None:

@@ -4,6 +4,7 @@ the case and carries on. Real workers, real torch on the CPU."""
 
 from __future__ import annotations
 
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -64,6 +65,18 @@ def inputs_die_at_20(size):
     if size == 20:
         os.kill(os.getpid(), signal.SIGSEGV)
     return torch.rand(size)
+
+
+def inputs_raise_at_30(size):
+    if size == 30:
+        raise ValueError("no data for size 30")
+    return torch.rand(size)
+
+
+def slow_from_40(x):
+    if len(x) >= 40:
+        time.sleep(1000)
+    return x * 2
 """
 
 
@@ -96,7 +109,7 @@ def test_a_segfault_at_one_size_is_that_case_crashed_and_the_other_sizes_run(
         10: "ok", 20: "crashed", 30: "ok"}
     assert cases[20][1] == "the worker died (signal SIGSEGV). the last words before the crash"
     assert "crashed: the worker died (signal SIGSEGV)" in result.output
-    assert "saved as run " in result.output
+    assert " finished: " in result.output
 
 
 def test_a_hang_outlives_the_timeout_is_killed_and_the_next_size_still_runs(
@@ -118,7 +131,7 @@ def test_an_exit_from_the_function_is_crashed_with_its_exit_code(script: Path,
     result = invoke(script, "exits", db)
     assert result.exit_code == 1, result.output
     assert stored(db)[30] == ("crashed", "the worker died (exit code 3).")
-    assert "at size 20, cpu: " in result.output and "saved as run " in result.output
+    assert "at size 20, cpu: " in result.output and " finished: " in result.output
 
 
 def test_what_the_function_prints_stays_out_of_the_output(script: Path, db: str) -> None:
@@ -128,7 +141,7 @@ def test_what_the_function_prints_stays_out_of_the_output(script: Path, db: str)
          "-d", "cpu", "--budget", "0.05", "--db", db], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert "chatter" not in result.stdout + result.stderr
-    assert "saved as run " in result.stdout
+    assert " finished: " in result.stdout
     assert {status for status, _ in stored(db).values()} == {"ok"}
 
 
@@ -185,3 +198,41 @@ def test_on_cuda_a_resident_case_that_kills_the_worker_skips_its_end_to_end_twin
     assert {v[0] for k, v in cases.items() if k[0] == 10} == {"ok"}
     assert "at size 10, cuda resident: " in result.output
     assert "kernels not counted" not in result.output
+
+
+def test_inputs_that_raise_at_the_third_size_keep_the_two_finished_sizes(
+        script: Path, db: str) -> None:
+    result = invoke(script, "double", db, "--inputs", "inputs_raise_at_30")
+    assert result.exit_code == 2, result.output
+    assert "ValueError" in result.output and "its 2 finished cases are kept" in result.output
+    assert {size: status for size, (status, _) in stored(db).items()} == {10: "ok", 20: "ok"}
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("SELECT status FROM runs").fetchone()[0] == "failed"
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_an_interrupted_run_file_keeps_every_size_it_finished(script: Path, db: str,
+                                                              sig: int) -> None:
+    """Each case is saved the moment its worker sends it, as `gpuvs run` saves them; an
+    interrupt ends the run `interrupted` and says what was kept and how to go on."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gpuvs", "run-file", f"{script}::slow_from_40", "--sizes",
+         "10,20,30,40", "-d", "cpu", "--budget", "0.05", "--db", db],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and len(_stored_if_any(db)) < 3:
+        time.sleep(0.2)
+    proc.send_signal(sig)
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 130, out
+    assert sorted(stored(db)) == [10, 20, 30]
+    assert "its 3 finished cases are kept" in out and "measures it again" in out
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("SELECT status FROM runs").fetchone()[0] == "interrupted"
+
+
+def _stored_if_any(db: str) -> dict[int, tuple[str, str]]:
+    try:
+        return stored(db)
+    except sqlite3.OperationalError:  # the run has not made its tables yet
+        return {}

@@ -152,13 +152,15 @@ def build_config(workloads: tuple[str, ...], variant: list[str] | None,
     })
 
 
+FAILED = frozenset({"crashed", "wrong_result"})
+
+
 def wrap_up(out: Any, run: Any, measurements: list[Any], counts: Mapping[str, int],
             json_path: Path | None, report_path: Path | None = None,
-            ceilings: Sequence[Any] = ()) -> int:
+            ceilings: Sequence[Any] = (), failed_statuses: frozenset[str] = FAILED) -> int:
     """After a run's tables: its JSON and its report where asked for, and the exit code —
-    1 when a case crashed or gave a wrong result, since a run's numbers are then
-    incomplete."""
-    from gpuvs.model import Status
+    1 when a case crashed or gave a wrong result (`failed_statuses`), since a run's
+    numbers are then incomplete."""
     if json_path:
         from gpuvs.store.export import write_json
         with usage_errors():
@@ -177,7 +179,7 @@ def wrap_up(out: Any, run: Any, measurements: list[Any], counts: Mapping[str, in
                 raise UsageError(f"{e}; the run is saved: `gpuvs report {run.run_id} -o "
                                  "PATH` writes its report") from None
         out.print(f"wrote {report_path}")
-    failed = counts.get(Status.WRONG_RESULT.value, 0) + counts.get(Status.CRASHED.value, 0)
+    failed = sum(counts.get(status, 0) for status in failed_statuses)
     return EXIT_FAILED_RUN if failed else 0
 
 

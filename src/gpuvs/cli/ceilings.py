@@ -10,13 +10,16 @@ from gpuvs.cli.app import (
     BackendOpt,
     BudgetOpt,
     DbOption,
+    FormatOpt,
     app,
+    check_format,
     console,
+    emit_tables,
     open_store,
     split,
     usage_errors,
 )
-from gpuvs.report.progress import progress
+from gpuvs.cli.recorded import Recording, recorded
 
 
 @app.command()
@@ -25,10 +28,13 @@ def ceilings(
     refresh: Annotated[bool, typer.Option(
         "--refresh/--no-refresh",
         help="Measure again even if this machine's ceilings are already stored.")] = False,
+    fmt: FormatOpt = "plain",
 ) -> None:
     """Measure what this machine can do: matmul peaks, bandwidths, transfer and launch costs.
 
-    Cached per environment fingerprint and reused by every run on the same set-up.
+    Cached per environment fingerprint and reused by every run on the same set-up. Ctrl-C
+    keeps what was measured; the run is then interrupted and not used as the machine's
+    ceilings (`--refresh` measures them again).
     """
     from gpuvs import backends as registry
     from gpuvs.analysis import ceilings as ceil
@@ -36,47 +42,60 @@ def ceilings(
     from gpuvs.machine import env
     from gpuvs.store.runs import find_ceilings_run
     with usage_errors():
+        check_format(fmt)
         store = open_store(db)
         names = split(backend) or registry.names()
         for name in names:
             registry.get(name)
-        config = RunConfig(budget_s=budget or 1.0, timeout_s=600.0).validate()
+        config = RunConfig(budget_s=1.0 if budget is None else budget,
+                           timeout_s=600.0).validate()
     facts = env.collect()
     record = None if refresh else find_ceilings_run(store, facts.fingerprint)
-    if record is None:
-        from gpuvs.execute import runner
-        from gpuvs.model import RunKind
-        from gpuvs.store.runs import start_run
-        run = start_run(store, RunKind.CEILINGS, {"budget_s": config.budget_s}, facts)
-        cases = ceil.probe_cases(names)
-        with progress(len(cases)) as advance:
-            runner.execute(run, cases, config, on_result=advance)
-        run.finish()
-        record = run.stored()
-    _print_ceilings(store, record)
+    if record is not None:
+        emit_tables([ceilings_table(store.measurements(record.run_id), record.run_id,
+                                    record.environment.fingerprint)], fmt, console())
+        raise typer.Exit(0)
+    raise typer.Exit(_measured(store, config, ceil.probe_cases(names), facts, fmt))
 
 
-def _print_ceilings(store: Any, record: Any) -> None:
-    from rich.table import Table
-    from rich.text import Text
+def _measured(store: Any, config: Any, cases: list[Any], facts: Any, fmt: str) -> int:
+    from gpuvs.execute import runner
+    from gpuvs.model import RunKind
 
+    named: list[str] = []  # the run's id, once it has one
+
+    def header(run_id: str) -> list[str]:
+        named.append(run_id)
+        return [f"run {run_id}: {len(cases)} probes of this machine's ceilings"]
+
+    def execute(run: Any, shown: Any) -> Any:
+        with shown(len(cases)) as advance:
+            return runner.execute(run, cases, config, on_result=advance).counts
+
+    return recorded(store, Recording(
+        RunKind.CEILINGS, {"budget_s": config.budget_s}, header, execute,
+        tables=lambda ms, _: [ceilings_table(ms, named[0], facts.fingerprint)],
+        closing=lambda run_id, counts: [],
+        again="`gpuvs ceilings --refresh` measures them again.", environment=facts,
+        failed_statuses=frozenset()), fmt=fmt)
+
+
+def ceilings_table(measurements: list[Any], run_id: str, fingerprint: str) -> Any:
+    """The ceilings read off the probes, and a note for each backend and device where
+    they could not be measured."""
     from gpuvs.analysis.ceilings import read
+    from gpuvs.table import Table
     from gpuvs.units import rate, seconds
-    t = Table(title=f"ceilings · run {record.run_id} · environment "
-                    f"{record.environment.fingerprint}", title_justify="left")
-    for col in ("ceiling", "backend", "device", "measured"):
-        t.add_column(col, justify="right" if col == "measured" else "left")
-    measurements = store.measurements(record.run_id)
-    for c in read(measurements):
-        value = seconds(c.value) if c.unit == "s" else rate(c.value, c.unit)
-        t.add_row(Text(c.name), c.backend, c.device, value)
-    out = console()
-    out.print(t)
+
+    rows = tuple((c.name, c.backend, c.device,
+                  seconds(c.value) if c.unit == "s" else rate(c.value, c.unit))
+                 for c in read(measurements))
     missing: dict[tuple[str, str], str] = {}
     for m in measurements:
         if m.summary is None:
             missing.setdefault((m.case.backend, m.case.device), f"{m.status.value}: {m.reason}")
-    for (backend, device), why in sorted(missing.items()):
-        out.print(Text(f"not measured on {backend} {device}: {why}"))
-
-
+    notes = tuple(f"not measured on {backend} {device}: {why}"
+                  for (backend, device), why in sorted(missing.items()))
+    return Table(f"ceilings · run {run_id} · environment {fingerprint}",
+                 ("ceiling", "backend", "device", "measured"), rows, notes,
+                 wrapping=frozenset({"ceiling"}))

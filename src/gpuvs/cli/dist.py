@@ -20,15 +20,11 @@ from gpuvs.cli.app import (
     JsonOpt,
     app,
     check_format,
-    console,
-    emit_tables,
-    narration,
     open_store,
     split,
     usage_errors,
-    wrap_up,
 )
-from gpuvs.report.progress import progress
+from gpuvs.cli.recorded import Recording, recorded
 
 dist_app = typer.Typer(
     help="Several processes, one per device: data-parallel scaling of seed 003's CNN and "
@@ -136,37 +132,40 @@ def scaling(
 
 def _execute(spec: Any, db: str | None, json_path: Any, fmt: str = "plain",
              said: str = "") -> int:
-    """Measure (or, on a rank other than 0 under --launched, only take part), then print."""
+    """Measure (or, on a rank other than 0 under --launched, only take part), then print.
+    A case whose ranks the watchdog had to kill (`timeout`) fails the command, as a crash
+    does: the ranks did not finish it."""
     from gpuvs.distributed import launch, rank_main
     from gpuvs.model import RunKind
     from gpuvs.report.dist_tables import dist_tables, ranks_note
     from gpuvs.report.layout import status_line
-    from gpuvs.store.runs import guarded, start_run
     if spec.launched and os.environ.get("RANK") != "0":
         rank_main.serve(spec)
         return 0
     with usage_errors():
         store = open_store(db)
-    run = start_run(store, RunKind.DIST, spec.config())
-    spec = replace(spec, run_id=run.run_id, db=store.location)
-    out = narration(fmt)
-    s = spec.setup
-    out.print(f"run {run.run_id}: {len(spec.cases)} cases on up to {s.nproc} ranks × "
-              f"{s.device} ({s.backend})")
-    if said:
-        out.print(said)
-    again = "The same `gpuvs dist` command measures every case again."
-    with usage_errors(), guarded(run, again), progress(len(spec.cases), out.stderr) as advance:
-        info = (rank_main.serve(spec, advance) if spec.launched
-                else launch.execute(spec, run, advance))
-    run.finish()
-    measurements = run.measurements()
-    if info:
-        from rich.text import Text
+    info: dict[str, Any] = {}
 
-        out.print(Text(ranks_note(info)))
-    emit_tables(dist_tables(measurements), fmt, console())
-    counts = Counter(m.status.value for m in measurements)
-    out.print(f"run {run.run_id} finished: {status_line(counts)}. Saved to {store.path}; "
-              f"`gpuvs show {run.run_id}` prints it again.")
-    return wrap_up(out, run, measurements, counts, json_path)
+    def header(run_id: str) -> list[str]:
+        s = spec.setup
+        return [f"run {run_id}: {len(spec.cases)} cases on up to {s.nproc} ranks × "
+                f"{s.device} ({s.backend})", *([said] if said else [])]
+
+    def execute(run: Any, shown: Any) -> Counter[str]:
+        ranked = replace(spec, run_id=run.run_id, db=store.location)
+        with shown(len(spec.cases)) as advance:
+            info.update(rank_main.serve(ranked, advance) if spec.launched
+                        else launch.execute(ranked, run, advance))
+        return Counter(m.status.value for m in run.measurements())
+
+    def closing(run_id: str, counts: Any) -> list[str]:
+        return [*([ranks_note(info)] if info else []),
+                f"run {run_id} finished: {status_line(dict(counts))}. Saved to {store.path}; "
+                f"`gpuvs show {run_id}` prints it again."]
+
+    return recorded(store, Recording(
+        RunKind.DIST, spec.config(), header, execute,
+        tables=lambda ms, ceilings: dist_tables(ms), closing=closing,
+        again="The same `gpuvs dist` command measures every case again.",
+        failed_statuses=frozenset({"crashed", "wrong_result", "timeout"})),
+        fmt=fmt, json_path=json_path)

@@ -30,20 +30,17 @@ from gpuvs.cli.app import (
     check_format,
     check_writable,
     console,
-    emit_tables,
     estimate_line,
-    narration,
     open_store,
     print_plan,
     split,
     stored_ceilings,
     usage_errors,
-    wrap_up,
 )
+from gpuvs.cli.recorded import Recording, recorded
 from gpuvs.errors import UsageError
 from gpuvs.execute import plan
 from gpuvs.model import RunKind
-from gpuvs.report.progress import progress
 
 ReportOpt = Annotated[Path | None, typer.Option(
     "--report", metavar="PATH",
@@ -154,52 +151,54 @@ def _execute(store: Any, config: Any, run_record: Any, json_path: Path | None,
 
     from gpuvs.execute import runner
     from gpuvs.machine import contention
+
     began = contention.snapshot()  # what other processes do from here is named below
     from gpuvs.report.layout import result_tables, status_line
     from gpuvs.report.verdict import answer_table
-    from gpuvs.store.runs import RunHandle, guarded, start_run
+    from gpuvs.store.runs import RunHandle
+
     with usage_errors():
         cases = plan.expand(config)
-    if run_record is None:
-        run = start_run(store, RunKind.SWEEP, config.to_dict())
-        skip: frozenset[str] = frozenset()
-    else:
-        run = RunHandle(store, run_record)
-        skip = frozenset(m.case.key for m in run.measurements()
-                         if runner.complete(m, config.passes))
-    out = narration(fmt)
-    busy = contention.busy_line(since=began)
-    if busy:
-        out.print(busy, markup=False, highlight=False)
+    resumed = RunHandle(store, run_record) if run_record is not None else None
+    skip = frozenset(m.case.key for m in resumed.measurements()
+                     if runner.complete(m, config.passes)) if resumed else frozenset()
     todo = [c for c in cases if c.key not in skip]
-    out.print(f"run {run.run_id}: {len(todo)} cases ({len(skip)} already recorded)" if skip
-              else f"run {run.run_id}: {len(cases)} cases", markup=False, highlight=False)
-    if plan.first_answer(config):
-        out.print("the first-answer suite: square matrix products and x *= 5 over sizes; "
-                  "`gpuvs run --all` runs every workload", markup=False, highlight=False)
-    if plan.estimate_s(tuple(todo), config) > plan.LONG_PLAN_S:
-        out.print(f"this plan takes {estimate_line(todo, config)}; `--dry-run` lists it, "
-                  "and -w, -s or -a narrow it", markup=False, highlight=False)
-    counts: Counter[str] = Counter()
-    rounds = 0
-    def finished() -> int:
-        return sum(runner.complete(m, config.passes) for m in run.measurements())
 
-    with usage_errors(), guarded(run, "`gpuvs run --resume latest` finishes it.", finished):
-        while cases:
-            with progress(sum(c.key not in skip for c in cases), out.stderr) as advance:
-                counts += runner.execute(run, cases, config, on_result=advance,
+    def header(run_id: str) -> list[str]:
+        busy = contention.busy_line(since=began)
+        lines = [busy] if busy else []
+        lines.append(f"run {run_id}: {len(todo)} cases ({len(skip)} already recorded)"
+                     if skip else f"run {run_id}: {len(cases)} cases")
+        if plan.first_answer(config):
+            lines.append("the first-answer suite: square matrix products and x *= 5 over "
+                         "sizes; `gpuvs run --all` runs every workload")
+        if plan.estimate_s(tuple(todo), config) > plan.LONG_PLAN_S:
+            lines.append(f"this plan takes {estimate_line(todo, config)}; `--dry-run` lists "
+                         "it, and -w, -s or -a narrow it")
+        return lines
+
+    def execute(run: Any, shown: Any) -> Counter[str]:
+        counts: Counter[str] = Counter()
+        now: list[Any] = list(cases)
+        rounds = 0
+        while now:
+            with shown(sum(c.key not in skip for c in now)) as advance:
+                counts += runner.execute(run, now, config, on_result=advance,
                                          skip_keys=skip).counts
-            cases = _refinement(store, run.run_id, refine_factor, rounds)
+            now = _refinement(store, run.run_id, refine_factor, rounds)
             rounds += 1
-    run.finish()
-    measurements = run.measurements()
-    ceilings = stored_ceilings(store, run.started)
-    emit_tables([*result_tables(measurements, ceilings), answer_table(measurements)], fmt,
-                console())
-    out.print(f"run {run.run_id} finished: {status_line(counts)}. Saved to {store.path}; "
-              f"`gpuvs show {run.run_id}` prints it again.")
-    return wrap_up(out, run, measurements, counts, json_path, report_path, ceilings)
+        return counts
+
+    return recorded(store, Recording(
+        RunKind.SWEEP, config.to_dict(), header, execute,
+        tables=lambda ms, ceilings: [*result_tables(ms, ceilings), answer_table(ms)],
+        closing=lambda run_id, counts: [
+            f"run {run_id} finished: {status_line(dict(counts))}. Saved to {store.path}; "
+            f"`gpuvs show {run_id}` prints it again."],
+        again="`gpuvs run --resume latest` finishes it.",
+        complete=lambda m: runner.complete(m, config.passes),
+        ceilings=lambda run: stored_ceilings(store, run.started)),
+        fmt=fmt, json_path=json_path, report_path=report_path, resumed=resumed)
 
 
 MAX_REFINE_ROUNDS = 6

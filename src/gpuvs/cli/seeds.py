@@ -16,17 +16,13 @@ from gpuvs.cli.app import (
     TimeoutOpt,
     app,
     check_format,
-    console,
-    emit_tables,
-    narration,
     open_store,
     print_plan,
     split,
     usage_errors,
-    wrap_up,
 )
+from gpuvs.cli.recorded import Recording, recorded
 from gpuvs.errors import UsageError
-from gpuvs.report.progress import progress
 
 # Sampling seconds a case: most cases meet their CI within it, and the run must fit in
 # 8 minutes on a GPU machine (docs/seeds-h100.md says where the time goes).
@@ -122,21 +118,22 @@ def _run(store: Any, config: Any, cases: list[Any], chosen: tuple[str, ...], opt
     from gpuvs.model import RunKind
     from gpuvs.report.layout import status_line
     from gpuvs.report.seed_tables import seed_tables
-    from gpuvs.store.runs import guarded, start_run
-    run = start_run(store, RunKind.SEEDS, {
-        "seeds": list(chosen), **asdict(options), "budget_s": config.budget_s,
-        "timeout_s": config.timeout_s, "devices": list(config.devices)})
-    out = narration(fmt)
-    out.print(f"run {run.run_id}: seeds {', '.join(chosen)}, {len(cases)} cases"
-              + (" (--quick)" if options.quick else ""))
+
     started = time.monotonic()
-    again = f"`gpuvs seeds {' '.join(chosen)}` measures them again."
-    with usage_errors(), guarded(run, again), progress(len(cases), out.stderr) as advance:
-        counts = runner.execute(run, cases, config, on_result=advance).counts
-    took = units.seconds(time.monotonic() - started)
-    run.finish()
-    measurements = run.measurements()
-    emit_tables(seed_tables(measurements), fmt, console())
-    out.print(f"run {run.run_id} finished in {took}: {status_line(counts)}. `gpuvs show "
-              f"{run.run_id}` prints every case's table.")
-    return wrap_up(out, run, measurements, counts, json_path)
+
+    def execute(run: Any, shown: Any) -> Any:
+        with shown(len(cases)) as advance:
+            return runner.execute(run, cases, config, on_result=advance).counts
+
+    return recorded(store, Recording(
+        RunKind.SEEDS, {"seeds": list(chosen), **asdict(options), "budget_s": config.budget_s,
+                        "timeout_s": config.timeout_s, "devices": list(config.devices)},
+        header=lambda run_id: [f"run {run_id}: seeds {', '.join(chosen)}, {len(cases)} cases"
+                               + (" (--quick)" if options.quick else "")],
+        execute=execute, tables=lambda ms, ceilings: seed_tables(ms),
+        closing=lambda run_id, counts: [
+            f"run {run_id} finished in {units.seconds(time.monotonic() - started)}: "
+            f"{status_line(dict(counts))}. `gpuvs show {run_id}` prints every case's table."],
+        again=f"`gpuvs seeds {' '.join(chosen)}` measures them again.",
+        complete=lambda m: runner.complete(m, config.passes)),
+        fmt=fmt, json_path=json_path)

@@ -6,13 +6,13 @@ prints the tables, the crossover and why, and saves the run like any other."""
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from gpuvs.cli.app import (
-    EXIT_FAILED_RUN,
     BudgetOpt,
     DbOption,
     FormatOpt,
@@ -22,15 +22,11 @@ from gpuvs.cli.app import (
     app,
     check_format,
     check_writable,
-    console,
-    emit_tables,
-    narration,
     open_store,
     split,
     usage_errors,
-    write_file,
 )
-from gpuvs.report.progress import progress
+from gpuvs.cli.recorded import Recording, recorded
 from gpuvs.yours.run_file import DEFAULT_INPUTS
 
 
@@ -72,8 +68,8 @@ def run_file(
     outlives --timeout is killed and recorded timeout, and a fresh worker runs the rest.
     """
     from gpuvs.config import RunConfig, check_devices, parse_sizes
-    from gpuvs.yours.file_runner import run
     from gpuvs.yours.run_file import Request, script
+
     with usage_errors():
         check_format(fmt)
         check_writable(json_path)
@@ -84,26 +80,40 @@ def run_file(
         config = RunConfig(**{k: v for k, v in given.items() if v is not None}).validate()
         store = open_store(db)
         request = Request(target, inputs, chosen, devices, config.budget_s, tolerance)
-        with progress(request.cases, narration(fmt).stderr) as advance:
-            outcome = run(request, config.timeout_s, advance)
-    raise typer.Exit(_report(outcome, store, target, json_path, fmt))
+    raise typer.Exit(_recorded(store, request, config.timeout_s, json_path, fmt))
 
 
-def _report(outcome: Any, store: Any, target: str, json_path: Path | None,
-            fmt: str = "plain") -> int:
-    from gpuvs.report.layout import result_tables
+def _recorded(store: Any, request: Any, timeout_s: float, json_path: Path | None,
+              fmt: str) -> int:
+    """run-file on the one command skeleton: each case saved the moment the worker sends
+    it, Ctrl-C keeping what finished, the run's JSON in the one run format."""
+    from gpuvs.model import RunKind
+    from gpuvs.report.layout import result_tables, status_line
     from gpuvs.report.verdict import answer_table
-    out = narration(fmt)
-    result = outcome.comparison
-    emit_tables([*result_tables(result.measurements), answer_table(result.measurements)],
-                fmt, console())
-    for line in outcome.explanation:
-        out.print(line, highlight=False, markup=False)
-    run_id = result.save(store.location, target=target)
-    out.print(f"saved as run {run_id} in {store.path}; `gpuvs show {run_id}` prints it again.",
-              markup=False)
-    if json_path:
-        with usage_errors():
-            write_file(json_path, result.to_json(indent=1), "JSON")
-        out.print(f"wrote {json_path}", markup=False)
-    return EXIT_FAILED_RUN if result.failed else 0
+    from gpuvs.yours.file_runner import run
+
+    explanation: list[str] = []
+
+    def execute(recording: Any, shown: Any) -> Counter[str]:
+        with shown(request.cases) as advance:
+            def kept(m: Any) -> None:  # saved the moment it arrives, then shown
+                recording.record(m)
+                advance(m)
+
+            outcome = run(request, timeout_s, kept)
+        explanation.extend(outcome.explanation)
+        return Counter(m.status.value for m in outcome.comparison.measurements)
+
+    def closing(run_id: str, counts: Any) -> list[str]:
+        return [*explanation, f"run {run_id} finished: {status_line(dict(counts))}. Saved to "
+                              f"{store.path}; `gpuvs show {run_id}` prints it again."]
+
+    return recorded(store, Recording(
+        RunKind.YOURS, {"function": request.target.rpartition("::")[2],
+                        "target": request.target,
+                        "devices": list(request.devices), "sizes": list(request.sizes)},
+        header=lambda run_id: [f"run {run_id}: {request.target}, {request.cases} cases"],
+        execute=execute,
+        tables=lambda ms, _: [*result_tables(ms), answer_table(ms)], closing=closing,
+        again=f"`gpuvs run-file {request.target}` measures it again.", lazily=True),
+        fmt=fmt, json_path=json_path)

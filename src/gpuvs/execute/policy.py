@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 import subprocess
 import traceback
+from collections.abc import Hashable
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +38,26 @@ def failure(backend: Any, case: Case, e: BaseException, crashed: str | None = No
         return Measurement(case, Status.OOM, reason=f"out of memory: {one_line(e)}"), False
     return (Measurement(case, Status.CRASHED, reason=crashed or tail(e)),
             bool(backend.is_fatal(e)))
+
+
+class OutOfMemorySeries:
+    """A series stops growing once a size runs out of memory: every larger size needs
+    more. One owner for the runner (a series is `Case.series`) and `gpuvs.compare` (a
+    series is a device); `key` says which series a case is in."""
+
+    def __init__(self) -> None:
+        self._at: dict[Hashable, int] = {}
+
+    def note(self, key: Hashable, m: Measurement) -> None:
+        if m.status is Status.OOM:
+            self._at.setdefault(key, m.case.size)
+
+    def stopped(self, key: Hashable, case: Case) -> Measurement | None:
+        """The case, skipped, when its series already ran out of memory; else None."""
+        if key not in self._at:
+            return None
+        return Measurement(case, Status.SKIPPED,
+                           reason=f"not run: size {self._at[key]} already ran out of memory")
 
 
 def one_line(e: BaseException) -> str:

@@ -22,6 +22,7 @@ from gpuvs import backends
 from gpuvs.backends.base import NO_GPU
 from gpuvs.config import RunConfig
 from gpuvs.execute.observe import observations
+from gpuvs.execute.policy import OutOfMemorySeries
 from gpuvs.execute.supervisor import STARTUP_ALLOWANCE_S, Child
 from gpuvs.measuring.caveats import detect as caveats_of
 from gpuvs.measuring.protocol import Budget
@@ -222,7 +223,7 @@ class Pool:
         replays: dict[tuple[str, str, str], list[Case]] = {}
         measured: dict[str, list[Case]] = {}
         for case in self._plan:
-            if _precheck(case, {}) is not None:  # decided without a worker
+            if _precheck(case) is not None:  # decided without a worker
                 continue
             if case.variant == "as_written":
                 replays.setdefault((case.backend, case.workload, case.device), []).append(case)
@@ -262,7 +263,7 @@ def execute(run: Recorder, cases: Iterable[Case], config: RunConfig,
     come from a `Pool`, which starts them all before the first case. `on_result` gets each
     finished case and the time the run has left (`Pace`; None before there is a pace)."""
     summary = RunSummary()
-    oom_series: dict[Case, int] = {}
+    oom = OutOfMemorySeries()
     request_base = {"budget": Budget(seconds=config.budget_s / config.passes).__dict__,
                     "criterion": config.criterion}
     todo = [c for c in cases if c.key not in skip_keys]
@@ -280,9 +281,9 @@ def execute(run: Recorder, cases: Iterable[Case], config: RunConfig,
                 # first pass measured are kept when the two are merged.
                 request = request_base | ({"samples_only": True} if n else {})
                 began = time.perf_counter()
-                m = _precheck(case, oom_series) or _dispatch(case, pool, request, config)
-                if m.status is Status.OOM:
-                    oom_series.setdefault(case.series, case.size)
+                m = (_precheck(case) or oom.stopped(case.series, case)
+                     or _dispatch(case, pool, request, config))
+                oom.note(case.series, m)
                 m = merged(done[case.key], m) if n else m
                 done[case.key] = m
                 run.record(m)  # each pass's result is kept as soon as it exists
@@ -330,8 +331,8 @@ def merged(first: Measurement, later: Measurement) -> Measurement:
                    caveats=tuple(dict.fromkeys((*found, *sorted(seen)))))
 
 
-def _precheck(case: Case, oom_series: dict[Case, int]) -> Measurement | None:
-    """Cases decided without a worker: unsupported dtype, or a series already out of memory."""
+def _precheck(case: Case) -> Measurement | None:
+    """Cases decided without a worker: no GPU, or a dtype the backend lacks."""
     backend = backends.get(case.backend)
     if backend.gpu_missing(case.device):  # no worker started for nothing
         return Measurement(case, Status.UNAVAILABLE, reason=NO_GPU)
@@ -339,9 +340,6 @@ def _precheck(case: Case, oom_series: dict[Case, int]) -> Measurement | None:
         return Measurement(case, Status.SKIPPED,
                            reason=f"{case.backend} has no {case.dtype}; it supports "
                                   f"{', '.join(backend.dtypes)}")
-    if case.series in oom_series:
-        return Measurement(case, Status.SKIPPED,
-                           reason=f"size {oom_series[case.series]} already ran out of memory")
     return None
 
 

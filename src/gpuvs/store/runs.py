@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-from gpuvs.errors import Interrupted, StoreError
+from gpuvs.errors import Interrupted, StoreError, UsageError
 from gpuvs.model import Environment, Measurement, Run, RunKind
 
 RUN_ID_FORMAT = "%Y%m%d-%H%M%S"
@@ -37,11 +37,25 @@ def now() -> str:
 
 
 class RunHandle:
-    """A run being recorded in a store. Closing the store is the caller's business."""
+    """A run being recorded in a store. Closing the store is the caller's business.
 
-    def __init__(self, store: Any, started: Run) -> None:
+    A run started `lazily` is written at its first case: a command whose input is found
+    bad before any case (run-file's worker finds no such function) leaves no run behind;
+    `on_create` hears when it is written."""
+
+    def __init__(self, store: Any, started: Run, created: bool = True,
+                 on_create: Callable[[str], None] | None = None) -> None:
         self.store = store
         self.started = started  # the run as it was created (or found, when resumed)
+        self.created = created
+        self._on_create = on_create
+
+    def _create(self) -> None:
+        if not self.created:
+            self.store.create_run(self.started)
+            self.created = True
+            if self._on_create is not None:
+                self._on_create(self.run_id)
 
     @property
     def run_id(self) -> str:
@@ -53,25 +67,29 @@ class RunHandle:
 
     def record(self, m: Measurement) -> None:
         """Save one finished case, committed before this returns."""
+        self._create()
         self.store.save(self.run_id, m)
 
     def finished_keys(self) -> set[str]:
         """The cases already recorded (a resumed run skips them)."""
-        return set(self.store.finished_keys(self.run_id))
+        return set(self.store.finished_keys(self.run_id)) if self.created else set()
 
     def measurements(self) -> list[Measurement]:
-        return list(self.store.measurements(self.run_id))
+        return list(self.store.measurements(self.run_id)) if self.created else []
 
     def finish(self) -> None:
+        self._create()
         self.store.finish_run(self.run_id, "finished", now())
 
     def interrupt(self, reason: str = "") -> None:
         """The run stopped before its last case, by a signal: `--resume` finishes it."""
-        self.store.finish_run(self.run_id, "interrupted", now(), reason)
+        if self.created:
+            self.store.finish_run(self.run_id, "interrupted", now(), reason)
 
     def fail(self, reason: str) -> None:
         """The run cannot go on (its store failed mid-run); every case recorded stays."""
-        self.store.finish_run(self.run_id, "failed", now(), reason)
+        if self.created:
+            self.store.finish_run(self.run_id, "failed", now(), reason)
 
     def stored(self) -> Run:
         """The run as the store holds it now (status and finish time included)."""
@@ -90,7 +108,8 @@ def guarded(run: RunHandle, how_to_finish: str,
       signals).
     - A storage failure (a full disk, a lock held too long, a corrupt file) ends it as
       `failed` with the reason, where the store can still say so, and the `StoreError`
-      goes on, naming what was kept.
+      goes on, naming what was kept. So does bad input found mid-run (`UsageError`: a
+      builder of run-file's inputs that raised at the third size).
 
     Either way the cases recorded so far stay. `finished` counts the cases that need
     nothing more (a case stored after its first pass of two is measured again by
@@ -111,6 +130,13 @@ def guarded(run: RunHandle, how_to_finish: str,
         saved = finished() if finished is not None else len(run.finished_keys())
         raise Interrupted(f"run {run.run_id} stopped by {name}; its {saved} finished cases "
                           f"are kept. {how_to_finish}") from None
+    except UsageError as e:  # bad input met mid-run (a builder that raised at a size)
+        if not run.created:  # before any case: nothing was stored, nothing to say of it
+            raise
+        run.fail(str(e))
+        saved = len(run.finished_keys())
+        raise UsageError(f"{e}; run {run.run_id} is marked failed, and its {saved} finished "
+                         "cases are kept") from None
     except StoreError as e:
         try:
             run.fail(str(e))
@@ -124,12 +150,14 @@ def guarded(run: RunHandle, how_to_finish: str,
 
 
 def start_run(store: Any, kind: RunKind, config: Mapping[str, Any],
-              environment: Environment | None = None) -> RunHandle:
+              environment: Environment | None = None, lazily: bool = False,
+              on_create: Callable[[str], None] | None = None) -> RunHandle:
     """Create the run in `store` now, so that even a run killed at once leaves its trace.
     `config` is what the run measures; its kind is written into it (a sweep's is left
     implicit, as sweeps have always been stored). The environment is this machine's
     unless given, and carries the run's provenance (`env.provenance`: git commit, command
-    line, machine label) under `facts["provenance"]`."""
+    line, machine label) under `facts["provenance"]`. A run started `lazily` is written
+    at its first case (`RunHandle`)."""
     from gpuvs.machine import env
     if environment is None:
         environment = env.collect()
@@ -138,6 +166,8 @@ def start_run(store: Any, kind: RunKind, config: Mapping[str, Any],
                                   {**environment.facts, "provenance": env.provenance()})
     stored = dict(config) if kind is RunKind.SWEEP else {"kind": kind.value, **config}
     record = Run(new_run_id(), now(), stored, environment)
+    if lazily:
+        return RunHandle(store, record, created=False, on_create=on_create)
     store.create_run(record)
     return RunHandle(store, record)
 

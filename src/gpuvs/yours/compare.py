@@ -59,6 +59,7 @@ class _Settings:
     on_result: Callable[[Measurement], None] | None = None
     on_start: Callable[[Case], None] | None = None
     on_plan: Callable[[list[Case]], None] | None = None
+    on_again: Callable[[], None] = lambda: None
 
 
 def run(fn: Callable[..., object], args: tuple[Any, ...], kwargs: Mapping[str, Any], *,
@@ -68,6 +69,7 @@ def run(fn: Callable[..., object], args: tuple[Any, ...], kwargs: Mapping[str, A
         on_result: Callable[[Measurement], None] | None = None,
         on_start: Callable[[Case], None] | None = None,
         on_plan: Callable[[list[Case]], None] | None = None,
+        on_again: Callable[[], None] = lambda: None,
         done: Sequence[Measurement] = (), show_progress: bool = False) -> Comparison:
     """`gpuvs.compare` with its arguments spelt out (the magic and the CLI call this, so
     that a user's keyword arguments can never collide with compare's own).
@@ -75,7 +77,8 @@ def run(fn: Callable[..., object], args: tuple[Any, ...], kwargs: Mapping[str, A
     `on_plan(cases)` hears of a size's cases once its inputs are built, `on_start(case)`
     of each case before its inputs go to the device and it runs, `on_result(m)` of each
     measurement: run-file's worker tells its parent so which case is in flight when it
-    dies, and what the cases of a size are called. `done` are the cases an earlier
+    dies, and what the cases of a size are called; `on_again()` that a contended case is
+    being measured again (its parent's clock starts again). `done` are the cases an earlier
     worker finished or died in: they are neither run nor reported again, but are part of
     the result. `show_progress` shows a sweep's progress on stderr (`gpuvs.compare`)."""
     devices = check_devices(devices)
@@ -83,7 +86,7 @@ def run(fn: Callable[..., object], args: tuple[Any, ...], kwargs: Mapping[str, A
         raise UsageError(f"compare needs a function to call; got {type(fn).__name__} {fn!r}")
     RunConfig(budget_s=budget_s, criterion=criterion, devices=devices).validate(KEYWORDS)
     settings = _Settings(fn, name or function_name(fn), budget_s, tolerance, criterion,
-                         source_hash(fn), on_result, on_start, on_plan)
+                         source_hash(fn), on_result, on_start, on_plan, on_again)
     settings.fn, prefix = _unbound(fn)
     plan = _plan(args, dict(kwargs), batch, sizes, prefix)
     earlier = _Earlier(devices, {unit(m.case): m for m in done})
@@ -96,14 +99,13 @@ def run(fn: Callable[..., object], args: tuple[Any, ...], kwargs: Mapping[str, A
 
 def _sweep(s: _Settings, plan: _Plan, earlier: _Earlier) -> list[Measurement]:
     measurements: list[Measurement] = []
-    oom_at: dict[str, int] = {}  # a series that ran out of memory stops growing
+    oom = policy.OutOfMemorySeries()  # a device's series stops growing
     for size in plan.sizes:
         found = earlier.all_at(size)  # all done already: its inputs need not be built
         if found is None:
-            found = _at_size(s, plan.inputs(size), size, earlier, oom_at)
+            found = _at_size(s, plan.inputs(size), size, earlier, oom)
         for m in found:
-            if m.status is Status.OOM:
-                oom_at.setdefault(m.case.device, size)
+            oom.note(m.case.device, m)
         measurements += found
     return measurements
 
@@ -126,7 +128,7 @@ def _progress_shown(s: _Settings, plan: _Plan, devices: Sequence[str], show: boo
 
 
 def _at_size(s: _Settings, inputs: Inputs, size: int, earlier: _Earlier,
-             oom_at: Mapping[str, int]) -> list[Measurement]:
+             oom: policy.OutOfMemorySeries) -> list[Measurement]:
     a, kw = inputs
     planned = [_cases(s, a, kw, size, d, moving.backend_for((a, kw), d))
                for d in earlier.devices]
@@ -136,10 +138,9 @@ def _at_size(s: _Settings, inputs: Inputs, size: int, earlier: _Earlier,
     out: list[Measurement] = []
     for cases in planned:  # every device at one size before the next size
         device = cases[0].device
-        if device in oom_at:
-            out += [earlier.get(c) or _reported(s, Measurement(
-                c, Status.SKIPPED, f"not run: out of memory at size {oom_at[device]}"))
-                for c in cases]
+        stopped = [m for c in cases if (m := oom.stopped(device, c)) is not None]
+        if stopped:
+            out += [earlier.get(m.case) or _reported(s, m) for m in stopped]
         else:
             out += _on_device(s, a, kw, cases, reference, earlier)
     return out
@@ -413,7 +414,8 @@ def _measure(s: _Settings, call: Callable[[], object], case: Case, backend: Any,
         clock = backend.clock(case.device)
         m, _ = measure_watched(lambda: prepared, case, clock, criteria.parse(s.criterion),
                                Budget(seconds=s.budget_s),
-                               watches.standard(case.device, counters.get("threads")))
+                               watches.standard(case.device, counters.get("threads")),
+                               again=s.on_again)
     except Exception as e:
         what = _raised(s, case, e)
         failed, _ = policy.failure(backend, case, e, crashed=what)

@@ -96,9 +96,11 @@ def _follow(worker: FileWorker, record: _Record, timeout_s: float) -> tuple[str,
     fresh = True
     deadline = time.monotonic() + timeout_s + STARTUP_ALLOWANCE_S
     while (event := worker.event(deadline)) is not None:
-        if fresh or "measurement" in event:
-            deadline = time.monotonic() + timeout_s
+        if fresh or "measurement" in event or "again" in event:
+            deadline = time.monotonic() + timeout_s  # a contended case measured again, too
             fresh = False
+        if "again" in event:
+            continue
         if "plan" in event:
             record.plan(Case.from_dict(c) for c in event["plan"])
         elif "start" in event:

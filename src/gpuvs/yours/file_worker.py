@@ -8,6 +8,7 @@ own, one JSON object a line — never on stdout, which the user's prints share:
 
 - `{"plan": [case, …]}` once a size's inputs are built: what its cases are called;
 - `{"start": case}` before a case's inputs go to its device and it runs;
+- `{"again": why}` when a contended case is measured again (the parent's clock restarts);
 - `{"measurement": m}` when it has its result;
 - `{"explained": [line, …]}` at the end, once every case is timed: the dispatch costs
   timed here, then the user's function profiled (`yours.explaining.explained_here`), so it
@@ -67,6 +68,7 @@ def _compared(request: Request, done: Sequence[Measurement], send: Send) -> Comp
         sizes=request.sizes or None, budget_s=request.budget_s, tolerance=request.tolerance,
         done=done, on_plan=lambda cases: send("plan", [c.to_dict() for c in cases]),
         on_start=lambda case: send("start", case.to_dict()),
+        on_again=lambda: send("again", "contended: measuring it again"),
         on_result=lambda m: send("measurement", m.to_dict()))
 
 
