@@ -185,7 +185,7 @@ def stored_ceilings(store: Any, record: Any) -> list[Any]:
     """This machine's measured ceilings, if `gpuvs ceilings` has run on it."""
     from gpuvs.analysis.ceilings import read
     from gpuvs.store.runs import find_ceilings_run
-    found = find_ceilings_run(store, record.environment.fingerprint)
+    found = find_ceilings_run(store, record.environment)
     return read(store.measurements(found.run_id)) if found else []
 
 

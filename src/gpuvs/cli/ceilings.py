@@ -34,7 +34,9 @@ def ceilings(
     from gpuvs.analysis import ceilings as ceil
     from gpuvs.config import RunConfig
     from gpuvs.machine import env
+    from gpuvs.machine.contention import busy_line, snapshot
     from gpuvs.store.runs import find_ceilings_run
+    began = snapshot()  # what other processes do from here is named below, as `run` does
     with usage_errors():
         store = open_store(db)
         names = split(backend) or registry.names()
@@ -42,8 +44,10 @@ def ceilings(
             registry.get(name)
         config = RunConfig(budget_s=budget or 1.0, timeout_s=600.0).validate()
     facts = env.collect()
-    record = None if refresh else find_ceilings_run(store, facts.fingerprint)
+    record = None if refresh else find_ceilings_run(store, facts)
     if record is None:
+        if busy := busy_line(since=began):
+            console().print(busy, markup=False, highlight=False)
         from gpuvs.execute import runner
         from gpuvs.model import RunKind
         from gpuvs.store.runs import start_run
@@ -60,7 +64,7 @@ def _print_ceilings(store: Any, record: Any) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    from gpuvs.analysis.ceilings import read
+    from gpuvs.analysis.ceilings import contended_note, read
     from gpuvs.units import rate, seconds
     t = Table(title=f"ceilings · run {record.run_id} · environment "
                     f"{record.environment.fingerprint}", title_justify="left")
@@ -78,5 +82,7 @@ def _print_ceilings(store: Any, record: Any) -> None:
             missing.setdefault((m.case.backend, m.case.device), f"{m.status.value}: {m.reason}")
     for (backend, device), why in sorted(missing.items()):
         out.print(Text(f"not measured on {backend} {device}: {why}"))
+    if disturbed := contended_note(read(measurements)):
+        out.print(Text(disturbed))
 
 
