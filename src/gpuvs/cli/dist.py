@@ -140,6 +140,7 @@ def _execute(spec: Any, db: str | None, json_path: Any, fmt: str = "plain",
     from gpuvs.distributed import launch, rank_main
     from gpuvs.model import RunKind
     from gpuvs.report.dist_tables import dist_tables, ranks_note
+    from gpuvs.report.documents import cases_document
     from gpuvs.report.layout import status_line
     from gpuvs.store.runs import guarded, start_run
     if spec.launched and os.environ.get("RANK") != "0":
@@ -165,7 +166,8 @@ def _execute(spec: Any, db: str | None, json_path: Any, fmt: str = "plain",
         from rich.text import Text
 
         out.print(Text(ranks_note(info)))
-    emit_tables(dist_tables(measurements), fmt, console())
+    emit_tables(dist_tables(measurements), fmt, console(),
+                lambda: cases_document("dist", measurements, run=run.stored()))
     counts = Counter(m.status.value for m in measurements)
     out.print(f"run {run.run_id} finished: {status_line(counts)}. Saved to {store.path}; "
               f"`gpuvs show {run.run_id}` prints it again.")

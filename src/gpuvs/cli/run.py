@@ -155,6 +155,7 @@ def _execute(store: Any, config: Any, run_record: Any, json_path: Path | None,
     from gpuvs.execute import runner
     from gpuvs.machine import contention
     began = contention.snapshot()  # what other processes do from here is named below
+    from gpuvs.report.documents import cases_document
     from gpuvs.report.layout import result_tables, status_line
     from gpuvs.report.verdict import answer_table
     from gpuvs.store.runs import RunHandle, guarded, start_run
@@ -196,7 +197,7 @@ def _execute(store: Any, config: Any, run_record: Any, json_path: Path | None,
     measurements = run.measurements()
     ceilings = stored_ceilings(store, run.started)
     emit_tables([*result_tables(measurements, ceilings), answer_table(measurements)], fmt,
-                console())
+                console(), lambda: cases_document("run", measurements, ceilings, run.stored()))
     out.print(f"run {run.run_id} finished: {status_line(counts)}. Saved to {store.path}; "
               f"`gpuvs show {run.run_id}` prints it again.")
     return wrap_up(out, run, measurements, counts, json_path, report_path, ceilings)

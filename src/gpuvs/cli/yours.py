@@ -91,15 +91,17 @@ def run_file(
 
 def _report(outcome: Any, store: Any, target: str, json_path: Path | None,
             fmt: str = "plain") -> int:
+    from gpuvs.report.documents import cases_document
     from gpuvs.report.layout import result_tables
     from gpuvs.report.verdict import answer_table
     out = narration(fmt)
     result = outcome.comparison
+    run_id = result.save(store.location, target=target)
     emit_tables([*result_tables(result.measurements), answer_table(result.measurements)],
-                fmt, console())
+                fmt, console(), lambda: cases_document("run-file", result.measurements,
+                                                       run=store.get_run(run_id)))
     for line in outcome.explanation:
         out.print(line, highlight=False, markup=False)
-    run_id = result.save(store.location, target=target)
     out.print(f"saved as run {run_id} in {store.path}; `gpuvs show {run_id}` prints it again.",
               markup=False)
     if json_path:
