@@ -82,6 +82,14 @@ def test_two_runs_of_one_suite_are_never_called_slower(db: str, two_runs: tuple[
     assert all(v.startswith(("same", "ambiguous")) for v in verdicts), compared.output
     checked = gpuvs(db, "check", "--baseline", a, "--run", b)
     assert checked.exit_code == 0, checked.output
+    doc = json.loads(gpuvs(db, "compare", a, b, "--format", "json").stdout)
+    (one,) = doc["comparisons"]
+    assert (doc["a"]["run_id"], one["b"]["run_id"], doc["threshold"]) == (a, b, 0.05)
+    assert sorted(c["verdict"] for c in one["cases"]) == sorted(
+        v.split(" ")[0] for v in verdicts)
+    assert all(c["ratio_low"] <= c["ratio"] <= c["ratio_high"] for c in one["cases"])
+    (mean,) = one["geometric_means"]
+    assert mean["workload"] == "test_planted" and mean["cases"] == 2
 
 
 PLANTED = 3.0  # far past the 10 % threshold: no noise of an uncontended sample hides it
@@ -283,6 +291,9 @@ def test_runs_are_listed_newest_first_and_filtered(db: str, two_runs: tuple[str,
                       __import__("platform").node()).output
     bad = gpuvs(db, "runs", "--since", "yesterday")
     assert bad.exit_code == 2 and "--since 'yesterday' is not a date" in bad.output
+    doc = json.loads(gpuvs(db, "runs", "--format", "json").stdout)
+    assert [r["run_id"] for r in doc["runs"]] == [b, a]
+    assert all((r["ok"], r["failed"], r["statuses"]) == (2, 0, {"ok": 2}) for r in doc["runs"])
 
 
 @pytest.mark.usefixtures("worker_env")
