@@ -103,9 +103,10 @@ def contended_note(ceilings: Iterable[Ceiling]) -> str | None:
     names = sorted({f"{c.name} ({c.device})" for c in ceilings if c.contended})
     if not names:
         return None
-    return (f"of peak: {len(names)} ceiling(s) were measured while other processes held the "
-            f"machine (contended: {', '.join(names)}); they read low, so shares of them read "
-            "high — `gpuvs ceilings --refresh` on a quiet machine measures them again")
+    return (f"{len(names)} ceiling(s) were measured while other processes held the machine "
+            f"(contended: {', '.join(names)}): they read low, so every share of them (of "
+            "peak) reads high — `gpuvs ceilings --refresh` on a quiet machine measures them "
+            "again")
 
 
 def _ceiling(m: Measurement) -> Ceiling | None:
