@@ -369,12 +369,15 @@ class Bimodal(_TestWorkload):
 @workloads.register
 class Planted(_TestWorkload):
     """A call of size µs, made slower by $GPUVS_PLANTED_SLOWDOWN (a factor): the same case,
-    the same workload version, slower code — what `gpuvs check` must catch."""
+    the same workload version, slower code — what `gpuvs check` must catch. The size named
+    by $GPUVS_PLANTED_CRASH_AT crashes its worker instead (a case that did not end ok)."""
 
     name = "test_planted"
     description = "size µs a call, times $GPUVS_PLANTED_SLOWDOWN"
 
     def prepare(self, backend: Backend, case: Case) -> Prepared:
+        if os.environ.get("GPUVS_PLANTED_CRASH_AT") == str(case.size):
+            os.abort()
         slowdown = float(os.environ.get("GPUVS_PLANTED_SLOWDOWN", "1"))
         return Prepared(call=lambda: spin(case.size * 1e-6 * slowdown), check=_ok)
 

@@ -52,7 +52,8 @@ ALLOWED: dict[str, set[str]] = {
     # the public faces
     "api": {"backends", "config", "errors", "machine", "measuring", "model", "yours"},
     "cli": {"analysis", "backends", "config", "distributed", "errors", "execute", "machine",
-            "measuring", "model", "report", "seeds", "store", "units", "workloads", "yours"},
+            "measuring", "model", "report", "seeds", "store", "table", "units", "workloads",
+            "yours"},
     "__main__": {"cli"},
     ROOT: {"_version", "api", "model", "yours"},
 }

@@ -178,7 +178,7 @@ def test_tables_as_markdown_also_reach_the_github_step_summary(tmp_path, monkeyp
     summary = tmp_path / "summary.md"
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
     out = Console(file=(tmp_path / "out.md").open("w"), width=80)
-    emit_tables([Table("t", ("size", "note"), (("1", "ok"),))], "md", out)
+    emit_tables([Table("t", ("size", "note"), (("1", "ok"),))], "md", out, dict)
     out.file.close()
     printed = (tmp_path / "out.md").read_text()
     assert printed == "**t**\n\n| size | note |\n|---:|:---|\n| 1 | ok |\n"
@@ -195,10 +195,14 @@ def test_run_with_a_machine_format_writes_only_tables_on_stdout(fmt, tmp_path) -
          str(tmp_path / "r.sqlite"), "--format", fmt],
         capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
-    if fmt == "json":
-        tables = json.loads(proc.stdout)
-        backend = tables[0]["columns"].index("backend")
-        assert tables[0]["rows"][0][backend] == "numpy"
+    if fmt == "json":  # data, not the tables' strings
+        doc = json.loads(proc.stdout)
+        assert (doc["schema"], doc["command"]) == ("gpuvs.output/1", "run")
+        (case,) = doc["cases"]
+        assert (case["backend"], case["size"], case["status"]) == ("numpy", 64, "ok")
+        assert case["ci_low_s"] <= case["median_s"] <= case["ci_high_s"]
+        assert case["flops"] == 2 * 64**3 and case["flops_per_s"] > 0
+        assert isinstance(case["caveats"], list) and doc["run"]["status"] == "finished"
     else:
         assert proc.stdout.startswith("**") and "| size |" in proc.stdout
     assert "[1/1] matmul/correct/numpy/cpu/float32/64" in proc.stderr

@@ -39,12 +39,59 @@ def test_the_fingerprint_ignores_the_moment_but_not_the_machine() -> None:
     facts = dict(env.collect().facts)
     fp = env.fingerprint(facts)
     assert env.fingerprint(facts | {"memory_available": 1, "cores_usable": 1}) == fp
-    assert env.fingerprint(facts | {"blas": []}) == fp  # loaded pools vary by process
-    assert env.fingerprint(facts | {"libraries": {"numpy": "0.0"}}) != fp
+    torch_pool = {"api": "mkl", "user_api": "blas", "library": "libmkl_rt.so", "threads": 7}
+    # torch's pools load only in a process that imported it: not NumPy's BLAS
+    assert env.fingerprint(facts | {"blas": [*facts["blas"], torch_pool]}) == fp
+    assert env.fingerprint(facts | {"libraries": {**facts["libraries"], "numpy": "0.0"}}) != fp
     gpu = {"index": 0, "name": "a GPU no machine has", "memory_total": 12345}
     assert env.fingerprint(facts | {"gpus": [gpu]}) != fp
     assert env.fingerprint(facts | {"gpus": [gpu], "driver": "580.159.04"}) != \
         env.fingerprint(facts | {"gpus": [gpu], "driver": "580.159.03"})
+
+
+def _facts(**changes: Any) -> dict[str, Any]:
+    """This machine's facts with numpy's BLAS at 2 threads and torch 2.13.0, then changed."""
+    facts = dict(env.collect().facts)
+    blas = {"api": "openblas", "user_api": "blas", "library": "libopenblas.so", "threads": 2}
+    facts |= {"blas_build": "scipy-openblas 0.3.27", "blas": [blas], "variables": {},
+              "libraries": {"numpy": "2.1.0", "torch": "2.13.0"}}
+    return facts | changes
+
+
+def test_an_unrelated_package_leaves_the_fingerprint_alone() -> None:
+    """Installing keras (the test extra does) must not make the baseline that `make run`
+    stored another set-up's: no case measures keras's version."""
+    before = _facts()
+    after = _facts(libraries={**before["libraries"], "keras": "3.15.1"})
+    assert env.fingerprint(after) == env.fingerprint(before)
+    assert env.setup_changes(before, after) == []
+
+
+def test_a_change_that_moves_timings_is_named_part_by_part() -> None:
+    before = _facts()
+    pools = [{**before["blas"][0], "threads": 1}]
+    after = _facts(libraries={"numpy": "2.1.0", "torch": "2.14.1"}, blas=pools,
+                   variables={"OMP_NUM_THREADS": "1"})
+    assert env.fingerprint(after) != env.fingerprint(before)
+    assert env.setup_changes(before, after) == [
+        "BLAS threads 2 → 1", "variables none set → OMP_NUM_THREADS=1",
+        "torch 2.13.0 → 2.14.1"]
+    gpu = {"index": 0, "name": "NVIDIA H100 80GB HBM3", "memory_total": 85520809984}
+    assert env.setup_changes(before, _facts(gpus=[gpu], driver="580.1", cuda_driver="13.0")
+                             ) == ["GPU none → NVIDIA H100 80GB HBM3 (79.6 GiB)"]
+
+
+def test_a_part_known_on_one_side_only_is_no_change() -> None:
+    """A library installed since measured nothing in the baseline, and a run stored by an
+    older gpuvs lacks the facts recorded since (here: the variables): neither refuses."""
+    before = _facts()
+    with_cupy = _facts(libraries={**before["libraries"], "cupy-cuda12x": "13.3.0"})
+    assert env.setup_changes(before, with_cupy) == []
+    older = {k: v for k, v in before.items() if k != "variables"}
+    assert env.setup_changes(older, _facts(variables={"OMP_NUM_THREADS": "1"})) == []
+    assert env.setup_changes(with_cupy, _facts(libraries={
+        **with_cupy["libraries"], "cupy-cuda12x": "13.4.0"})) == [
+        "cupy-cuda12x 13.3.0 → cupy-cuda12x 13.4.0"]
 
 
 def test_describe_gives_label_value_rows() -> None:

@@ -4,6 +4,7 @@ real workers measuring real (test) workloads and a real SQLite store."""
 from __future__ import annotations
 
 import json
+import platform
 import re
 import sqlite3
 from contextlib import closing
@@ -19,6 +20,12 @@ from gpuvs.cli import app
 
 SUITE = ["run", "-w", "test_planted", "-b", "numpy", "-d", "cpu", "-s", "2000,5000",
          "--budget", "0.4"]
+# The planted cases spin on one thread. With NumPy's BLAS at one thread too, the check for
+# other processes asks for the one core a case uses, not for every core: a process busy on
+# the other core of a 2-core machine does not make it `contended`, which a gate reads as
+# ambiguous at best. Every run of this module is made so, since the variables that set
+# threads are part of the environment a baseline must share.
+ONE_THREAD = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
 
 
 def gpuvs(db: str, *args: str) -> Any:
@@ -37,10 +44,18 @@ def suite_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, st
     store = tmp_path_factory.mktemp("history") / "results.sqlite"
     with pytest.MonkeyPatch.context() as mp:
         use_test_plugins(mp)
+        for name, value in ONE_THREAD.items():
+            mp.setenv(name, value)
         first = gpuvs(str(store), *SUITE)
         second = gpuvs(str(store), *SUITE)
     assert first.exit_code == 0 and second.exit_code == 0, first.output + second.output
     return store, run_id(first), run_id(second)
+
+
+@pytest.fixture(autouse=True)
+def one_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name, value in ONE_THREAD.items():
+        monkeypatch.setenv(name, value)
 
 
 @pytest.fixture
@@ -67,43 +82,179 @@ def test_two_runs_of_one_suite_are_never_called_slower(db: str, two_runs: tuple[
     assert all(v.startswith(("same", "ambiguous")) for v in verdicts), compared.output
     checked = gpuvs(db, "check", "--baseline", a, "--run", b)
     assert checked.exit_code == 0, checked.output
+    doc = json.loads(gpuvs(db, "compare", a, b, "--format", "json").stdout)
+    (one,) = doc["comparisons"]
+    assert (doc["a"]["run_id"], one["b"]["run_id"], doc["threshold"]) == (a, b, 0.05)
+    assert sorted(c["verdict"] for c in one["cases"]) == sorted(
+        v.split(" ")[0] for v in verdicts)
+    assert all(c["ratio_low"] <= c["ratio"] <= c["ratio_high"] for c in one["cases"])
+    (mean,) = one["geometric_means"]
+    assert mean["workload"] == "test_planted" and mean["cases"] == 2
+
+
+PLANTED = 3.0  # far past the 10 % threshold: no noise of an uncontended sample hides it
+ATTEMPTS = 3
 
 
 @pytest.mark.usefixtures("worker_env")
 def test_planted_slower_code_fails_the_gate_and_is_named(db: str, two_runs: tuple[str, str],
                                                          monkeypatch: pytest.MonkeyPatch
                                                          ) -> None:
+    """Under load (`make test` beside other work) this once passed a planted 1.5× as
+    "ambiguous (contended)": the gate, rightly, calls no case slower that other processes
+    may have slowed. So the slowdown is 3×, the cases ask the contention check for the one
+    core they use (ONE_THREAD), and where either side was still measured contended, both
+    are measured again, up to ATTEMPTS times. What is checked is unchanged: the gate fails
+    on the planted slowdown, names both cases, and measures the factor planted. Only a
+    machine whose CPU other processes held through every try (a load of 7 on 2 cores did)
+    cannot show it: the test then checks that the gate called the cases ambiguous, and
+    skips, saying why."""
     a, _ = two_runs
-    monkeypatch.setenv("GPUVS_PLANTED_SLOWDOWN", "1.5")
-    slower = gpuvs(db, *SUITE)
-    checked = gpuvs(db, "check", "--baseline", a, "--fail-above", "10%")
+    for _ in range(ATTEMPTS):
+        monkeypatch.setenv("GPUVS_PLANTED_SLOWDOWN", str(PLANTED))
+        slower = gpuvs(db, *SUITE)
+        checked = gpuvs(db, "check", "--baseline", a, "--run", run_id(slower),
+                        "--fail-above", "10%")
+        if "(contended)" not in checked.output:
+            break
+        monkeypatch.delenv("GPUVS_PLANTED_SLOWDOWN")
+        a = run_id(gpuvs(db, *SUITE))  # a baseline measured now, beside the next try
+    else:
+        # Other processes took the core the cases asked for through every try: by design
+        # the gate then calls no case slower, yet never calls the planted one same or faster.
+        assert checked.exit_code == 0 and "2 ambiguous" in checked.output, checked.output
+        pytest.skip(f"other processes held this machine's CPU through {ATTEMPTS} tries: the "
+                    "planted slowdown was measured `contended` each time")
     assert checked.exit_code == 1, checked.output
     assert "FAILED: 2 case(s) slower by more than 10 %" in checked.output
     named = re.search(r"test_planted/correct/numpy/cpu/float32/2000 \(([\d.]+)×\)",
                       checked.output)
     assert named is not None, checked.output
-    assert float(named[1]) == pytest.approx(1.5, rel=0.05)  # the planted 1.5×, as measured
+    assert float(named[1]) == pytest.approx(PLANTED, rel=0.1)  # the factor planted, measured
     listed = gpuvs(db, "runs", "-w", "test_planted")
     assert run_id(slower) in listed.output
 
 
+def _exported(db: str, run: str, path: Path, **facts: Any) -> str:
+    """`run` exported to `path` with some facts of its environment changed."""
+    assert gpuvs(db, "export", run, "-f", "json", "-o", str(path)).exit_code == 0
+    doc = json.loads(path.read_text())
+    doc["environment"]["facts"] |= facts
+    path.write_text(json.dumps(doc))
+    return str(path)
+
+
 @pytest.mark.usefixtures("worker_env")
-def test_a_baseline_from_another_machine_is_refused_unless_forced(
+def test_a_baseline_from_another_set_up_is_refused_with_what_changed(
         db: str, two_runs: tuple[str, str], tmp_path: Path) -> None:
     a, b = two_runs
-    exported = tmp_path / "elsewhere.json"
-    assert gpuvs(db, "export", a, "-f", "json", "-o", str(exported)).exit_code == 0
-    doc = json.loads(exported.read_text())
-    doc["environment"]["fingerprint"] = "0123456789abcdef"
-    exported.write_text(json.dumps(doc))
-    refused = gpuvs(db, "check", "--baseline", str(exported), "--run", b)
+    libraries = json.loads(gpuvs(db, "export", a, "-f", "json", "-o", "-").stdout)[
+        "environment"]["facts"]["libraries"]
+    elsewhere = _exported(db, a, tmp_path / "elsewhere.json",
+                          libraries=libraries | {"numpy": "0.0.1"})
+    refused = gpuvs(db, "check", "--baseline", elsewhere, "--run", b)
     assert refused.exit_code == 2
-    assert "ran on another set-up (fingerprint 0123456789abcdef" in refused.output
-    assert gpuvs(db, "check", "--baseline", str(exported), "--run", b,
-                 "--force").exit_code == 0
-    across = gpuvs(db, "compare", str(exported), b)
-    assert "ran on different set-ups" in across.output
+    assert (f"baseline {a} ran on another set-up (numpy 0.0.1 → {libraries['numpy']}): "
+            "its numbers are another set-up's" in refused.output), refused.output
+    allowed = gpuvs(db, "check", "--baseline", elsewhere, "--run", b, "--allow-env-change")
+    assert allowed.exit_code == 0, allowed.output
+    assert allowed.output.startswith(  # the environments first, and what judging means
+        f"A ({platform.node()}, none) and B ({platform.node()}, none) ran on different "
+        f"set-ups (numpy 0.0.1 → {libraries['numpy']}): judged anyway (--allow-env-change)")
+    assert gpuvs(db, "check", "--baseline", elsewhere, "--run", b, "--force").exit_code == 0
+    across = gpuvs(db, "compare", elsewhere, b)
+    assert "ran on different set-ups (numpy 0.0.1" in across.output
     assert "this compares the machines and their software, by design" in across.output
+    # another version of a package no case measures (keras, from the test extra) is no
+    # other set-up
+    keras = _exported(db, a, tmp_path / "keras.json", libraries=libraries | {"keras": "0.0.1"})
+    assert gpuvs(db, "check", "--baseline", keras, "--run", b).exit_code == 0
+
+
+@pytest.mark.usefixtures("worker_env")
+def test_a_crashed_case_fails_the_gate_unless_allowed(
+        db: str, two_runs: tuple[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 30: a case that crashed dropped out of the comparison, and the gate passed."""
+    a, _ = two_runs
+    monkeypatch.setenv("GPUVS_PLANTED_CRASH_AT", "5000")
+    crashed = gpuvs(db, *SUITE)
+    assert crashed.exit_code == 1, crashed.output  # the run says so itself
+    checked = gpuvs(db, "check", "--baseline", a)
+    assert checked.exit_code == 1, checked.output
+    key = "test_planted/correct/numpy/cpu/float32/5000"
+    assert f"not ok in B, fails the gate: {key}: crashed" in checked.output
+    assert f"FAILED: 1 case(s) did not end ok: {key} (crashed)" in checked.output
+    allowed = gpuvs(db, "check", "--baseline", a, "--allow-failed")
+    assert allowed.exit_code == 0, allowed.output
+    assert f"not ok in B, allowed (--allow-failed): {key}: crashed" in allowed.output
+    doc = json.loads(gpuvs(db, "check", "--baseline", a, "--format", "json").stdout)
+    assert doc["verdict"] == "fail" and "did not end ok" in doc["exit_reason"]
+    (failed,) = [n for n in doc["not_measured"] if n["failing"]]
+    assert (failed["key"], failed["status"]) == (key, "crashed") and failed["reason"]
+
+
+@pytest.mark.usefixtures("worker_env")
+def test_no_case_in_common_is_an_error_not_a_pass(db: str, two_runs: tuple[str, str]) -> None:
+    a, _ = two_runs
+    other = gpuvs(db, "run", "-w", "test_spin", "-b", "numpy", "-d", "cpu", "-s", "100",
+                  "--budget", "0.05", "--passes", "1")
+    assert other.exit_code == 0, other.output
+    checked = gpuvs(db, "check", "--baseline", a)
+    assert checked.exit_code == 2, checked.output
+    assert ("error: no case in common: A measured test_planted; B measured test_spin"
+            in checked.output)
+    as_json = gpuvs(db, "check", "--baseline", a, "--format", "json")
+    assert as_json.exit_code == 2
+    doc = json.loads(as_json.stdout)
+    assert doc["schema"] == "gpuvs.output/1" and doc["verdict"] == "error"
+    assert doc["exit_reason"].startswith("no case in common")
+
+
+@pytest.mark.usefixtures("worker_env")
+def test_check_as_json_is_numbers_and_a_verdict(db: str, two_runs: tuple[str, str]) -> None:
+    a, b = two_runs
+    result = gpuvs(db, "check", "--baseline", a, "--run", b, "--format", "json")
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert (doc["schema"], doc["command"], doc["verdict"]) == ("gpuvs.output/1", "check",
+                                                                "pass")
+    assert doc["exit_reason"] == "no case slower by more than 5 %"
+    assert (doc["a"]["run_id"], doc["b"]["run_id"]) == (a, b)
+    assert doc["environment"]["same_setup"] is True
+    cases = {c["key"]: c for c in doc["cases"]}
+    case = cases["test_planted/correct/numpy/cpu/float32/2000"]
+    assert 1.9e-3 < case["a_s"] < 1 and 1.9e-3 < case["b_s"] < 1  # seconds: a 2 ms spin
+    assert case["ratio_low"] <= case["ratio"] <= case["ratio_high"]
+    assert case["verdict"] in ("same", "ambiguous") and 0 <= case["p_value"] <= 1
+    assert doc["not_measured"] == [] and doc["unmatched"] == []
+
+
+@pytest.mark.usefixtures("worker_env")
+@pytest.mark.parametrize("summary", ["/tmp", "/dev/full", "/nonexistent/summary.md"])
+def test_a_step_summary_that_cannot_be_written_is_one_warning(
+        db: str, two_runs: tuple[str, str], summary: str) -> None:
+    """A directory, a missing path, a full device: the check ends as it would have."""
+    a, b = two_runs
+    result = CliRunner().invoke(app, ["check", "--baseline", a, "--run", b, "--db", db],
+                                env={"COLUMNS": "200", "GITHUB_STEP_SUMMARY": summary})
+    assert result.exit_code == 0, result.output
+    assert "Traceback" not in result.output and result.exception is None
+    warnings = result.stderr.splitlines()
+    assert len(warnings) == 1 and warnings[0].startswith(
+        f"warning: cannot append to $GITHUB_STEP_SUMMARY ({summary}): ")
+    assert "passed: no case slower by more than 5 %" in result.stdout
+
+
+@pytest.mark.usefixtures("worker_env")
+def test_the_verdict_line_reaches_the_step_summary(db: str, two_runs: tuple[str, str],
+                                                   tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    a, b = two_runs
+    summary = tmp_path / "summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    assert gpuvs(db, "check", "--baseline", a, "--run", b).exit_code == 0
+    assert summary.read_text() == (f"gpuvs check, {b} against {a}: passed: no case slower "
+                                   "by more than 5 %\n")
 
 
 @pytest.mark.usefixtures("worker_env")
@@ -117,7 +268,9 @@ def test_markdown_for_a_pull_request_and_pages_that_need_no_network(
     assert "| size | backend |" in shown.output and "**test_planted" in shown.output
     checked = gpuvs(db, "check", "--baseline", a, "--run", b, "--format", "md")
     assert "| case | A | B | B ÷ A (95 % CI) | rank test p | verdict |" in checked.output
-    assert summary.read_text().count("| case | A | B |") == 1
+    written = summary.read_text()
+    assert written.count("| case | A | B |") == 1
+    assert written.rstrip().endswith("passed: no case slower by more than 5 %")
     page = tmp_path / "compare.html"
     assert gpuvs(db, "compare", a, b, "--report", str(page)).exit_code == 0
     history = tmp_path / "history.html"
@@ -138,6 +291,9 @@ def test_runs_are_listed_newest_first_and_filtered(db: str, two_runs: tuple[str,
                       __import__("platform").node()).output
     bad = gpuvs(db, "runs", "--since", "yesterday")
     assert bad.exit_code == 2 and "--since 'yesterday' is not a date" in bad.output
+    doc = json.loads(gpuvs(db, "runs", "--format", "json").stdout)
+    assert [r["run_id"] for r in doc["runs"]] == [b, a]
+    assert all((r["ok"], r["failed"], r["statuses"]) == (2, 0, {"ok": 2}) for r in doc["runs"])
 
 
 @pytest.mark.usefixtures("worker_env")

@@ -194,6 +194,7 @@ class Ceiling:
     value: float   # per second for rates, seconds for costs
     unit: str      # "FLOP/s", "B/s" or "s"
     source: str    # the case key it was read from
+    contended: bool = False  # its probe ran while other processes held the machine
 
 
 @dataclass(frozen=True)

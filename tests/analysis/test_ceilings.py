@@ -103,3 +103,46 @@ def test_a_cpu_case_is_held_against_the_smallest_cache_that_holds_its_data() -> 
     assert peak_for(cpu, ceilings, tf32=False, working_set=4e6)["cache_level"] == 3.0
     assert peak_for(cpu, ceilings, tf32=False, working_set=4e8) == {"bytes": 2e10,
                                                                    "caches_known": 1.0}
+
+
+def _ceilings_run(store, environment, contended: bool) -> str:
+    """A finished ceilings run of one float32 GEMM probe, measured quietly or not."""
+    from gpuvs.model import Caveat, RunKind
+    from gpuvs.store.runs import start_run
+    gemm = Case("peak_matmul", "correct", "numpy", "cpu", "float32", 2048,
+                (("threads", "all"), ("tf32", "off")))
+    run = start_run(store, RunKind.CEILINGS, {"budget_s": 0.1}, environment)
+    run.record(Measurement(gemm, Status.OK, samples=(0.2 if contended else 0.1,) * 5,
+                           counters={"flops": 1.7e10},
+                           caveats=(Caveat.CONTENDED,) if contended else ()))
+    run.finish()
+    return run.run_id
+
+
+def test_ceilings_measured_on_a_busy_machine_give_way_to_clean_ones(db) -> None:
+    """A contended ceilings run reads low (a float32 peak below its own one-thread figure,
+    shares up to 229 % "of peak"): it serves only while no clean one exists, and the
+    table that uses it says so."""
+    from gpuvs.machine import env
+    from gpuvs.model import Environment
+    from gpuvs.report.layout import result_tables
+    from gpuvs.store import open_store
+    from gpuvs.store.runs import find_ceilings_run
+    here = env.collect()
+    # stored by an older gpuvs under another fingerprint string: the facts decide
+    older = Environment("0123456789abcdef", here.facts)
+    store = open_store(db)
+    busy = _ceilings_run(store, older, contended=True)
+    assert find_ceilings_run(store, here).run_id == busy
+    (ceiling,) = read(store.measurements(busy))
+    assert ceiling.contended
+    case = Measurement(Case("matmul", "correct", "numpy", "cpu", "float32", 512), Status.OK,
+                       samples=(2e-3,) * 5, counters={"flops": 2 * 512**3})
+    (table,) = result_tables([case], [ceiling])
+    assert any("measured while other processes held the machine (contended: matmul float32 "
+               "threads=all (cpu))" in note for note in table.notes), table.notes
+    clean = _ceilings_run(store, here, contended=False)
+    _ceilings_run(store, here, contended=True)  # a newer busy one does not displace it
+    assert find_ceilings_run(store, here).run_id == clean
+    (quiet,) = result_tables([case], read(store.measurements(clean)))
+    assert not any("contended" in note for note in quiet.notes)

@@ -6,7 +6,16 @@ import numpy as np
 import pytest
 
 from gpuvs import stats
-from gpuvs.analysis.regression import change, compare, geometric_means, verdict
+from gpuvs.analysis.regression import (
+    ERROR,
+    FAIL,
+    PASS,
+    change,
+    compare,
+    gate,
+    geometric_means,
+    verdict,
+)
 from gpuvs.model import Case, Caveat, Measurement, Status
 
 RNG = np.random.default_rng(11)
@@ -65,3 +74,50 @@ def test_the_rank_test_matches_a_known_example() -> None:
     u, p = stats.mann_whitney_u(x, y)
     assert u == 58 and p == pytest.approx(0.1329, abs=5e-4)
     assert stats.mann_whitney_u(x, x)[1] == pytest.approx(1.0, abs=0.05)
+
+
+def _failed(size: int, status: Status, reason: str = "") -> Measurement:
+    return Measurement(Case("w", "correct", "numpy", "cpu", "float32", size), status,
+                       reason=reason)
+
+
+def test_the_gate_fails_closed_on_a_case_that_did_not_end_ok() -> None:
+    """Issue 30: a crashed case dropped out of the comparison and the gate passed."""
+    a = [_m(1e-3, 1), _m(2e-3, 2), _m(3e-3, 3)]
+    b = [_m(1e-3, 1), _failed(2, Status.CRASHED, "signal 6"), _failed(3, Status.UNAVAILABLE)]
+    judged = gate(a, b)
+    assert judged.verdict == FAIL
+    assert [(n.key.rsplit("/", 1)[1], n.status, n.failing) for n in judged.not_measured] == [
+        ("2", "crashed", True), ("3", "unavailable", True)]  # A measured 3: B no longer does
+    assert judged.exit_reason == ("2 case(s) did not end ok: w/correct/numpy/cpu/float32/2 "
+                                  "(crashed), w/correct/numpy/cpu/float32/3 (unavailable)")
+    allowed = gate(a, b, allow_failed=True)
+    assert allowed.verdict == PASS and "allowed (--allow-failed)" in allowed.exit_reason
+
+
+def test_a_case_neither_run_could_measure_does_not_fail_the_gate() -> None:
+    a = [_m(1e-3, 1), _failed(2, Status.UNAVAILABLE, "no CUDA device")]
+    b = [_m(1e-3, 1), _failed(2, Status.UNAVAILABLE, "no CUDA device")]
+    judged = gate(a, b)
+    assert judged.verdict == PASS and not judged.failing
+    assert judged.not_measured[0].status == "unavailable"
+
+
+def test_no_case_in_common_is_an_error_and_a_run_that_stopped_early_fails() -> None:
+    other = [Measurement(Case("v", "correct", "numpy", "cpu", "float32", 1), Status.OK,
+                         samples=(1e-3,) * 5)]
+    nothing = gate([_m(1e-3, 1)], other)
+    assert nothing.verdict == ERROR
+    assert nothing.exit_reason.startswith("no case in common: A measured w; B measured v")
+    stopped = gate([_m(1e-3, 1)], [_m(1e-3, 1)], unfinished="run R is interrupted")
+    assert stopped.verdict == FAIL and stopped.exit_reason == "run R is interrupted"
+    assert gate([_m(1e-3, 1)], [_m(1e-3, 1)], allow_failed=True,
+                unfinished="run R is interrupted").verdict == PASS
+
+
+def test_a_clear_slowdown_fails_the_gate_with_its_ratio() -> None:
+    judged = gate([_m(1e-3, 1)], [_m(1.5e-3, 1)], threshold=0.1)
+    assert judged.verdict == FAIL and [c.key for c in judged.slower] == [
+        "w/correct/numpy/cpu/float32/1"]
+    assert judged.exit_reason.startswith("1 case(s) slower by more than 10 % with the whole "
+                                         "95 % CI above it: w/correct/numpy/cpu/float32/1 (1.5")

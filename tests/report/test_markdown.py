@@ -1,11 +1,9 @@
-"""Tables as markdown and JSON: one line per row whatever the cell holds, numbers
-right-aligned, empty columns left out, notes kept."""
+"""Tables as markdown: one line per row whatever the cell holds, numbers right-aligned,
+empty columns left out, notes kept."""
 
 from __future__ import annotations
 
-import json
-
-from gpuvs.report.markdown import to_json, to_markdown
+from gpuvs.report.markdown import to_markdown
 from gpuvs.table import Table
 
 TABLE = Table("matmul · correct · float32", ("size", "backend", "wall", "note"),
@@ -25,8 +23,3 @@ def test_a_table_in_markdown_keeps_each_row_on_one_line() -> None:
         "fair comparison: dtype float32 on every backend",
     ]
 
-
-def test_a_table_in_json_keeps_every_cell() -> None:
-    doc = json.loads(to_json([TABLE]))
-    assert doc[0]["columns"] == ["size", "backend", "wall", "note"]
-    assert doc[0]["rows"][0][3] == "a | b\nsecond line"

@@ -3,16 +3,19 @@
 A ceiling is a rate (FLOP/s, bytes/s) or a fixed cost (seconds) read off a probe
 measurement (see `gpuvs.workloads.probes`). They are cached per environment
 fingerprint — a ceilings run is an ordinary run whose config says `kind = ceilings` — and
-every analysis of the same machine reuses them.
+every analysis of the same machine reuses them (`store.runs.find_ceilings_run`, which
+prefers a run measured on a quiet machine). A probe measured under contention marks its
+ceiling `contended`, and the tables that use it say so (`contended_note`).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from typing import Any
 
-from gpuvs.model import Case, Ceiling, Measurement, Status
+from gpuvs.model import Case, Caveat, Ceiling, Measurement, Status
 
 GPU_DTYPES = ("float64", "float32", "bfloat16", "float16")
 CPU_DTYPES = ("float32", "float64")
@@ -90,15 +93,29 @@ def _devices(backend: str) -> tuple[str, ...]:
 
 
 def read(measurements: Iterable[Measurement]) -> list[Ceiling]:
-    """Ceilings from the probe measurements that finished."""
+    """Ceilings from the probe measurements that finished, each marked `contended` where
+    other processes took its probe's CPU or GPU: such a figure reads low, and every share
+    of it high."""
     out = []
     for m in measurements:
         if m.status is not Status.OK or m.summary is None:
             continue
         ceiling = _ceiling(m)
         if ceiling is not None:
-            out.append(ceiling)
+            out.append(replace(ceiling, contended=Caveat.CONTENDED in m.caveats))
     return out
+
+
+def contended_note(ceilings: Iterable[Ceiling]) -> str | None:
+    """The line a table that places cases against these ceilings adds when some were
+    measured on a busy machine; None when all were measured on a quiet one."""
+    names = sorted({f"{c.name} ({c.device})" for c in ceilings if c.contended})
+    if not names:
+        return None
+    return (f"{len(names)} ceiling(s) were measured while other processes held the machine "
+            f"(contended: {', '.join(names)}): they read low, so every share of them (of "
+            "peak) reads high — `gpuvs ceilings --refresh` on a quiet machine measures them "
+            "again")
 
 
 def _ceiling(m: Measurement) -> Ceiling | None:

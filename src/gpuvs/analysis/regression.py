@@ -14,6 +14,11 @@ decided by the CI, never by the point estimate (as nvbench's compare script does
 
 Per workload, the geometric mean of the ratios, with a CI from resampling the cases
 (with one case, that case's own CI).
+
+`gate` is `gpuvs check`'s decision, and it fails closed: beyond a clear slowdown, a case of
+the judged run that did not end `ok` (crashed, timeout, out of memory, wrong result) fails
+it, as does one the baseline measured and the judged run no longer could; a judged run that
+stopped early fails it; and two runs with no case in common are an error, never a pass.
 """
 
 from __future__ import annotations
@@ -30,6 +35,9 @@ from gpuvs.model import Caveat, Measurement, Status
 
 DEFAULT_THRESHOLD = 0.05
 VERDICTS = ("slower", "ambiguous", "faster", "same")
+# Statuses that say a case went wrong, not that it could not run here (unavailable, skipped).
+FAILED = (Status.CRASHED, Status.TIMEOUT, Status.OOM, Status.WRONG_RESULT)
+PASS, FAIL, ERROR = "pass", "fail", "error"  # a gate's verdicts; exit codes 0, 1, 2
 
 
 @dataclass(frozen=True)
@@ -67,6 +75,41 @@ class Unmatched:
 
     key: str
     why: str
+
+
+@dataclass(frozen=True)
+class NotMeasured:
+    """A case of the judged run with no samples to set against the baseline's."""
+
+    key: str
+    status: str
+    reason: str
+    failing: bool  # it fails the gate (unless failures are allowed)
+
+
+@dataclass(frozen=True)
+class Gate:
+    """The judged run (B) against its baseline (A): the verdict, pass, fail or error, and
+    in one sentence why; every case compared, every case not compared and why."""
+
+    verdict: str
+    exit_reason: str
+    threshold: float
+    changes: tuple[Change, ...]
+    not_measured: tuple[NotMeasured, ...]
+    unmatched: tuple[Unmatched, ...]
+
+    @property
+    def slower(self) -> tuple[Change, ...]:
+        return tuple(c for c in self.changes if c.verdict == "slower")
+
+    @property
+    def ambiguous(self) -> tuple[Change, ...]:
+        return tuple(c for c in self.changes if c.verdict == "ambiguous")
+
+    @property
+    def failing(self) -> tuple[NotMeasured, ...]:
+        return tuple(n for n in self.not_measured if n.failing)
 
 
 def verdict(low: float, high: float, threshold: float) -> str:
@@ -122,6 +165,54 @@ def compare(a: Sequence[Measurement], b: Sequence[Measurement],
     seen = {m.case.key for m in b}
     unmatched += [Unmatched(k, "only in A") for k in first if k not in seen]
     return changes, unmatched
+
+
+def gate(a: Sequence[Measurement], b: Sequence[Measurement],
+         threshold: float = DEFAULT_THRESHOLD, force: bool = False, allow_failed: bool = False,
+         unfinished: str = "") -> Gate:
+    """B judged against A. It fails on a case slower beyond `threshold` (its whole CI), and,
+    unless `allow_failed`, on a case of B that did not end ok — failed, or unavailable or
+    skipped where A measured it — and on a B that stopped early (`unfinished` says how).
+    With no case in common, the verdict is an error: nothing was checked."""
+    changes, unmatched = compare(a, b, threshold, force)
+    measured_in_a = {m.case.key for m in a if m.status is Status.OK and m.samples}
+    not_measured = tuple(
+        NotMeasured(m.case.key, m.status.value, m.reason,
+                    m.status in FAILED or m.case.key in measured_in_a)
+        for m in b if m.status is not Status.OK or not m.samples)
+    failing = [n for n in not_measured if n.failing]
+    if not changes and not failing:
+        return Gate(ERROR, _nothing_in_common(a, b), threshold, (), not_measured,
+                    tuple(unmatched))
+    t = f"{100 * threshold:g} %"
+    reasons = []
+    slower = [c for c in changes if c.verdict == "slower"]
+    if slower:
+        reasons.append(f"{len(slower)} case(s) slower by more than {t} with the whole 95 % "
+                       "CI above it: " + ", ".join(f"{c.key} ({c.ratio:.3f}×)" for c in slower))
+    if failing and not allow_failed:
+        reasons.append(f"{len(failing)} case(s) did not end ok: " + ", ".join(
+            f"{n.key} ({n.status})" for n in failing))
+    if unfinished and not allow_failed:
+        reasons.append(unfinished)
+    if reasons:
+        return Gate(FAIL, "; ".join(reasons), threshold, tuple(changes), not_measured,
+                    tuple(unmatched))
+    allowed = (f"; allowed (--allow-failed): {len(failing)} case(s) that did not end ok"
+               if failing else "") + (f"; allowed (--allow-failed): {unfinished}"
+                                      if unfinished else "")
+    return Gate(PASS, f"no case slower by more than {t}{allowed}", threshold, tuple(changes),
+                not_measured, tuple(unmatched))
+
+
+def _nothing_in_common(a: Sequence[Measurement], b: Sequence[Measurement]) -> str:
+    """Why nothing was compared, naming what each run measured."""
+    def measured(ms: Sequence[Measurement]) -> str:
+        done = sorted({m.case.workload for m in ms if m.status is Status.OK and m.samples})
+        return ", ".join(done) or "no case that ended ok"
+
+    return (f"no case in common: A measured {measured(a)}; B measured {measured(b)} — judge a "
+            "run of the same cases as its baseline")
 
 
 def geometric_means(changes: Sequence[Change], resamples: int = stats.BOOTSTRAP_RESAMPLES

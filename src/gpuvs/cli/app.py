@@ -8,7 +8,7 @@ out: those are results); 1 a run with a wrong result or a crashed case; 2 bad us
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
@@ -187,7 +187,7 @@ def stored_ceilings(store: Any, record: Any) -> list[Any]:
     """This machine's measured ceilings, if `gpuvs ceilings` has run on it."""
     from gpuvs.analysis.ceilings import read
     from gpuvs.store.runs import find_ceilings_run
-    found = find_ceilings_run(store, record.environment.fingerprint)
+    found = find_ceilings_run(store, record.environment)
     return read(store.measurements(found.run_id)) if found else []
 
 
@@ -264,19 +264,39 @@ def check_format(fmt: str) -> str:
     return fmt
 
 
-def emit_tables(tables: Sequence[Any], fmt: str, out: Any) -> None:
-    """Print tables as `fmt` asks. Markdown also goes to $GITHUB_STEP_SUMMARY when a
-    GitHub Actions step sets it, so a CI run's summary page shows the tables."""
-    import os
-
+def emit_tables(tables: Sequence[Any], fmt: str, out: Any,
+                data: Callable[[], Mapping[str, Any]], step_summary: bool = True) -> None:
+    """Print what a command answers as `fmt` asks: its tables, in plain text or markdown,
+    or with `json` the document `data` builds (`report.documents`: numbers, not the
+    tables' strings). Markdown also goes to $GITHUB_STEP_SUMMARY when a GitHub Actions
+    step sets it (unless the command writes its own summary: `step_summary=False`)."""
     from gpuvs.report import console as con
-    from gpuvs.report.markdown import to_json, to_markdown
+    from gpuvs.report.documents import dumps
+    from gpuvs.report.markdown import to_markdown
     if fmt == "plain":
         con.print_tables(tables, out)
         return
-    text = to_markdown(tables) if fmt == "md" else to_json(tables)
+    text = to_markdown(tables) if fmt == "md" else dumps(data())
     out.print(text, markup=False, highlight=False, soft_wrap=True, end="")
+    if fmt == "md" and step_summary:
+        append_step_summary(text)
+
+
+def append_step_summary(text: str) -> None:
+    """Append to $GITHUB_STEP_SUMMARY, where a GitHub Actions step sets it. The summary is
+    a courtesy, never the result: a path that cannot be written (a directory, a missing
+    or read-only one, a full device) costs one warning line on stderr, and the command
+    ends as it would have."""
+    import os
+
     summary = os.environ.get("GITHUB_STEP_SUMMARY")
-    if fmt == "md" and summary:
+    if not summary:
+        return
+    try:
         with open(summary, "a", encoding="utf-8") as f:
             f.write(text + "\n")
+    except OSError as e:
+        console(stderr=True).print(f"warning: cannot append to $GITHUB_STEP_SUMMARY "
+                                   f"({summary}): {e.strerror or e}; the command's result "
+                                   "is unchanged", markup=False, highlight=False,
+                                   soft_wrap=True)

@@ -20,6 +20,7 @@ from gpuvs.cli.app import (
     usage_errors,
 )
 from gpuvs.cli.recorded import Recording, recorded
+from gpuvs.report.documents import cases_document
 
 
 @app.command()
@@ -40,7 +41,9 @@ def ceilings(
     from gpuvs.analysis import ceilings as ceil
     from gpuvs.config import RunConfig
     from gpuvs.machine import env
+    from gpuvs.machine.contention import busy_line, snapshot
     from gpuvs.store.runs import find_ceilings_run
+    began = snapshot()  # what other processes do from here is named below, as `run` does
     with usage_errors():
         check_format(fmt)
         store = open_store(db)
@@ -50,15 +53,18 @@ def ceilings(
         config = RunConfig(budget_s=1.0 if budget is None else budget,
                            timeout_s=600.0).validate()
     facts = env.collect()
-    record = None if refresh else find_ceilings_run(store, facts.fingerprint)
+    record = None if refresh else find_ceilings_run(store, facts)
     if record is not None:
-        emit_tables([ceilings_table(store.measurements(record.run_id), record.run_id,
-                                    record.environment.fingerprint)], fmt, console())
+        ms = store.measurements(record.run_id)
+        emit_tables([ceilings_table(ms, record.run_id, record.environment.fingerprint)], fmt,
+                    console(), lambda: cases_document("ceilings", ms, run=record))
         raise typer.Exit(0)
-    raise typer.Exit(_measured(store, config, ceil.probe_cases(names), facts, fmt))
+    raise typer.Exit(_measured(store, config, ceil.probe_cases(names), facts, fmt,
+                               busy_line(since=began)))
 
 
-def _measured(store: Any, config: Any, cases: list[Any], facts: Any, fmt: str) -> int:
+def _measured(store: Any, config: Any, cases: list[Any], facts: Any, fmt: str,
+              busy: str | None) -> int:
     from gpuvs.execute import runner
     from gpuvs.model import RunKind
 
@@ -66,14 +72,15 @@ def _measured(store: Any, config: Any, cases: list[Any], facts: Any, fmt: str) -
 
     def header(run_id: str) -> list[str]:
         named.append(run_id)
-        return [f"run {run_id}: {len(cases)} probes of this machine's ceilings"]
+        return [*([busy] if busy else []),
+                f"run {run_id}: {len(cases)} probes of this machine's ceilings"]
 
     def execute(run: Any, shown: Any) -> Any:
         with shown(len(cases)) as advance:
             return runner.execute(run, cases, config, on_result=advance).counts
 
     return recorded(store, Recording(
-        RunKind.CEILINGS, {"budget_s": config.budget_s}, header, execute,
+        "ceilings", RunKind.CEILINGS, {"budget_s": config.budget_s}, header, execute,
         tables=lambda ms, _: [ceilings_table(ms, named[0], facts.fingerprint)],
         closing=lambda run_id, counts: [],
         again="`gpuvs ceilings --refresh` measures them again.", environment=facts,
@@ -83,7 +90,7 @@ def _measured(store: Any, config: Any, cases: list[Any], facts: Any, fmt: str) -
 def ceilings_table(measurements: list[Any], run_id: str, fingerprint: str) -> Any:
     """The ceilings read off the probes, and a note for each backend and device where
     they could not be measured."""
-    from gpuvs.analysis.ceilings import read
+    from gpuvs.analysis.ceilings import contended_note, read
     from gpuvs.table import Table
     from gpuvs.units import rate, seconds
 
@@ -96,6 +103,8 @@ def ceilings_table(measurements: list[Any], run_id: str, fingerprint: str) -> An
             missing.setdefault((m.case.backend, m.case.device), f"{m.status.value}: {m.reason}")
     notes = tuple(f"not measured on {backend} {device}: {why}"
                   for (backend, device), why in sorted(missing.items()))
+    if disturbed := contended_note(read(measurements)):
+        notes += (disturbed,)
     return Table(f"ceilings · run {run_id} · environment {fingerprint}",
                  ("ceiling", "backend", "device", "measured"), rows, notes,
                  wrapping=frozenset({"ceiling"}))

@@ -164,7 +164,7 @@ def _execute(spec: Any, db: str | None, json_path: Any, fmt: str = "plain",
                 f"`gpuvs show {run_id}` prints it again."]
 
     return recorded(store, Recording(
-        RunKind.DIST, spec.config(), header, execute,
+        "dist", RunKind.DIST, spec.config(), header, execute,
         tables=lambda ms, ceilings: dist_tables(ms), closing=closing,
         again="The same `gpuvs dist` command measures every case again.",
         failed_statuses=frozenset({"crashed", "wrong_result", "timeout"})),

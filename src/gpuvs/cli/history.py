@@ -6,6 +6,8 @@ machines. Runs are named by id, `latest`, or the path of a JSON export
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Annotated, Any
@@ -17,6 +19,7 @@ from gpuvs.cli.app import (
     DbOption,
     FormatOpt,
     app,
+    append_step_summary,
     check_format,
     console,
     emit_tables,
@@ -24,14 +27,14 @@ from gpuvs.cli.app import (
     usage_errors,
     write_file,
 )
-from gpuvs.errors import UsageError
+from gpuvs.errors import GpuvsError, UsageError
 
 ThresholdOpt = Annotated[str, typer.Option(
     "--threshold", metavar="PERCENT",
     help="How much slower or faster counts as a change: 5% (or 0.05).")]
 ForceOpt = Annotated[bool, typer.Option(
-    "--force", help="Compare anyway: cases whose workload versions differ, or (check) a "
-                    "baseline from another machine.")]
+    "--force", help="Compare anyway: cases whose workload versions differ, and (check) a "
+                    "baseline from another set-up, as --allow-env-change.")]
 RECENT_RUNS = 500
 _RELATIVE = re.compile(r"^(\d+)([dhw])$")
 
@@ -101,6 +104,7 @@ def runs(
 ) -> None:
     """List stored runs, most recent first: id, kind, when, machine, GPU, git commit, and
     cases ok and failed."""
+    from gpuvs.report.documents import runs_document
     from gpuvs.report.history import gpus_of, machine_of, runs_table
     with usage_errors():
         check_format(fmt)
@@ -120,7 +124,7 @@ def runs(
             found.append((run, ms))
             if len(found) == limit:
                 break
-    emit_tables([runs_table(found)], fmt, console())
+    emit_tables([runs_table(found)], fmt, console(), lambda: runs_document(found))
 
 
 def _clock(ms: list[Any]) -> str:
@@ -172,6 +176,7 @@ def compare(
 def _print(base_run: Any, base_ms: list[Any], results: list[Any], t: float, force: bool,
            fmt: str) -> None:
     from gpuvs.analysis.regression import geometric_means
+    from gpuvs.report.documents import compare_document
     from gpuvs.report.history import (
         change_table,
         environment_diff,
@@ -181,17 +186,18 @@ def _print(base_run: Any, base_ms: list[Any], results: list[Any], t: float, forc
     )
 
     out = console()
-    for run, ms, changes, unmatched in results:
+    compared = [(run, changes, unmatched, geometric_means(changes),
+                 (_clock(base_ms), _clock(ms))) for run, ms, changes, unmatched in results]
+    if fmt == "json":
+        emit_tables([], fmt, out, lambda: compare_document(base_run, compared, t))
+        return
+    for run, changes, unmatched, means, clocks in compared:
         names = (base_run.run_id, run.run_id)
-        lines = environment_diff(base_run, run, (_clock(base_ms), _clock(ms)))
-        lines += unmatched_lines(unmatched, force)
-        tables = [change_table(changes, t, names), means_table(geometric_means(changes))]
-        if fmt == "json":
-            emit_tables(tables, fmt, out)
-            continue
+        lines = environment_diff(base_run, run, clocks) + unmatched_lines(unmatched, force)
+        tables = [change_table(changes, t, names), means_table(means)]
         for line in lines:
             out.print(line, markup=False, highlight=False)
-        emit_tables(tables, fmt, out)
+        emit_tables(tables, fmt, out, dict)
         out.print(f"B ({run.run_id}) against A ({base_run.run_id}): {verdict_counts(changes)}",
                   markup=False, highlight=False)
 
@@ -199,6 +205,18 @@ def _print(base_run: Any, base_ms: list[Any], results: list[Any], t: float, forc
 def _page(path: Path, base_run: Any, results: list[Any], t: float) -> None:
     from gpuvs.report.pages import render_compare
     write_file(path, render_compare(base_run, results, t), "comparison")
+
+
+AllowFailedOpt = Annotated[bool, typer.Option(
+    "--allow-failed", help="Do not fail on cases of the judged run that did not end ok "
+                           "(crashed, timeout, out of memory, wrong result, no longer "
+                           "measured) or on a run that stopped early; they are still listed.")]
+AllowEnvOpt = Annotated[bool, typer.Option(
+    "--allow-env-change", help="Judge against a baseline from another set-up (another GPU, "
+                               "driver, BLAS threads, torch…) instead of refusing it; the "
+                               "output says what changed.")]
+ACCEPTED = ("judged anyway (--allow-env-change): a verdict may be the set-up's change, not "
+            "the code's")
 
 
 @app.command()
@@ -214,25 +232,51 @@ def check(
         "--fail-above", metavar="PERCENT",
         help="Fail (exit 1) when a case is slower by more than this, its whole CI above "
              "it.")] = "5%",
-    force: ForceOpt = False, db: DbOption = None, fmt: FormatOpt = "plain",
+    force: ForceOpt = False, allow_failed: AllowFailedOpt = False,
+    allow_env_change: AllowEnvOpt = False, db: DbOption = None, fmt: FormatOpt = "plain",
 ) -> None:
-    """The CI gate: exit 1 when a case got slower beyond --fail-above with its whole 95 %
-    CI above the threshold; 0 when every case is the same, faster, or only ambiguous."""
+    """The CI gate, failing closed. Exit 1 when a case got slower beyond --fail-above with
+    its whole 95 % CI above it, or (unless --allow-failed) when a case of the judged run
+    did not end ok or the run stopped early; exit 2 when it cannot judge: no case in
+    common, or a baseline from another set-up (unless --allow-env-change); else 0. What
+    differs between the environments comes first; the verdict line also goes to
+    $GITHUB_STEP_SUMMARY."""
     from gpuvs.analysis import regression
-    with usage_errors():
+    from gpuvs.machine.env import setup_changes
+    with usage_errors(), _gate_errors(fmt):
         check_format(fmt)
         t = _threshold(fail_above)
         store = open_store(db, reading=True)
         run, ms = load(run_spec, store)
         base, base_ms = (_previous(store, run) if baseline == "latest"
                          else load(baseline, store))
-        if base.environment.fingerprint != run.environment.fingerprint and not force:
-            raise UsageError(f"baseline {base.run_id} ran on another set-up (fingerprint "
-                             f"{base.environment.fingerprint}, this run "
-                             f"{run.environment.fingerprint}): its numbers are another "
-                             "machine's; compare with `gpuvs compare`, or pass --force")
-        changes, _ = regression.compare(base_ms, ms, t, force)
-    raise typer.Exit(_verdict(base.run_id, run.run_id, changes, t, fmt))
+        changed = setup_changes(base.environment.facts, run.environment.facts)
+        if changed and not (allow_env_change or force):
+            raise UsageError(f"baseline {base.run_id} ran on another set-up "
+                             f"({'; '.join(changed)}): its numbers are another set-up's; "
+                             "compare with `gpuvs compare`, or pass --allow-env-change")
+        unfinished = ("" if run.status == "finished" else
+                      f"run {run.run_id} is {run.status}: the cases it never reached were "
+                      "not checked")
+        gate = regression.gate(base_ms, ms, t, force, allow_failed, unfinished)
+        if gate.verdict == regression.ERROR:
+            raise UsageError(gate.exit_reason)
+    raise typer.Exit(_judged((base, base_ms), (run, ms), gate, fmt, (force, allow_failed)))
+
+
+@contextmanager
+def _gate_errors(fmt: str) -> Iterator[None]:
+    """A gate that cannot judge still answers a script: with --format json, a document
+    whose verdict is "error"; and the step summary says so. Then the one error line."""
+    try:
+        yield
+    except GpuvsError as e:
+        from gpuvs.report.documents import error_document
+        reason = str(e)
+        if fmt == "json":
+            emit_tables([], fmt, console(), lambda: error_document("check", reason))
+        append_step_summary(f"gpuvs check: **error**: {reason}")
+        raise
 
 
 def _previous(store: Any, run: Any) -> tuple[Any, list[Any]]:
@@ -247,26 +291,43 @@ def _previous(store: Any, run: Any) -> tuple[Any, list[Any]]:
                      "with --baseline RUN")
 
 
-def _verdict(base: str, run: str, changes: list[Any], t: float, fmt: str) -> int:
-    from gpuvs.report.history import change_table, verdict_counts
-    out = console()
-    slower = [c for c in changes if c.verdict == "slower"]
-    unsure = [c for c in changes if c.verdict == "ambiguous"]
-    emit_tables([change_table(changes, t, (base, run))], fmt, out)
+def _judged(base: tuple[Any, list[Any]], judged: tuple[Any, list[Any]], gate: Any, fmt: str,
+            allowed: tuple[bool, bool]) -> int:
+    """Print the gate's decision — the environments first, what was not compared, the
+    table, the verdict — append the verdict to the step summary, return the exit code."""
+    from gpuvs.report.documents import check_document
+    from gpuvs.report.history import (
+        change_table,
+        environment_diff,
+        not_measured_lines,
+        unmatched_lines,
+        verdict_counts,
+    )
+    from gpuvs.report.markdown import to_markdown
+    (a, a_ms), (b, b_ms) = base, judged
+    out, clocks = console(), (_clock(a_ms), _clock(b_ms))
+    tables = [change_table(gate.changes, gate.threshold, (a.run_id, b.run_id))]
+    verdict = (f"FAILED: {gate.exit_reason}" if gate.verdict == "fail"
+               else f"passed: {gate.exit_reason}")
+    code = EXIT_FAILED_RUN if gate.verdict == "fail" else 0
     if fmt == "json":
-        return EXIT_FAILED_RUN if slower else 0
-    out.print(f"{run} against {base}: {verdict_counts(changes)}", markup=False,
-              highlight=False)
-    if unsure:
-        out.print(f"{len(unsure)} case(s) ambiguous (the CI straddles ±{100 * t:g} %), not "
-                  "failing: " + ", ".join(c.key for c in unsure), markup=False,
-                  highlight=False)
-    if slower:
-        out.print(f"FAILED: {len(slower)} case(s) slower by more than {100 * t:g} % with "
-                  "the whole 95 % CI above it: " + ", ".join(
-                      f"{c.key} ({c.ratio:.3f}×)" for c in slower), markup=False,
-                  highlight=False)
-        return EXIT_FAILED_RUN
-    out.print(f"passed: no case slower by more than {100 * t:g} %", markup=False,
-              highlight=False)
-    return 0
+        emit_tables(tables, fmt, out, lambda: check_document(a, b, gate, clocks))
+        append_step_summary(f"gpuvs check, {b.run_id} against {a.run_id}: {verdict}")
+        return code
+    lines = [*environment_diff(a, b, clocks, across=ACCEPTED),
+             *unmatched_lines(gate.unmatched, allowed[0]),
+             *not_measured_lines(gate, allowed[1])]
+    for line in lines:
+        out.print(line, markup=False, highlight=False)
+    emit_tables(tables, fmt, out, dict, step_summary=False)
+    tail = [f"{b.run_id} against {a.run_id}: {verdict_counts(gate.changes)}"]
+    if gate.ambiguous:
+        tail.append(f"{len(gate.ambiguous)} case(s) ambiguous (the CI straddles "
+                    f"±{100 * gate.threshold:g} %), not failing: "
+                    + ", ".join(c.key for c in gate.ambiguous))
+    tail.append(verdict)
+    for line in tail:
+        out.print(line, markup=False, highlight=False)
+    append_step_summary("\n\n".join([*lines, to_markdown(tables), *tail]) if fmt == "md"
+                        else f"gpuvs check, {b.run_id} against {a.run_id}: {verdict}")
+    return code

@@ -21,6 +21,7 @@ from typing import Any
 from gpuvs.cli.app import emit_tables, narration, usage_errors, wrap_up
 from gpuvs.model import Environment, Measurement, RunKind
 from gpuvs.report.console import console
+from gpuvs.report.documents import cases_document
 from gpuvs.report.progress import progress
 
 Advance = Callable[..., None]
@@ -31,7 +32,8 @@ Shown = Callable[[int], AbstractContextManager[Advance]]
 
 @dataclass(frozen=True)
 class Recording:
-    """What a command that makes a run says about it.
+    """What a command that makes a run says about it: its name (`command`, as the JSON
+    document names it), the run's kind and config, and the steps below.
 
     `header(run_id)` gives its first lines; `execute(run, shown)` measures, records each
     case into `run` as it ends and returns the count of each status; `tables(ms,
@@ -41,6 +43,7 @@ class Recording:
     stored after one pass of two does); `failed_statuses` the statuses that make the
     command's exit code 1."""
 
+    command: str
     kind: RunKind
     config: Mapping[str, Any]
     header: Callable[[str], Sequence[str]]
@@ -85,7 +88,9 @@ def recorded(store: Any, recording: Recording, *, fmt: str = "plain",
     run.finish()
     measurements = run.measurements()
     ceilings = list(recording.ceilings(run))
-    emit_tables(recording.tables(measurements, ceilings), fmt, console())
+    emit_tables(recording.tables(measurements, ceilings), fmt, console(),
+                lambda: cases_document(recording.command, measurements, ceilings,
+                                       run.stored()))
     for line in recording.closing(run.run_id, counts):
         out.print(line, markup=False, highlight=False)
     return wrap_up(out, run, measurements, counts, json_path, report_path, ceilings,

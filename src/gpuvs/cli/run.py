@@ -190,7 +190,7 @@ def _execute(store: Any, config: Any, run_record: Any, json_path: Path | None,
         return counts
 
     return recorded(store, Recording(
-        RunKind.SWEEP, config.to_dict(), header, execute,
+        "run", RunKind.SWEEP, config.to_dict(), header, execute,
         tables=lambda ms, ceilings: [*result_tables(ms, ceilings), answer_table(ms)],
         closing=lambda run_id, counts: [
             f"run {run_id} finished: {status_line(dict(counts))}. Saved to {store.path}; "

@@ -126,8 +126,9 @@ def _run(store: Any, config: Any, cases: list[Any], chosen: tuple[str, ...], opt
             return runner.execute(run, cases, config, on_result=advance).counts
 
     return recorded(store, Recording(
-        RunKind.SEEDS, {"seeds": list(chosen), **asdict(options), "budget_s": config.budget_s,
-                        "timeout_s": config.timeout_s, "devices": list(config.devices)},
+        "seeds", RunKind.SEEDS,
+        {"seeds": list(chosen), **asdict(options), "budget_s": config.budget_s,
+         "timeout_s": config.timeout_s, "devices": list(config.devices)},
         header=lambda run_id: [f"run {run_id}: seeds {', '.join(chosen)}, {len(cases)} cases"
                                + (" (--quick)" if options.quick else "")],
         execute=execute, tables=lambda ms, ceilings: seed_tables(ms),

@@ -29,6 +29,7 @@ def show(run_id: Annotated[str, typer.Argument(help="A run id, or 'latest'.")],
     """Print a stored run's tables again (for a `gpuvs seeds` run, the posts' tables
     first)."""
     from gpuvs.report.dist_tables import dist_tables
+    from gpuvs.report.documents import cases_document
     from gpuvs.report.history import commit_of, machine_of
     from gpuvs.report.layout import result_tables
     from gpuvs.report.seed_tables import seed_tables
@@ -39,16 +40,18 @@ def show(run_id: Annotated[str, typer.Argument(help="A run id, or 'latest'.")],
             run_id = store.latest_run_id() or run_id
         record = store.get_run(run_id)
         measurements = store.measurements(run_id)
+        ceilings = [] if record.kind is RunKind.DIST else stored_ceilings(store, record)
         tables = (dist_tables(measurements) if record.kind is RunKind.DIST else
                   (seed_tables(measurements) if record.kind is RunKind.SEEDS else [])
-                  + result_tables(measurements, stored_ceilings(store, record)))
+                  + result_tables(measurements, ceilings))
     out = console()
     if fmt != "json":
         out.print(f"run {record.run_id} · {record.kind} · {record.status} · started "
                   f"{record.started_at} · machine {machine_of(record)} · commit "
                   f"{commit_of(record)} · environment {record.environment.fingerprint}",
                   markup=False, highlight=False)
-    emit_tables(tables, fmt, out)
+    emit_tables(tables, fmt, out, lambda: cases_document("show", measurements, ceilings,
+                                                         record))
 
 
 @app.command()

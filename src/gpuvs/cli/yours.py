@@ -109,9 +109,9 @@ def _recorded(store: Any, request: Any, timeout_s: float, json_path: Path | None
                               f"{store.path}; `gpuvs show {run_id}` prints it again."]
 
     return recorded(store, Recording(
-        RunKind.YOURS, {"function": request.target.rpartition("::")[2],
-                        "target": request.target,
-                        "devices": list(request.devices), "sizes": list(request.sizes)},
+        "run-file", RunKind.YOURS,
+        {"function": request.target.rpartition("::")[2], "target": request.target,
+         "devices": list(request.devices), "sizes": list(request.sizes)},
         header=lambda run_id: [f"run {run_id}: {request.target}, {request.cases} cases"],
         execute=execute,
         tables=lambda ms, _: [*result_tables(ms), answer_table(ms)], closing=closing,

@@ -2,10 +2,17 @@
 
 `collect()` runs in the parent without importing any framework: library versions come
 from package metadata, GPUs from NVML (the nvidia-ml-py package) when it is there, BLAS
-from threadpoolctl. The fingerprint hashes what identifies the machine and its software —
-not free memory, not the time — so runs on the same set-up share it and results can be
-grouped by it. `backend_rows()` is the one part that imports frameworks: it asks each
+from threadpoolctl. `backend_rows()` is the one part that imports frameworks: it asks each
 backend whether it can run, for `gpuvs env` and for workers.
+
+The fingerprint hashes what changes timings (`timing_parts`): the CPU, the GPUs and their
+driver, NumPy's BLAS and its threads, the variables that set threads, TF32 or the visible
+GPUs, Python, and the measured libraries — numpy, torch, cupy, jax — with the CUDA
+libraries they load. Not free memory, not the time, and not a package no case measures
+(keras, which `make test` installs, is recorded and shown, never fingerprinted), so a
+baseline stays valid until something that moves its numbers changes. `setup_changes`
+names what did ("torch 2.13.0 → 2.14.1"): `gpuvs check` and the pytest gate refuse a
+baseline on it, `gpuvs compare` prints it.
 """
 
 from __future__ import annotations
@@ -16,7 +23,7 @@ import json
 import os
 import platform
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,10 +34,18 @@ from gpuvs.units import nbytes
 FINGERPRINT_HEX = 16
 MACHINE_VARIABLE = "GPUVS_MACHINE"
 GIT_TIMEOUT_S = 5.0
-# Distributions whose versions change results; CuPy and JAX's GPU plug-ins publish one
-# distribution per CUDA major version.
-LIBRARIES = ("numpy", "torch", "cupy-cuda13x", "cupy-cuda12x", "cupy-cuda11x", "cupy", "jax",
-             "jaxlib", "jax-cuda13-plugin", "jax-cuda12-plugin", "keras")
+# The measured libraries, each with the distributions that make it up; CuPy and JAX's GPU
+# plug-ins publish one distribution per CUDA major version.
+MEASURED = {"numpy": ("numpy",), "torch": ("torch",),
+            "cupy": ("cupy-cuda13x", "cupy-cuda12x", "cupy-cuda11x", "cupy"),
+            "jax": ("jax", "jaxlib", "jax-cuda13-plugin", "jax-cuda12-plugin")}
+# The CUDA libraries torch and JAX load from pip wheels (CUDA 13's drop the -cu suffix).
+CUDA_LIBRARIES = ("nvidia-cuda-runtime", "nvidia-cuda-runtime-cu12", "nvidia-cublas",
+                  "nvidia-cublas-cu12", "nvidia-cudnn-cu13", "nvidia-cudnn-cu12",
+                  "nvidia-nccl-cu13", "nvidia-nccl-cu12")
+# Recorded too, never fingerprinted: keras runs on torch in the cnn workload's replay, and
+# installing it (the test extra does) must not make every stored baseline another set-up's.
+LIBRARIES = (*(d for ds in MEASURED.values() for d in ds), *CUDA_LIBRARIES, "keras")
 # Environment variables that change results (threads, visible GPUs, allocators, TF32).
 RESULT_VARIABLES = ("CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
                     "OPENBLAS_NUM_THREADS", "OPENBLAS_CORETYPE", "KERAS_BACKEND",
@@ -86,20 +101,76 @@ def _git(args: list[str], cwd: str | None) -> str | None:
     return done.stdout.strip() if done.returncode == 0 else None
 
 
-def fingerprint(facts: dict[str, Any]) -> str:
-    """Short sha256 of the facts that identify the set-up: hardware, driver, versions."""
-    stable = {
-        "cpu": [facts.get(k) for k in ("cpu_model", "cores_physical", "cores_logical",
-                                      "machine")],
-        "memory_total_gib": facts.get("memory_total_gib"),
-        "python": facts.get("python"),
-        "libraries": facts.get("libraries"),
-        "blas": facts.get("blas_build"),
-        "gpus": [(g.get("name"), g.get("memory_total")) for g in facts.get("gpus", [])],
-        "driver": [facts.get("driver"), facts.get("cuda_driver")],
-    }
-    digest = hashlib.sha256(json.dumps(stable, sort_keys=True, default=str).encode())
+def fingerprint(facts: Mapping[str, Any]) -> str:
+    """Short sha256 of the parts that change timings (`timing_parts`), those known.
+
+    Equal fingerprints mean no part differs. Unequal ones may still compare: a library
+    installed since, or a part an older gpuvs did not record, is known on one side only,
+    and `setup_changes` does not count it. Runs stored before the fingerprint had parts
+    (it hashed every recorded library, memory included) keep their old string; whatever
+    compares runs reads the parts again from their facts, never the two strings."""
+    known = {k: v for k, v in timing_parts(facts).items() if v is not None}
+    digest = hashlib.sha256(json.dumps(known, sort_keys=True).encode())
     return digest.hexdigest()[:FINGERPRINT_HEX]
+
+
+def timing_parts(facts: Mapping[str, Any]) -> dict[str, str | None]:
+    """What changes timings, part by part, in words; None where the facts do not say (a
+    library not installed, a run stored before the fact was recorded). Read from a run's
+    stored facts as well as from `collect()`'s, so old runs compare by the same parts."""
+    libraries = facts.get("libraries") or {}
+    parts: dict[str, str | None] = {
+        "CPU": _cpu_part(facts), "GPU": _gpu_part(facts),
+        "driver": (f"{facts['driver']} (CUDA {facts.get('cuda_driver')})"
+                   if facts.get("driver") else None),
+        "BLAS": facts.get("blas_build"), "BLAS threads": blas_threads(facts),
+        "variables": (", ".join(f"{k}={v}" for k, v in sorted(facts["variables"].items()))
+                      or "none set") if "variables" in facts else None,
+        "Python": facts.get("python"),
+    }
+    for name, distributions in MEASURED.items():
+        found = [d for d in distributions if d in libraries]
+        parts[name] = (str(libraries[name]) if found == [name] else
+                       ", ".join(f"{d} {libraries[d]}" for d in found) or None)
+    cuda = [f"{d} {libraries[d]}" for d in CUDA_LIBRARIES if d in libraries]
+    parts["CUDA libraries"] = ", ".join(cuda) or None
+    return parts
+
+
+def setup_changes(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[str]:
+    """What changes timings that differs between two runs' facts, one phrase a part:
+    "torch 2.13.0 → 2.14.1". A part known on one side only is no change: a library
+    installed since measured nothing before (none of its cases match), and a part an
+    older gpuvs did not record cannot be told."""
+    a, b = timing_parts(before), timing_parts(after)
+    return [f"{'' if str(a[label]).startswith(label) else label + ' '}{a[label]} → {b[label]}"
+            for label in a
+            if a[label] is not None and b[label] is not None and a[label] != b[label]]
+
+
+def blas_threads(facts: Mapping[str, Any]) -> str | None:
+    """The threads of NumPy's own BLAS: the loaded pools whose library is the one NumPy
+    was built with (a process that imported torch also shows torch's MKL or OpenMP pools,
+    which vary by process); every BLAS pool where the build is not recorded."""
+    build = str(facts.get("blas_build") or "").lower()
+    pools = [p for p in facts.get("blas") or [] if p.get("user_api") == "blas"]
+    mine = [p for p in pools if p.get("api") and str(p["api"]) in build] or pools
+    threads = sorted({int(p["threads"]) for p in mine if p.get("threads")})
+    return ", ".join(map(str, threads)) or None
+
+
+def _cpu_part(facts: Mapping[str, Any]) -> str | None:
+    if not facts.get("cpu_model"):
+        return None
+    return (f"{facts['cpu_model']}, {facts.get('cores_physical')} cores, "
+            f"{facts.get('cores_logical')} threads ({facts.get('machine')})")
+
+
+def _gpu_part(facts: Mapping[str, Any]) -> str | None:
+    if "gpus" not in facts:
+        return None
+    return ", ".join(f"{g.get('name')} ({nbytes(int(g.get('memory_total') or 0))})"
+                     for g in facts["gpus"]) or "none"
 
 
 def _cpu_model() -> str:

@@ -9,7 +9,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from gpuvs import units
-from gpuvs.analysis.regression import Change, Mean, Unmatched
+from gpuvs.analysis.regression import FAILED, Change, Gate, Mean, Unmatched
+from gpuvs.machine.env import setup_changes
 from gpuvs.model import Measurement, Run, Status
 from gpuvs.table import Table
 
@@ -17,7 +18,6 @@ RUN_COLUMNS = ("run", "kind", "started", "status", "machine", "GPU", "commit", "
                "failed")
 CHANGE_COLUMNS = ("case", "A", "B", "B ÷ A (95 % CI)", "rank test p", "verdict")
 MEAN_COLUMNS = ("workload", "cases", "geometric mean B ÷ A (95 % CI)")
-FAILED = (Status.CRASHED, Status.WRONG_RESULT, Status.TIMEOUT, Status.OOM)
 
 
 def machine_of(run: Run) -> str:
@@ -62,25 +62,34 @@ _ENV_FIELDS = (
     ("CPU", lambda f: f"{f.get('cpu_model')}, {f.get('cores_logical')} threads"),
     ("BLAS threads", lambda f: ", ".join(f"{p.get('api')} {p.get('threads')}"
                                          for p in f.get("blas", []) or []) or "—"),
+    ("variables", lambda f: ", ".join(f"{k}={v}" for k, v in
+                                      sorted((f.get("variables") or {}).items())) or "none set"),
     ("libraries", lambda f: ", ".join(f"{k} {v}" for k, v in
                                       sorted((f.get("libraries") or {}).items())) or "—"),
     ("Python", lambda f: str(f.get("python"))),
 )
+BY_DESIGN = "this compares the machines and their software, by design"
 
 
-def environment_diff(a: Run, b: Run, clocks: tuple[str, str] = ("", "")) -> list[str]:
-    """Lines: first whether the two ran on one machine, then what differs, then what is
-    the same. `clocks` are the SM clocks each run's GPU cases ran at, where read."""
+def environment_rows(a: Run, b: Run, clocks: tuple[str, str] = ("", "")
+                     ) -> list[tuple[str, str, str]]:
+    """(what, A's, B's) for each part of the environment compared, the SM clocks each
+    run's GPU cases ran at (where read) last."""
+    return [*(_read(label, read, a, b) for label, read in _ENV_FIELDS), ("SM clock", *clocks)]
+
+
+def environment_diff(a: Run, b: Run, clocks: tuple[str, str] = ("", ""),
+                     across: str = BY_DESIGN) -> list[str]:
+    """Lines: first whether the two ran on one set-up — what changed that moves timings
+    (`env.setup_changes`), then `across`, what comparing them anyway means — then what
+    differs, then what is the same."""
     lines = []
-    if a.environment.fingerprint != b.environment.fingerprint:
+    changes = setup_changes(a.environment.facts, b.environment.facts)
+    if changes:
         lines.append(f"A ({machine_of(a)}, {gpus_of(a)}) and B ({machine_of(b)}, {gpus_of(b)}) "
-                     "ran on different set-ups (environment fingerprints "
-                     f"{a.environment.fingerprint} and {b.environment.fingerprint}): this "
-                     "compares the machines and their software, by design")
+                     f"ran on different set-ups ({'; '.join(changes)}): {across}")
     same = []
-    rows = [*(_read(label, read, a, b) for label, read in _ENV_FIELDS),
-            ("SM clock", *clocks)]
-    for label, va, vb in rows:
+    for label, va, vb in environment_rows(a, b, clocks):
         if va == vb:
             same.append(label)
         else:
@@ -121,6 +130,19 @@ def unmatched_lines(unmatched: Sequence[Unmatched], forced: bool) -> list[str]:
     lines = [f"not compared, {u.why}: {u.key}" for u in unmatched if u not in versions]
     lines += [f"{'compared anyway (--force)' if forced else 'refused'}, {u.why}: {u.key}"
               for u in versions]
+    return lines
+
+
+def not_measured_lines(gate: Gate, allow_failed: bool) -> list[str]:
+    """Each case of the judged run that fails the gate by not ending ok, named with its
+    status and reason; the cases neither run could measure here, counted."""
+    how = "allowed (--allow-failed)" if allow_failed else "fails the gate"
+    lines = [f"not ok in B, {how}: {n.key}: {n.status}" + (f": {n.reason}" if n.reason else "")
+             for n in gate.failing]
+    idle = Counter(n.status for n in gate.not_measured if not n.failing)
+    if idle:
+        lines.append("not measured in B, nor compared: " + ", ".join(
+            f"{count} {status}" for status, count in sorted(idle.items())))
     return lines
 
 

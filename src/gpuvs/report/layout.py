@@ -12,7 +12,7 @@ from dataclasses import replace
 
 from gpuvs import units, workloads
 from gpuvs.analysis import speedup
-from gpuvs.analysis.ceilings import peak_for
+from gpuvs.analysis.ceilings import contended_note, peak_for
 from gpuvs.analysis.crossover import (
     Crossover,
     GroupKey,
@@ -61,16 +61,21 @@ def result_tables(measurements: Iterable[Measurement],
                   ceilings: Sequence[Ceiling] = ()) -> list[Table]:
     """Per group: the cases, then (where a CPU and a GPU series exist) the crossovers.
 
-    With measured ceilings, each case also shows the share of the ceiling it reached.
+    With measured ceilings, each case also shows the share of the ceiling it reached, and
+    a table whose shares use ceilings measured on a busy machine says so.
     """
     groups: dict[GroupKey, list[Measurement]] = defaultdict(list)
     for m in measurements:
         groups[group_key(m.case)].append(m)
     tables = []
+    disturbed = contended_note(ceilings)
     for key, ms in groups.items():
         found = crossovers(ms)
         wins_from = {c.gpu: c.size for c in found if c.size is not None}
-        tables.append(_table(key, ms, ceilings, findings(ms, ceilings), wins_from))
+        table = _table(key, ms, ceilings, findings(ms, ceilings), wins_from)
+        if disturbed and any(row[COLUMNS.index("of peak")] for row in table.rows):
+            table = replace(table, notes=(*table.notes, disturbed))
+        tables.append(table)
         if found:
             crossing = crossover_table(key, found)
             contended = sum(Caveat.CONTENDED in m.caveats for m in ms)

@@ -1,10 +1,9 @@
-"""Tables as GitHub-flavoured markdown (a pull request, `$GITHUB_STEP_SUMMARY`), as JSON
-(a script) and as an HTML fragment (a notebook's display). Pure: strings in, a string
-out; the console draws the same tables."""
+"""Tables as GitHub-flavoured markdown (a pull request, `$GITHUB_STEP_SUMMARY`) and as an
+HTML fragment (a notebook's display). Pure: strings in, a string out; the console draws
+the same tables. A script reads numbers instead: `report.documents` (`--format json`)."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 
 from gpuvs.table import Table
@@ -63,9 +62,3 @@ def _numeric(t: Table, i: int) -> bool:
     cells = [row[i].strip() for row in t.rows if row[i].strip()]
     return bool(cells) and all(c[0].isdigit() or c[0] in "+-−≤≈<>~" for c in cells)
 
-
-def to_json(tables: Iterable[Table]) -> str:
-    """[{title, columns, rows, notes}, …]: every cell as printed."""
-    return json.dumps([{"title": t.title, "columns": list(t.columns),
-                        "rows": [list(r) for r in t.rows], "notes": list(t.notes)}
-                       for t in tables], indent=1, ensure_ascii=False) + "\n"

@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from gpuvs.errors import Interrupted, StoreError, UsageError
-from gpuvs.model import Environment, Measurement, Run, RunKind
+from gpuvs.model import Caveat, Environment, Measurement, Run, RunKind
 
 RUN_ID_FORMAT = "%Y%m%d-%H%M%S"
 TIMESTAMP_FORMAT = "%Y-%m-%dT%H:%M:%S%z"
@@ -188,12 +188,25 @@ def latest_unfinished(store: Any, kind: RunKind) -> Run | None:
     return None
 
 
-def find_ceilings_run(store: Any, fingerprint: str) -> Run | None:
-    """The latest finished `gpuvs ceilings` run of this environment fingerprint, if any:
-    a machine's ceilings are measured once and reused by every run on it."""
+def find_ceilings_run(store: Any, environment: Environment) -> Run | None:
+    """The `gpuvs ceilings` run whose figures are this set-up's peaks: a machine's
+    ceilings are measured once and reused by every run on it.
+
+    The latest finished one of the same fingerprint — recomputed from each run's facts,
+    so a ceilings run stored under an older fingerprint still serves — measured on a quiet
+    machine. One whose probes other processes disturbed (`contended`) read low: a float32
+    peak below its own one-thread figure, and shares of it up to 229 % "of peak". It is
+    used only while no clean one exists, and what uses it says so (`Ceiling.contended`;
+    `gpuvs ceilings --refresh` measures again)."""
+    from gpuvs.machine import env
+    wanted = env.fingerprint(environment.facts)
+    disturbed: Run | None = None
     for record in store.runs(200):
-        if (record.kind is RunKind.CEILINGS and record.status == "finished"
-                and record.environment.fingerprint == fingerprint):
+        if (record.kind is not RunKind.CEILINGS or record.status != "finished"
+                or env.fingerprint(record.environment.facts) != wanted):
+            continue
+        if not any(Caveat.CONTENDED in m.caveats for m in store.measurements(record.run_id)):
             found: Run = record
             return found
-    return None
+        disturbed = disturbed or record
+    return disturbed

@@ -18,6 +18,14 @@ pytest-benchmark:
   with the latest saved run unless `--gpuvs-compare` names one;
 - `--gpuvs-disable` calls each function once, untimed (for quick CI runs).
 
+The gate fails closed, as `gpuvs check` does: a timed call that did not end ok fails its
+test (unless `--gpuvs-allow-failed`), and a session whose timed tests match none of the
+saved run's fails, since nothing was compared. Tests are matched to the saved run by an
+identity that does not move with pytest's root: the test file's path from the project
+root (the nearest directory above it holding pyproject.toml or .git), then the test's
+name and parameters. (A `--gpuvs-db ../results.sqlite` written with a space once moved
+pytest's root to the parent directory, renamed every test, and let a 9× regression pass.)
+
 This module imports only pytest at the top, so that every pytest run in an environment
 with gpuvs installed stays as fast as before.
 """
@@ -53,6 +61,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--gpuvs-force", action="store_true", default=False,
                     help="Compare with a saved run even if it ran on another machine or "
                          "software set-up (its environment fingerprint differs).")
+    group.addoption("--gpuvs-allow-failed", action="store_true", default=False,
+                    help="Do not fail a test whose timed call did not end ok (with "
+                         "--gpuvs-fail); it is still listed.")
     group.addoption("--gpuvs-disable", action="store_true", default=False,
                     help="Call each function once, untimed.")
 
@@ -107,6 +118,7 @@ class GpuvsSession:
         compare = opt("--gpuvs-compare") or ("latest" if self.fail else None)
         self.db: str | None = opt("--gpuvs-db")
         self.force = bool(opt("--gpuvs-force"))
+        self.allow_failed = bool(opt("--gpuvs-allow-failed"))
         self.store: Any = None
         self.baseline_id: str | None = None
         self.baseline: dict[str, Any] = {}
@@ -137,9 +149,13 @@ class GpuvsSession:
 
     def record(self, nodeid: str, m: Any) -> str | None:
         """Save `m`; returns why the test fails against the baseline, or None."""
+        from gpuvs.model import Status
         if self.run is not None:
             self.run.record(m)
         self.results.append((nodeid, m))
+        if self.fail is not None and m.status is not Status.OK and not self.allow_failed:
+            return (f"gpuvs: the timed call did not end ok ({m.status.value}: {m.reason}); "
+                    "--gpuvs-allow-failed lets it pass")
         before = self.baseline.get(m.case.key)
         if self.fail is None or before is None or m.summary is None or before.summary is None:
             return None
@@ -156,6 +172,18 @@ class GpuvsSession:
                 f"{self.baseline_id}; --gpuvs-fail={self.fail.stat}:{self.fail} allows "
                 f"{self.fail}")
 
+    def unmatched(self) -> str | None:
+        """Why the session fails when the gate compared nothing: tests were timed and a
+        saved run was found, yet no timed test matches one of its cases."""
+        if self.fail is None or not self.baseline or not self.results:
+            return None
+        if any(m.case.key in self.baseline for _, m in self.results):
+            return None
+        return (f"gpuvs: no timed test matches a case of saved run {self.baseline_id} "
+                f"({len(self.baseline)} case(s), e.g. {next(iter(self.baseline))}; this "
+                f"session timed e.g. {self.results[0][1].case.key}): nothing was compared, "
+                "so the gate fails — save a baseline of these tests (--gpuvs-save)")
+
     def finish(self) -> None:
         if self.store is None:
             return
@@ -167,15 +195,14 @@ class GpuvsSession:
 
 def _same_machine(baseline: Any) -> None:
     """A baseline from another machine or software set-up measures that set-up: refuse
-    it, as `gpuvs check` does, unless --gpuvs-force."""
+    it, as `gpuvs check` does, naming what changed, unless --gpuvs-force."""
     from gpuvs.errors import UsageError
     from gpuvs.machine import env
-    here = env.collect().fingerprint
-    if baseline.environment.fingerprint != here:
-        raise UsageError(f"saved run {baseline.run_id} ran on another set-up (environment "
-                         f"fingerprint {baseline.environment.fingerprint}, here {here}); "
-                         "its numbers are that machine's — save a baseline here, or pass "
-                         "--gpuvs-force")
+    changed = env.setup_changes(baseline.environment.facts, env.collect().facts)
+    if changed:
+        raise UsageError(f"saved run {baseline.run_id} ran on another set-up "
+                         f"({'; '.join(changed)}); its numbers are that set-up's — save a "
+                         "baseline here, or pass --gpuvs-force")
 
 
 def _find_run(store: Any, wanted: str) -> str | None:
@@ -201,6 +228,13 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[_SESSION] = GpuvsSession(config)
 
 
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """A gate that compared nothing fails the session (the terminal summary says why)."""
+    gpuvs = session.config.stash.get(_SESSION, None)
+    if gpuvs is not None and gpuvs.unmatched() and exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     session = config.stash.get(_SESSION, None)
     if session is not None:
@@ -211,7 +245,7 @@ class Bench:
     """What the `gpuvs_bench` fixture gives a test: call it like the function it times."""
 
     def __init__(self, session: GpuvsSession, nodeid: str) -> None:
-        self._session, self._nodeid = session, nodeid
+        self._session, self._nodeid = session, nodeid  # nodeid: the stable test identity
         self.budget_s = session.budget_s
         self.device: str | None = None   # None: where the arguments live
         self.measurements: list[Any] = []
@@ -267,7 +301,25 @@ def measure_call(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any], name: s
 @pytest.fixture
 def gpuvs_bench(request: pytest.FixtureRequest) -> Bench:
     """Time a function by the gpuvs protocol: `gpuvs_bench(fn, *args, **kwargs)`."""
-    return Bench(request.config.stash[_SESSION], request.node.nodeid)
+    return Bench(request.config.stash[_SESSION], stable_test_id(request.node))
+
+
+PROJECT_MARKERS = ("pyproject.toml", ".git")
+
+
+def stable_test_id(item: pytest.Item) -> str:
+    """'tests/test_x.py::TestY::test_z[p]': the test file's path from its project root —
+    the nearest directory above it holding pyproject.toml or .git, else pytest's root —
+    then the name and parameters. A node id is relative to pytest's root, which moves
+    with the command line (a path argument in a parent directory moves it there)."""
+    from pathlib import Path
+
+    path = Path(item.path).resolve()
+    root = next((d for d in path.parents if any((d / m).exists() for m in PROJECT_MARKERS)),
+                Path(item.config.rootpath).resolve())
+    name = item.nodeid.partition("::")[2]
+    where = path.relative_to(root).as_posix() if path.is_relative_to(root) else str(path)
+    return f"{where}::{name}" if name else where
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
@@ -289,6 +341,14 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         tr.write_line(f"{m.case.workload.removeprefix('pytest:')}  " + "  ".join(cells))
     if session.baseline_id is None and (config.getoption("--gpuvs-compare") or session.fail):
         tr.write_line("no saved pytest run to compare with yet; save one with --gpuvs-save")
+    failed = [m for _, m in session.results if m.status.value != "ok"]
+    for m in failed:
+        tr.write_line(f"not ok: {m.case.workload.removeprefix('pytest:')}: {m.status.value}: "
+                      f"{m.reason}" + (" (allowed: --gpuvs-allow-failed)"
+                                      if session.allow_failed else ""))
+    unmatched = session.unmatched()
+    if unmatched:
+        tr.write_line(f"FAILED {unmatched}", red=True)
     if session.run is not None:
         tr.write_line(f"saved as run {session.run.run_id} in {session.store.path}; "
                       f"`gpuvs show {session.run.run_id}` prints it")
