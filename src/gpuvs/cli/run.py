@@ -12,14 +12,17 @@ from gpuvs.cli.app import (
     BackendOpt,
     BudgetOpt,
     ColdOpt,
+    CpuWattsOpt,
     CriterionOpt,
     DbOption,
     DeviceOpt,
     DryRunOpt,
     DtypeOpt,
+    EnergyOpt,
     FormatOpt,
     JsonOpt,
     PassesOpt,
+    PriceOpt,
     ResumeOpt,
     SizesOpt,
     TimeoutOpt,
@@ -31,6 +34,7 @@ from gpuvs.cli.app import (
     check_writable,
     console,
     emit_tables,
+    energy_header,
     estimate_line,
     narration,
     open_store,
@@ -58,7 +62,8 @@ def run(
     timeout: TimeoutOpt = None, criterion: CriterionOpt = None, db: DbOption = None,
     json_path: JsonOpt = None, resume: ResumeOpt = None, cold: ColdOpt = False,
     report_path: ReportOpt = None, passes: PassesOpt = None, axis: AxisOpt = None,
-    dry_run: DryRunOpt = False, fmt: FormatOpt = "plain",
+    dry_run: DryRunOpt = False, fmt: FormatOpt = "plain", energy: EnergyOpt = False,
+    cpu_watts: CpuWattsOpt = None, price: PriceOpt = None,
     full_suite: Annotated[bool, typer.Option(
         "--all", help="Every workload of the default suite at all its sizes and shapes "
                       "(minutes to an hour), instead of the first-answer suite: square "
@@ -76,7 +81,8 @@ def run(
         given = {"-w": workload, "--variant": variant, "-b": backend, "-d": device,
                  "--dtype": dtype, "-s": sizes, "--budget": budget, "--timeout": timeout,
                  "--criterion": criterion, "--cold": cold or None, "--passes": passes,
-                 "-a": axis, "--all": full_suite or None}
+                 "-a": axis, "--all": full_suite or None, "--energy": energy or None,
+                 "--cpu-watts": cpu_watts, "--price": price}
         clashing = [flag for flag, value in given.items() if value not in (None, [])]
         if resume and clashing:
             raise UsageError(f"--resume finishes a run with the settings it was started with; "
@@ -91,7 +97,8 @@ def run(
             config = cfg.RunConfig(**_config_fields(run_record.config)).validate()
         else:
             config = build_config(split(workload), variant, backend, device, dtype, sizes,
-                                   budget, timeout, criterion, cold, passes, axis, full_suite)
+                                   budget, timeout, criterion, cold, passes, axis, full_suite,
+                                   energy, cpu_watts, price)
         if dry_run:
             print_plan(plan.expand(config), config)
             raise typer.Exit(0)
@@ -107,7 +114,8 @@ def sweep(
     timeout: TimeoutOpt = None, criterion: CriterionOpt = None, db: DbOption = None,
     json_path: JsonOpt = None, cold: ColdOpt = False, report_path: ReportOpt = None,
     passes: PassesOpt = None, axis: AxisOpt = None, dry_run: DryRunOpt = False,
-    fmt: FormatOpt = "plain",
+    fmt: FormatOpt = "plain", energy: EnergyOpt = False, cpu_watts: CpuWattsOpt = None,
+    price: PriceOpt = None,
     refine: Annotated[bool, typer.Option(
         "--refine/--no-refine",
         help="Add sizes around each crossover until it is bracketed within --factor.")] = False,
@@ -122,7 +130,8 @@ def sweep(
         check_format(fmt)
         check_writable(json_path, report_path)
         config = build_config((workload,), variant, backend, device, dtype, sizes, budget,
-                               timeout, criterion, cold, passes, axis)
+                               timeout, criterion, cold, passes, axis, False, energy,
+                               cpu_watts, price)
         if dry_run:
             print_plan(plan.expand(config), config)
             raise typer.Exit(0)
@@ -152,6 +161,7 @@ def _execute(store: Any, config: Any, run_record: Any, json_path: Path | None,
              fmt: str = "plain") -> int:
     from collections import Counter
 
+    from gpuvs.analysis.cost import Prices
     from gpuvs.execute import runner
     from gpuvs.machine import contention
     began = contention.snapshot()  # what other processes do from here is named below
@@ -177,6 +187,8 @@ def _execute(store: Any, config: Any, run_record: Any, json_path: Path | None,
     if plan.first_answer(config):
         out.print("the first-answer suite: square matrix products and x *= 5 over sizes; "
                   "`gpuvs run --all` runs every workload", markup=False, highlight=False)
+    for line in energy_header(config):
+        out.print(line, markup=False, highlight=False)
     if plan.estimate_s(tuple(todo), config) > plan.LONG_PLAN_S:
         out.print(f"this plan takes {estimate_line(todo, config)}; `--dry-run` lists it, "
                   "and -w, -s or -a narrow it", markup=False, highlight=False)
@@ -195,8 +207,9 @@ def _execute(store: Any, config: Any, run_record: Any, json_path: Path | None,
     run.finish()
     measurements = run.measurements()
     ceilings = stored_ceilings(store, run.started)
-    emit_tables([*result_tables(measurements, ceilings), answer_table(measurements)], fmt,
-                console())
+    prices = Prices.of(config.prices)
+    emit_tables([*result_tables(measurements, ceilings, prices),
+                 answer_table(measurements, prices)], fmt, console())
     out.print(f"run {run.run_id} finished: {status_line(counts)}. Saved to {store.path}; "
               f"`gpuvs show {run.run_id}` prints it again.")
     return wrap_up(out, run, measurements, counts, json_path, report_path, ceilings)

@@ -8,9 +8,11 @@ from typing import Annotated, Any
 import typer
 
 from gpuvs.cli.app import (
+    CpuWattsOpt,
     DbOption,
     DeviceOpt,
     DryRunOpt,
+    EnergyOpt,
     FormatOpt,
     JsonOpt,
     TimeoutOpt,
@@ -18,6 +20,7 @@ from gpuvs.cli.app import (
     check_format,
     console,
     emit_tables,
+    energy_header,
     narration,
     open_store,
     print_plan,
@@ -62,6 +65,7 @@ def seeds(
                           "first step compiles for 10 to 20 s).")] = False,
     budget: BudgetOpt = None, timeout: TimeoutOpt = None, db: DbOption = None,
     json_path: JsonOpt = None, dry_run: DryRunOpt = False, fmt: FormatOpt = "plain",
+    energy: EnergyOpt = False, cpu_watts: CpuWattsOpt = None,
 ) -> None:
     """Replay the five posts as written and measured right, side by side.
 
@@ -86,7 +90,8 @@ def seeds(
         options = SeedOptions(quick=quick, cifar=str(data) if data else None, epochs=epochs,
                               compile=compile_step)
         config = cfg.build({"devices": split(device), "timeout_s": timeout,
-                            "budget_s": budget}, defaults={"budget_s": BUDGET_S})
+                            "budget_s": budget, "energy": energy or None,
+                            "cpu_watts": cpu_watts}, defaults={"budget_s": BUDGET_S})
         cases = _cases(chosen, options, config.devices)
         if dry_run:
             print_plan(cases, config)
@@ -125,10 +130,13 @@ def _run(store: Any, config: Any, cases: list[Any], chosen: tuple[str, ...], opt
     from gpuvs.store.runs import guarded, start_run
     run = start_run(store, RunKind.SEEDS, {
         "seeds": list(chosen), **asdict(options), "budget_s": config.budget_s,
-        "timeout_s": config.timeout_s, "devices": list(config.devices)})
+        "timeout_s": config.timeout_s, "devices": list(config.devices),
+        "energy": config.energy, "cpu_watts": config.cpu_watts})
     out = narration(fmt)
     out.print(f"run {run.run_id}: seeds {', '.join(chosen)}, {len(cases)} cases"
               + (" (--quick)" if options.quick else ""))
+    for line in energy_header(config):
+        out.print(line, markup=False, highlight=False)
     started = time.monotonic()
     again = f"`gpuvs seeds {' '.join(chosen)}` measures them again."
     with usage_errors(), guarded(run, again), progress(len(cases), out.stderr) as advance:

@@ -28,6 +28,7 @@ def show(run_id: Annotated[str, typer.Argument(help="A run id, or 'latest'.")],
          db: DbOption = None, fmt: FormatOpt = "plain") -> None:
     """Print a stored run's tables again (for a `gpuvs seeds` run, the posts' tables
     first)."""
+    from gpuvs.analysis.cost import Prices
     from gpuvs.report.dist_tables import dist_tables
     from gpuvs.report.history import commit_of, machine_of
     from gpuvs.report.layout import result_tables
@@ -41,7 +42,8 @@ def show(run_id: Annotated[str, typer.Argument(help="A run id, or 'latest'.")],
         measurements = store.measurements(run_id)
         tables = (dist_tables(measurements) if record.kind is RunKind.DIST else
                   (seed_tables(measurements) if record.kind is RunKind.SEEDS else [])
-                  + result_tables(measurements, stored_ceilings(store, record)))
+                  + result_tables(measurements, stored_ceilings(store, record),
+                                  Prices.of(record.config.get("prices"))))
     out = console()
     if fmt != "json":
         out.print(f"run {record.run_id} · {record.kind} · {record.status} · started "
