@@ -175,6 +175,7 @@ class TorchBackend(Backend):
         import torch
 
         try:
+            torch.cuda.init()  # the allocator's counts exist once CUDA is initialised
             torch.cuda.reset_peak_memory_stats(cuda_index(device))
             return int(torch.cuda.memory_allocated(cuda_index(device)))
         except RuntimeError:  # no CUDA, or a context that failed: no count
