@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from tests.fakes import SimBackend
 
 import gpuvs
 from gpuvs import backends
@@ -50,6 +51,31 @@ def test_without_a_reset_a_peak_under_the_old_mark_is_unknown(tmp_path: Path) ->
     watch.case_started()
     fake_proc(tmp_path, 120_000, 500_000)
     assert watch.case_ended().counters == {}
+
+
+class AllocatorThatRefuses(SimBackend):
+    """A GPU framework whose allocator will not count (torch's, before CUDA is started)."""
+
+    def peak_memory_reset(self, device: str) -> int | None:
+        raise RuntimeError("Invalid device argument.")
+
+
+class AllocatorThatCounts(SimBackend):
+    def peak_memory_reset(self, device: str) -> int | None:
+        return 100 * MiB
+
+    def peak_memory_bytes(self, device: str) -> int | None:
+        return 612 * MiB
+
+
+def test_the_device_peak_is_the_allocators_less_what_it_held_and_never_fails_the_case(
+        ) -> None:
+    counting = memory.PeakMemory("cuda:0", AllocatorThatCounts())
+    counting.case_started()
+    assert counting.case_ended().counters[memory.PEAK_DEVICE] == 512 * MiB
+    refusing = memory.PeakMemory("cuda:0", AllocatorThatRefuses())
+    refusing.case_started()
+    assert memory.PEAK_DEVICE not in refusing.case_ended().counters
 
 
 def test_a_slope_through_the_two_largest_sizes_projects_the_next_peak() -> None:

@@ -219,7 +219,8 @@ class Backend(ABC):
 
     def peak_memory_bytes(self, device: str) -> int | None:
         """The allocator's peak on `device` since `peak_memory_reset`, in bytes; None
-        where it cannot be known."""
+        where it cannot be known. Either may raise: the watch that asks takes an error
+        for no count (`gpuvs.machine.memory`)."""
         return None
 
     def is_oom(self, exc: BaseException) -> bool:

@@ -174,12 +174,9 @@ class TorchBackend(Backend):
             return None
         import torch
 
-        try:
-            torch.cuda.init()  # the allocator's counts exist once CUDA is initialised
-            torch.cuda.reset_peak_memory_stats(cuda_index(device))
-            return int(torch.cuda.memory_allocated(cuda_index(device)))
-        except RuntimeError:  # no CUDA, or a context that failed: no count
-            return None
+        torch.cuda.init()  # the allocator's counts exist once CUDA is initialised
+        torch.cuda.reset_peak_memory_stats(cuda_index(device))
+        return int(torch.cuda.memory_allocated(cuda_index(device)))
 
     def peak_memory_bytes(self, device: str) -> int | None:
         """The most bytes torch's tensors held at once since the reset (allocated, not
@@ -188,10 +185,7 @@ class TorchBackend(Backend):
             return None
         import torch
 
-        try:
-            return int(torch.cuda.max_memory_allocated(cuda_index(device)))
-        except RuntimeError:
-            return None
+        return int(torch.cuda.max_memory_allocated(cuda_index(device)))
 
     def is_oom(self, exc: BaseException) -> bool:
         import torch

@@ -27,7 +27,7 @@ names a measured slope, not only the workload's estimate.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -73,7 +73,9 @@ class PeakMemory(Watch):
     def __init__(self, device: str, backend: Backend | None = None,
                  proc: Path = PROC_SELF) -> None:
         self.device, self.proc = device, proc
-        self.backend = backend if device.startswith("cuda") else None
+        backend = backend if device.startswith("cuda") else None
+        self.reset_device = backend.peak_memory_reset if backend is not None else None
+        self.read_device = backend.peak_memory_bytes if backend is not None else None
         self.reset = False
         self.rss: int | None = None
         self.mark: int | None = None
@@ -83,8 +85,7 @@ class PeakMemory(Watch):
         self.reset = reset_high_water(self.proc)
         self.rss = status_bytes("VmRSS", self.proc)
         self.mark = status_bytes("VmHWM", self.proc)
-        self.device_start = (self.backend.peak_memory_reset(self.device)
-                             if self.backend is not None else None)
+        self.device_start = _soft(self.reset_device, self.device)
 
     def case_ended(self) -> Seen:
         counters: dict[str, float] = {}
@@ -92,11 +93,22 @@ class PeakMemory(Watch):
         if (mark is not None and self.rss is not None and self.mark is not None
                 and (self.reset or mark > self.mark)):
             counters[PEAK_HOST] = float(max(mark - self.rss, 0))
-        if self.backend is not None and self.device_start is not None:
-            peak = self.backend.peak_memory_bytes(self.device)
+        if self.device_start is not None:
+            peak = _soft(self.read_device, self.device)
             if peak is not None:
                 counters[PEAK_DEVICE] = float(max(peak - self.device_start, 0))
         return Seen(counters=counters)
+
+
+def _soft(read: Callable[[str], int | None] | None, device: str) -> int | None:
+    """An allocator's count, or None where it cannot be had: a reading never fails the
+    case it watches."""
+    if read is None:
+        return None
+    try:
+        return read(device)
+    except Exception:  # a framework's own error, whatever its type: no count
+        return None
 
 
 def peaks_of(case: Case, measured: Iterable[Measurement]) -> list[tuple[int, float]]:
