@@ -56,9 +56,11 @@ def domains(root: Path = POWERCAP) -> tuple[Domain, ...]:
     for zone in sorted(root.glob(ZONES)):
         name = _text(zone / "name")
         kind = PACKAGE if name.startswith("package") else DRAM if name == "dram" else None
+        wrap = _text(zone / "max_energy_range_uj")
+        if kind is not None and not wrap.isdigit():
+            raise Unreadable(f"{zone / 'max_energy_range_uj'} holds no count: {wrap!r}")
         if kind is not None:
-            found.append(Domain(kind, zone.name, zone / "energy_uj",
-                                int(_text(zone / "max_energy_range_uj") or 0)))
+            found.append(Domain(kind, zone.name, zone / "energy_uj", int(wrap)))
     if not any(d.kind == PACKAGE for d in found):
         raise Unreadable(f"no package zone under {root}")
     read(tuple(found))
