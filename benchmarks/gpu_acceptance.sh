@@ -6,6 +6,9 @@
 #   sweep       gpuvs sweep matmul -s 64:4096:2 --refine (crossovers, resident and end-to-end)
 #   elementwise gpuvs sweep elementwise over 1e3..1e9 elements --refine
 #   kill        a run killed with SIGKILL halfway, then finished with --resume
+#   energy      energy per call against NVML's instantaneous power (benchmarks/energy.py)
+#   seed3       gpuvs seeds --seed 3 --energy --quick: joules per training step on the GPU
+#   (energy and seed3 run only when named: bash benchmarks/gpu_acceptance.sh energy seed3)
 # Outputs go to $OUT (or ./out). From the repository root:
 #   PYTHONPATH=src bash benchmarks/gpu_acceptance.sh [STEP...]
 set -uo pipefail
@@ -54,6 +57,11 @@ step_kill() {
   gpuvs run --resume "$run_id" --db "$kdb" >"$OUT/resumed.txt" 2>&1
   grep -E "already recorded|finished" "$OUT/resumed.txt"
   echo "cases now: $(count "$kdb" "select count(*) from measurements"); statuses: $(count "$kdb" "select group_concat(status || '=' || n) from (select status, count(*) n from measurements group by status)")"
+}
+step_energy() { python3 benchmarks/energy.py --out "$OUT"; }
+step_seed3() {
+  gpuvs seeds --seed 3 --energy --quick --db "$DB" >"$OUT/seed3-energy.txt" 2>&1
+  grep -E -A1 "^energy|CPU energy|GPU energy|Keras step|GPU vs CPU, Keras|finished" "$OUT/seed3-energy.txt"
 }
 
 for step in "${@:-tests env matmul sweep elementwise kill}"; do

@@ -40,7 +40,8 @@ ALLOWED: dict[str, set[str]] = {
     "store": {"_version", "errors", "machine", "model"},
     "analysis": {"machine", "model", "stats", "units"},
     # the five posts; several processes at once
-    "seeds": {"analysis", "measuring", "model", "registry", "table", "units", "workloads"},
+    "seeds": {"analysis", "machine", "measuring", "model", "registry", "table", "units",
+              "workloads"},
     "distributed": {"backends", "errors", "execute", "measuring", "model", "store", "units",
                     "workloads"},
     # everything drawn for a person

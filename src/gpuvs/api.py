@@ -10,6 +10,7 @@ from gpuvs import backends
 from gpuvs.config import KEYWORDS, RunConfig
 from gpuvs.errors import BackendUnavailable, UsageError
 from gpuvs.machine import watches
+from gpuvs.machine.energy import ENERGY_WINDOW_S, EnergyOptions, idle_watts, readable
 from gpuvs.measuring import criteria
 from gpuvs.measuring.protocol import Budget, Clock, HostClock, Prepared, measure_watched
 from gpuvs.model import Case, Measurement
@@ -24,7 +25,8 @@ def _no_check(out: object) -> None:
 
 def measure(fn: Callable[[], object], *, device: str = "cpu", budget_s: float = 1.0,
             criterion: str = "median-ci", check: Callable[[object], None] | None = None,
-            single_call: bool = False, name: str = "custom") -> Measurement:
+            single_call: bool = False, name: str = "custom", energy: bool = False,
+            cpu_watts: float | None = None) -> Measurement:
     """Time `fn()` by the gpuvs protocol.
 
     On `device="cuda"` / `"cuda:N"` the work is timed with CUDA events through PyTorch
@@ -36,14 +38,27 @@ def measure(fn: Callable[[], object], *, device: str = "cpu", budget_s: float = 
     budget; other processes on the CPUs or the GPU make it `contended` (it is measured
     again after a pause first); one whose samples split or drift is measured again with
     more budget. Nothing observes your process: no profiler, no graph capture.
+
+    Its peak memory is kept too (`peak_host_bytes`; on a GPU, `peak_device_bytes` from
+    torch's allocator). With `energy=True` the samples span at least a second where an
+    energy counter can be read, and on a GPU its idle power is measured first (a second,
+    with nothing running): `gpuvs.machine.energy.of(m)` gives joules per call, the average
+    power and the energy above idle. `cpu_watts` declares the CPU's power where RAPL
+    cannot be read; a figure made from it says it was declared.
     """
-    RunConfig(budget_s=budget_s, criterion=criterion, devices=(device,)).validate(KEYWORDS)
+    RunConfig(budget_s=budget_s, criterion=criterion, devices=(device,), energy=energy,
+              cpu_watts=cpu_watts).validate(KEYWORDS)
     clock = _clock(device)
     case = Case(name, "correct", "torch" if device != "cpu" else "python", device, "", 0)
+    windowed = energy and readable(device)  # a counter to read: sample a whole window
+    options = EnergyOptions(energy, idle_watts(device) if windowed and device != "cpu" else None,
+                            cpu_watts if device == "cpu" else None)
     m, _ = measure_watched(
         lambda: Prepared(call=fn, check=check or _no_check, single_call=single_call), case,
-        clock, criteria.parse(criterion), Budget(seconds=budget_s),
-        watches.standard(device))
+        clock, criteria.parse(criterion),
+        Budget(seconds=budget_s, min_sampling_s=ENERGY_WINDOW_S if windowed else 0.0),
+        watches.standard(device, backend=backends.get("torch") if device != "cpu" else None,
+                         power=options))
     return m
 
 

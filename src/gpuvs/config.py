@@ -23,12 +23,17 @@ DEVICE_RE = re.compile(r"^(cpu|cuda(:\d+)?)$")
 VARIANTS = ("as_written", "correct", "tuned")
 # How an entry point names each setting in its errors: the command line's flags, or the
 # Python API's keyword arguments (`gpuvs.measure(budget_s=…)`).
-FLAGS = {"budget_s": "--budget", "timeout_s": "--timeout"}
+FLAGS = {"budget_s": "--budget", "timeout_s": "--timeout", "cpu_watts": "--cpu-watts"}
 MAX_PASSES = 4
 # The largest size accepted: far past any memory, and still exact as a float and as the
 # store's 64-bit integer.
 SIZE_MAX = 10**15
-KEYWORDS = {"budget_s": "budget_s", "timeout_s": "timeout_s"}
+KEYWORDS = {"budget_s": "budget_s", "timeout_s": "timeout_s", "cpu_watts": "cpu_watts"}
+# What a price may be given for (`--price cpu=0.40,gpu=2.50,kwh=0.30`): an hour of the CPU
+# machine, an hour of the GPU machine, a kilowatt-hour. There are no defaults: a made-up
+# price would be a wrong answer.
+PRICED = ("cpu", "gpu", "kwh")
+PRICE_EXAMPLE = "e.g. --price cpu=0.40,gpu=2.50 (an hour of each) or kwh=0.30"
 
 
 @dataclass(frozen=True)
@@ -48,6 +53,9 @@ class RunConfig:
     cold: bool = False                  # flush caches before every timed call
     passes: int = 2                     # the plan again in fresh workers, samples merged
     axes: tuple[str, ...] = ()          # NAME=VALUE: only cases whose parameter has it
+    energy: bool = False                # sample each case long enough for an energy figure
+    cpu_watts: float | None = None      # a CPU power the user declares (never measured)
+    prices: tuple[tuple[str, float], ...] = ()  # (cpu|gpu|kwh, price): cost per call
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -76,6 +84,7 @@ class RunConfig:
                 raise UsageError(f"{names[key]} must be a positive number of seconds; got "
                                  f"{value}")
         self._check_values()
+        self._check_watts(names)
         if not (isinstance(self.passes, int) and not isinstance(self.passes, bool)
                 and 1 <= self.passes <= MAX_PASSES):
             raise UsageError(f"--passes must be a whole number from 1 to {MAX_PASSES}; got "
@@ -97,6 +106,16 @@ class RunConfig:
                              f"{self.criterion!r}")
         criteria.parse(self.criterion)
         parse_axes(self.axes)
+        if not isinstance(self.energy, bool):
+            raise UsageError(f"energy must be true or false; got {self.energy!r}")
+        check_prices(self.prices)
+
+    def _check_watts(self, names: Mapping[str, str]) -> None:
+        w = self.cpu_watts
+        if w is not None and not (isinstance(w, (int, float)) and not isinstance(w, bool)
+                                  and math.isfinite(w) and w > 0):
+            raise UsageError(f"{names.get('cpu_watts', '--cpu-watts')} must be a positive "
+                             f"number of watts, e.g. 150; got {w!r}")
 
 
 def check_devices(devices: Sequence[str] | str) -> tuple[str, ...]:
@@ -181,6 +200,38 @@ def parse_axes(specs: Sequence[str]) -> dict[str, str]:
     return out
 
 
+def parse_prices(specs: Sequence[str]) -> tuple[tuple[str, float], ...]:
+    """`['cpu=0.40,gpu=2.50', 'kwh=0.3']` → (('cpu', 0.4), ('gpu', 2.5), ('kwh', 0.3))."""
+    out: dict[str, float] = {}
+    for spec in specs:
+        for part in filter(None, (p.strip() for p in spec.split(","))):
+            name, eq, value = part.partition("=")
+            if not (eq and _is_number(value)):
+                raise UsageError(f"price {part!r} must be NAME=NUMBER with NAME one of "
+                                 f"{', '.join(PRICED)}; {PRICE_EXAMPLE}")
+            out[name.strip()] = float(value)
+    return check_prices(tuple(out.items()))
+
+
+def check_prices(prices: Sequence[Sequence[Any]]) -> tuple[tuple[str, float], ...]:
+    """Prices as (name, positive number) pairs, each name one of PRICED, once."""
+    out: dict[str, float] = {}
+    for pair in prices:
+        name, value = (pair if isinstance(pair, (tuple, list)) and len(pair) == 2
+                       else ("", None))
+        if name not in PRICED:
+            raise UsageError(f"unknown price {name or pair!r}; known: {', '.join(PRICED)}; "
+                             f"{PRICE_EXAMPLE}")
+        if not (isinstance(value, (int, float)) and not isinstance(value, bool)
+                and math.isfinite(value) and value > 0):
+            raise UsageError(f"price {name}={value!r} must be a positive number; "
+                             f"{PRICE_EXAMPLE}")
+        if name in out:
+            raise UsageError(f"price {name} given twice; give each once")
+        out[name] = float(value)
+    return tuple(out.items())
+
+
 def from_pyproject(path: Path = Path("pyproject.toml")) -> dict[str, Any]:
     """The `[tool.gpuvs]` table of the user's pyproject.toml, or {}."""
     if not path.is_file():
@@ -203,7 +254,19 @@ def from_pyproject(path: Path = Path("pyproject.toml")) -> dict[str, Any]:
     if unknown:
         raise UsageError(f"unknown key {unknown[0]!r} in [tool.gpuvs] of {path}; "
                          f"known: {', '.join(sorted(kinds))}")
-    return {k: _typed(k, v, str(kinds[k]), path) for k, v in table.items()}
+    return {k: _prices_table(v, path) if k == "prices" else _typed(k, v, str(kinds[k]), path)
+            for k, v in table.items()}
+
+
+def _prices_table(value: Any, path: Path) -> tuple[tuple[str, float], ...]:
+    """`[tool.gpuvs.prices]`: a table such as `cpu = 0.40`, `gpu = 2.50`, `kwh = 0.30`."""
+    if not isinstance(value, dict):
+        _bad(f"prices in [tool.gpuvs] of {path}", value,
+             "a table, e.g. [tool.gpuvs.prices] with cpu = 0.40 and gpu = 2.50")
+    try:
+        return check_prices(tuple(value.items()))
+    except UsageError as e:
+        raise UsageError(f"[tool.gpuvs.prices] of {path}: {e}") from None
 
 
 def _typed(key: str, value: Any, kind: str, path: Path) -> Any:

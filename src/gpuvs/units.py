@@ -43,3 +43,11 @@ def size(n: int) -> str:
     exponent = math.floor(math.log10(n))
     mantissa = f"{n / 10**exponent:.3g}"
     return f"1e{exponent}" if mantissa == "1" else f"{mantissa}e{exponent}"
+
+
+def joules(j: float | None) -> str:
+    """Energy as people read it: 1.06 J, 130 mJ, 9.1 kJ."""
+    if j is None or math.isnan(j):
+        return "—"
+    return _scaled(j, ((1e6, "MJ"), (1e3, "kJ"), (1.0, "J"), (1e-3, "mJ"), (1e-6, "µJ"),
+                       (1e-9, "nJ")))

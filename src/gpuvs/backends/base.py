@@ -211,6 +211,18 @@ class Backend(ABC):
         """Return cached blocks so the next case (or another framework) can use them."""
         return None
 
+    def peak_memory_reset(self, device: str) -> int | None:
+        """Start counting this backend's allocator's peak on `device`; the bytes in use
+        now, or None where it keeps no count (on the CPU the process's own high-water
+        mark is read instead, by `gpuvs.machine.memory`)."""
+        return None
+
+    def peak_memory_bytes(self, device: str) -> int | None:
+        """The allocator's peak on `device` since `peak_memory_reset`, in bytes; None
+        where it cannot be known. Either may raise: the watch that asks takes an error
+        for no count (`gpuvs.machine.memory`)."""
+        return None
+
     def is_oom(self, exc: BaseException) -> bool:
         return isinstance(exc, MemoryError)
 

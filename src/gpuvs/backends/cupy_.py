@@ -107,6 +107,25 @@ class CupyBackend(Backend):
             cupy.get_default_memory_pool().free_all_blocks()
         cupy.get_default_pinned_memory_pool().free_all_blocks()
 
+    def peak_memory_reset(self, device: str) -> int | None:
+        """CuPy's pool emptied of its free blocks: from here its size (`total_bytes`) is
+        its high-water mark, since a pool keeps every block it allocated. Returns the
+        bytes live arrays hold now."""
+        import cupy
+
+        with cupy.cuda.Device(cuda_index(device)):
+            pool = cupy.get_default_memory_pool()
+            pool.free_all_blocks()
+            return int(pool.used_bytes())
+
+    def peak_memory_bytes(self, device: str) -> int | None:
+        """The pool's size: at least the most bytes its arrays held at once, more where it
+        could not reuse a freed block for a larger one."""
+        import cupy
+
+        with cupy.cuda.Device(cuda_index(device)):
+            return int(cupy.get_default_memory_pool().total_bytes())
+
     def is_oom(self, exc: BaseException) -> bool:
         # cupy.cuda.memory.OutOfMemoryError is a MemoryError; a raw cudaMalloc that fails
         # outside the pool raises the runtime error below, which is not sticky.

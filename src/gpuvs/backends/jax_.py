@@ -58,6 +58,7 @@ class JaxBackend(Backend):
 
     def __init__(self) -> None:
         self._used_gpu = False  # is_fatal only replaces workers that touched a GPU
+        self._peak_before: dict[str, int] = {}  # XLA's peak when each case started
 
     def prepare_worker(self) -> None:
         # JAX preallocates 75 % of the GPU at its first operation unless told otherwise;
@@ -122,6 +123,27 @@ class JaxBackend(Backend):
         if "bytes_limit" in stats:  # the allocator's limit, a share of the GPU's memory
             return int(stats["bytes_limit"] - stats.get("bytes_in_use", 0))
         return host_memory_free()
+
+    def peak_memory_reset(self, device: str) -> int | None:
+        """XLA keeps a peak (`peak_bytes_in_use`) but no way to reset it: the peak when
+        the case starts is kept, to tell whether the case passed it."""
+        if device == "cpu":
+            return None
+        stats = self._device(device).memory_stats() or {}
+        if "peak_bytes_in_use" not in stats:
+            return None
+        self._peak_before[device] = int(stats["peak_bytes_in_use"])
+        return int(stats.get("bytes_in_use", 0))
+
+    def peak_memory_bytes(self, device: str) -> int | None:
+        """XLA's peak, where the case raised it; None where it stayed under an earlier
+        case's (the case's own peak is then unknown)."""
+        if device == "cpu" or device not in self._peak_before:
+            return None
+        peak = (self._device(device).memory_stats() or {}).get("peak_bytes_in_use")
+        if peak is None or peak <= self._peak_before[device]:
+            return None
+        return int(peak)
 
     def uses_tf32(self, device: str) -> bool:
         # JAX's default matmul precision on NVIDIA GPUs since Ampere is TF32 for float32.

@@ -168,6 +168,25 @@ class TorchBackend(Backend):
 
             torch.cuda.empty_cache()
 
+    def peak_memory_reset(self, device: str) -> int | None:
+        """torch's caching allocator: its peak reset, and the bytes its tensors hold now."""
+        if not device.startswith("cuda"):
+            return None
+        import torch
+
+        torch.cuda.init()  # the allocator's counts exist once CUDA is initialised
+        torch.cuda.reset_peak_memory_stats(cuda_index(device))
+        return int(torch.cuda.memory_allocated(cuda_index(device)))
+
+    def peak_memory_bytes(self, device: str) -> int | None:
+        """The most bytes torch's tensors held at once since the reset (allocated, not
+        the cache reserved around them)."""
+        if not device.startswith("cuda"):
+            return None
+        import torch
+
+        return int(torch.cuda.max_memory_allocated(cuda_index(device)))
+
     def is_oom(self, exc: BaseException) -> bool:
         import torch
 

@@ -130,6 +130,19 @@ ResumeOpt = Annotated[str | None, typer.Option(
 DryRunOpt = Annotated[bool, typer.Option(
     "--dry-run", help="Check the options and print the plan (how many cases, of what), "
                       "then stop: nothing is measured or stored.")]
+EnergyOpt = Annotated[bool, typer.Option(
+    "--energy", help="Energy per call: sample each case at least 1 s where an energy counter "
+                     "can be read (NVML on a GPU, RAPL on the CPU), and measure each GPU's "
+                     "idle power first (1 s), for the energy above idle. On without the flag "
+                     "wherever a case's samples span 1 s anyway.")]
+CpuWattsOpt = Annotated[float | None, typer.Option(
+    "--cpu-watts", metavar="WATTS",
+    help="Declare the CPU's power where RAPL cannot be read (a VM): CPU energy per call is "
+         "then WATTS × time per call, labelled declared, not measured.")]
+PriceOpt = Annotated[list[str] | None, typer.Option(
+    "--price", metavar="NAME=PRICE",
+    help="Prices for cost per call: cpu=, gpu= (an hour of each machine), kwh= (energy), "
+         "e.g. --price cpu=0.40,gpu=2.50. No defaults: without prices, no cost.")]
 AxisOpt = Annotated[list[str] | None, typer.Option(
     "--axis", "-a", metavar="NAME=VALUE",
     help="Only the cases whose parameter NAME is VALUE (repeatable), e.g. -a shape=square "
@@ -141,7 +154,8 @@ def build_config(workloads: tuple[str, ...], variant: list[str] | None,
                   dtype: list[str] | None, sizes: list[str] | None, budget: float | None,
                   timeout: float | None, criterion: str | None, cold: bool = False,
                   passes: int | None = None, axis: list[str] | None = None,
-                  full_suite: bool = False) -> Any:
+                  full_suite: bool = False, energy: bool = False,
+                  cpu_watts: float | None = None, price: list[str] | None = None) -> Any:
     from gpuvs import config as cfg
     return cfg.build({
         "workloads": workloads, "variants": split(variant), "backends": split(backend),
@@ -149,10 +163,38 @@ def build_config(workloads: tuple[str, ...], variant: list[str] | None,
         "sizes": cfg.parse_sizes(split(sizes)), "budget_s": budget, "timeout_s": timeout,
         "criterion": criterion, "cold": cold or None, "passes": passes,
         "axes": tuple(axis or ()), "full_suite": full_suite or None,
+        "energy": energy or None, "cpu_watts": cpu_watts,
+        "prices": cfg.parse_prices(price or ()),
     })
 
 
 FAILED = frozenset({"crashed", "wrong_result"})
+
+
+def energy_header(config: Any) -> list[str]:
+    """What a run measures besides time, said before it starts: energy where asked for,
+    and on which devices a counter can answer."""
+    from gpuvs.backends.base import machine_has_gpu
+    from gpuvs.machine import energy
+    if not config.energy:
+        return []
+    gpus = [d for d in config.devices if d.startswith("cuda") and machine_has_gpu()]
+    lines = [f"energy: each case sampled at least {energy.ENERGY_WINDOW_S:g} s where a counter "
+             "can read it" + ("; each GPU's idle power measured before the first case"
+                              if gpus else "")]
+    for d in gpus:
+        read = energy.gpu_millijoules(d)
+        if isinstance(read, energy.NoEnergy):
+            lines.append(f"GPU energy on {d}: {read.words}")
+    if "cpu" in config.devices:
+        found = energy.cpu_microjoules()
+        if isinstance(found, energy.NoEnergy):
+            declared = (f"; {config.cpu_watts:g} W declared (--cpu-watts), not measured"
+                        if config.cpu_watts else "")
+            lines.append(f"CPU energy: {found.words}{declared}")
+        else:
+            lines.append("CPU energy: RAPL's package and DRAM counters, the whole package's")
+    return lines
 
 
 def wrap_up(out: Any, run: Any, measurements: list[Any], counts: Mapping[str, int],

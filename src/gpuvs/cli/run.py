@@ -12,14 +12,17 @@ from gpuvs.cli.app import (
     BackendOpt,
     BudgetOpt,
     ColdOpt,
+    CpuWattsOpt,
     CriterionOpt,
     DbOption,
     DeviceOpt,
     DryRunOpt,
     DtypeOpt,
+    EnergyOpt,
     FormatOpt,
     JsonOpt,
     PassesOpt,
+    PriceOpt,
     ResumeOpt,
     SizesOpt,
     TimeoutOpt,
@@ -30,6 +33,7 @@ from gpuvs.cli.app import (
     check_format,
     check_writable,
     console,
+    energy_header,
     estimate_line,
     open_store,
     print_plan,
@@ -55,7 +59,8 @@ def run(
     timeout: TimeoutOpt = None, criterion: CriterionOpt = None, db: DbOption = None,
     json_path: JsonOpt = None, resume: ResumeOpt = None, cold: ColdOpt = False,
     report_path: ReportOpt = None, passes: PassesOpt = None, axis: AxisOpt = None,
-    dry_run: DryRunOpt = False, fmt: FormatOpt = "plain",
+    dry_run: DryRunOpt = False, fmt: FormatOpt = "plain", energy: EnergyOpt = False,
+    cpu_watts: CpuWattsOpt = None, price: PriceOpt = None,
     full_suite: Annotated[bool, typer.Option(
         "--all", help="Every workload of the default suite at all its sizes and shapes "
                       "(minutes to an hour), instead of the first-answer suite: square "
@@ -73,7 +78,8 @@ def run(
         given = {"-w": workload, "--variant": variant, "-b": backend, "-d": device,
                  "--dtype": dtype, "-s": sizes, "--budget": budget, "--timeout": timeout,
                  "--criterion": criterion, "--cold": cold or None, "--passes": passes,
-                 "-a": axis, "--all": full_suite or None}
+                 "-a": axis, "--all": full_suite or None, "--energy": energy or None,
+                 "--cpu-watts": cpu_watts, "--price": price}
         clashing = [flag for flag, value in given.items() if value not in (None, [])]
         if resume and clashing:
             raise UsageError(f"--resume finishes a run with the settings it was started with; "
@@ -88,7 +94,8 @@ def run(
             config = cfg.RunConfig(**_config_fields(run_record.config)).validate()
         else:
             config = build_config(split(workload), variant, backend, device, dtype, sizes,
-                                   budget, timeout, criterion, cold, passes, axis, full_suite)
+                                   budget, timeout, criterion, cold, passes, axis, full_suite,
+                                   energy, cpu_watts, price)
         if dry_run:
             print_plan(plan.expand(config), config)
             raise typer.Exit(0)
@@ -104,7 +111,8 @@ def sweep(
     timeout: TimeoutOpt = None, criterion: CriterionOpt = None, db: DbOption = None,
     json_path: JsonOpt = None, cold: ColdOpt = False, report_path: ReportOpt = None,
     passes: PassesOpt = None, axis: AxisOpt = None, dry_run: DryRunOpt = False,
-    fmt: FormatOpt = "plain",
+    fmt: FormatOpt = "plain", energy: EnergyOpt = False, cpu_watts: CpuWattsOpt = None,
+    price: PriceOpt = None,
     refine: Annotated[bool, typer.Option(
         "--refine/--no-refine",
         help="Add sizes around each crossover until it is bracketed within --factor.")] = False,
@@ -119,7 +127,8 @@ def sweep(
         check_format(fmt)
         check_writable(json_path, report_path)
         config = build_config((workload,), variant, backend, device, dtype, sizes, budget,
-                               timeout, criterion, cold, passes, axis)
+                               timeout, criterion, cold, passes, axis, False, energy,
+                               cpu_watts, price)
         if dry_run:
             print_plan(plan.expand(config), config)
             raise typer.Exit(0)
@@ -149,6 +158,7 @@ def _execute(store: Any, config: Any, run_record: Any, json_path: Path | None,
              fmt: str = "plain") -> int:
     from collections import Counter
 
+    from gpuvs.analysis.cost import Prices
     from gpuvs.execute import runner
     from gpuvs.machine import contention
 
@@ -163,6 +173,7 @@ def _execute(store: Any, config: Any, run_record: Any, json_path: Path | None,
     skip = frozenset(m.case.key for m in resumed.measurements()
                      if runner.complete(m, config.passes)) if resumed else frozenset()
     todo = [c for c in cases if c.key not in skip]
+    prices = Prices.of(config.prices)
 
     def header(run_id: str) -> list[str]:
         busy = contention.busy_line(since=began)
@@ -172,6 +183,7 @@ def _execute(store: Any, config: Any, run_record: Any, json_path: Path | None,
         if plan.first_answer(config):
             lines.append("the first-answer suite: square matrix products and x *= 5 over "
                          "sizes; `gpuvs run --all` runs every workload")
+        lines += energy_header(config)
         if plan.estimate_s(tuple(todo), config) > plan.LONG_PLAN_S:
             lines.append(f"this plan takes {estimate_line(todo, config)}; `--dry-run` lists "
                          "it, and -w, -s or -a narrow it")
@@ -191,7 +203,8 @@ def _execute(store: Any, config: Any, run_record: Any, json_path: Path | None,
 
     return recorded(store, Recording(
         "run", RunKind.SWEEP, config.to_dict(), header, execute,
-        tables=lambda ms, ceilings: [*result_tables(ms, ceilings), answer_table(ms)],
+        tables=lambda ms, ceilings: [*result_tables(ms, ceilings, prices),
+                                     answer_table(ms, prices)],
         closing=lambda run_id, counts: [
             f"run {run_id} finished: {status_line(dict(counts))}. Saved to {store.path}; "
             f"`gpuvs show {run_id}` prints it again."],

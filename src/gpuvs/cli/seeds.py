@@ -8,14 +8,17 @@ from typing import Annotated, Any
 import typer
 
 from gpuvs.cli.app import (
+    CpuWattsOpt,
     DbOption,
     DeviceOpt,
     DryRunOpt,
+    EnergyOpt,
     FormatOpt,
     JsonOpt,
     TimeoutOpt,
     app,
     check_format,
+    energy_header,
     open_store,
     print_plan,
     split,
@@ -58,6 +61,7 @@ def seeds(
                           "first step compiles for 10 to 20 s).")] = False,
     budget: BudgetOpt = None, timeout: TimeoutOpt = None, db: DbOption = None,
     json_path: JsonOpt = None, dry_run: DryRunOpt = False, fmt: FormatOpt = "plain",
+    energy: EnergyOpt = False, cpu_watts: CpuWattsOpt = None,
 ) -> None:
     """Replay the five posts as written and measured right, side by side.
 
@@ -82,7 +86,8 @@ def seeds(
         options = SeedOptions(quick=quick, cifar=str(data) if data else None, epochs=epochs,
                               compile=compile_step)
         config = cfg.build({"devices": split(device), "timeout_s": timeout,
-                            "budget_s": budget}, defaults={"budget_s": BUDGET_S})
+                            "budget_s": budget, "energy": energy or None,
+                            "cpu_watts": cpu_watts}, defaults={"budget_s": BUDGET_S})
         cases = _cases(chosen, options, config.devices)
         if dry_run:
             print_plan(cases, config)
@@ -128,9 +133,11 @@ def _run(store: Any, config: Any, cases: list[Any], chosen: tuple[str, ...], opt
     return recorded(store, Recording(
         "seeds", RunKind.SEEDS,
         {"seeds": list(chosen), **asdict(options), "budget_s": config.budget_s,
-         "timeout_s": config.timeout_s, "devices": list(config.devices)},
+         "timeout_s": config.timeout_s, "devices": list(config.devices),
+         "energy": config.energy, "cpu_watts": config.cpu_watts},
         header=lambda run_id: [f"run {run_id}: seeds {', '.join(chosen)}, {len(cases)} cases"
-                               + (" (--quick)" if options.quick else "")],
+                               + (" (--quick)" if options.quick else ""),
+                               *energy_header(config)],
         execute=execute, tables=lambda ms, ceilings: seed_tables(ms),
         closing=lambda run_id, counts: [
             f"run {run_id} finished in {units.seconds(time.monotonic() - started)}: "

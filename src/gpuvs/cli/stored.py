@@ -28,6 +28,7 @@ def show(run_id: Annotated[str, typer.Argument(help="A run id, or 'latest'.")],
          db: DbOption = None, fmt: FormatOpt = "plain") -> None:
     """Print a stored run's tables again (for a `gpuvs seeds` run, the posts' tables
     first)."""
+    from gpuvs.analysis.cost import Prices
     from gpuvs.report.dist_tables import dist_tables
     from gpuvs.report.documents import cases_document
     from gpuvs.report.history import commit_of, machine_of
@@ -43,7 +44,8 @@ def show(run_id: Annotated[str, typer.Argument(help="A run id, or 'latest'.")],
         ceilings = [] if record.kind is RunKind.DIST else stored_ceilings(store, record)
         tables = (dist_tables(measurements) if record.kind is RunKind.DIST else
                   (seed_tables(measurements) if record.kind is RunKind.SEEDS else [])
-                  + result_tables(measurements, ceilings))
+                  + result_tables(measurements, ceilings,
+                                  Prices.of(record.config.get("prices"))))
     out = console()
     if fmt != "json":
         out.print(f"run {record.run_id} · {record.kind} · {record.status} · started "

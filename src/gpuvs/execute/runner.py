@@ -24,6 +24,7 @@ from gpuvs.config import RunConfig
 from gpuvs.execute.observe import observations
 from gpuvs.execute.policy import OutOfMemorySeries
 from gpuvs.execute.supervisor import STARTUP_ALLOWANCE_S, Child
+from gpuvs.machine import energy, memory
 from gpuvs.measuring.caveats import detect as caveats_of
 from gpuvs.measuring.protocol import Budget
 from gpuvs.model import Case, Caveat, Measurement, Params, Status
@@ -264,9 +265,10 @@ def execute(run: Recorder, cases: Iterable[Case], config: RunConfig,
     finished case and the time the run has left (`Pace`; None before there is a pace)."""
     summary = RunSummary()
     oom = OutOfMemorySeries()
-    request_base = {"budget": Budget(seconds=config.budget_s / config.passes).__dict__,
-                    "criterion": config.criterion}
+    budget = Budget(seconds=config.budget_s / config.passes).__dict__
+    request_base = {"budget": budget, "criterion": config.criterion}
     todo = [c for c in cases if c.key not in skip_keys]
+    watched = Watched.before(todo, config, budget)
     pool = Pool(todo, config.passes)
     pace = Pace(len(todo), config.passes, config.budget_s / config.passes)
     done: dict[str, Measurement] = {}
@@ -279,7 +281,8 @@ def execute(run: Recorder, cases: Iterable[Case], config: RunConfig,
                     continue
                 # A later pass adds samples only: the counts, parts and busy time that the
                 # first pass measured are kept when the two are merged.
-                request = request_base | ({"samples_only": True} if n else {})
+                request = (request_base | ({"samples_only": True} if n else {})
+                           | watched.fields(case, done.values()))
                 began = time.perf_counter()
                 m = (_precheck(case) or oom.stopped(case.series, case)
                      or _dispatch(case, pool, request, config))
@@ -297,6 +300,37 @@ def execute(run: Recorder, cases: Iterable[Case], config: RunConfig,
     finally:
         pool.close(stopping=sys.exc_info()[0] is not None)  # Ctrl-C, SIGTERM: kill them
     return summary
+
+
+@dataclass(frozen=True)
+class Watched:
+    """What the parent hands each case's watches, measured before any worker starts: the
+    GPUs' idle power (nothing runs yet), whether energy was asked for and where a counter
+    can answer it (those cases sample ENERGY_WINDOW_S at least), a declared CPU power,
+    and the peaks the case's series reached at smaller sizes (the memory guard's slope)."""
+
+    config: RunConfig
+    budget: dict[str, Any]
+    idle_w: dict[str, float]
+    counted: frozenset[str]  # devices whose energy counter can be read here
+
+    @classmethod
+    def before(cls, cases: Sequence[Case], config: RunConfig, budget: dict[str, Any]
+               ) -> Watched:
+        """Idle power is measured where energy is asked for or sampling spans its window
+        anyway: one IDLE_WINDOW_S per GPU, before the first case."""
+        devices = {c.device for c in cases if _precheck(c) is None}
+        on = config.energy or config.budget_s / config.passes >= energy.ENERGY_WINDOW_S
+        idle = energy.idle_by_device(sorted(devices)) if on else {}
+        counted = frozenset(d for d in devices if config.energy and energy.readable(d))
+        return cls(config, budget, idle, counted)
+
+    def fields(self, case: Case, measured: Iterable[Measurement]) -> dict[str, Any]:
+        power = {"asked": self.config.energy, "idle_w": self.idle_w.get(case.device),
+                 "declared_w": self.config.cpu_watts if case.device == "cpu" else None}
+        window = ({"budget": {**self.budget, "min_sampling_s": energy.ENERGY_WINDOW_S}}
+                  if case.device in self.counted else {})
+        return {"power": power, "peaks": memory.peaks_of(case, measured), **window}
 
 
 def complete(m: Measurement, passes: int) -> bool:

@@ -30,7 +30,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any, TextIO
 
@@ -39,7 +39,8 @@ from gpuvs.backends.base import Backend, host_memory_free
 from gpuvs.errors import BackendUnavailable
 from gpuvs.execute import policy
 from gpuvs.execute.observe import observe
-from gpuvs.machine import telemetry, watches
+from gpuvs.machine import memory, telemetry, watches
+from gpuvs.machine.energy import EnergyOptions
 from gpuvs.measuring import criteria
 from gpuvs.measuring.protocol import (
     Budget,
@@ -62,7 +63,7 @@ def run_case(backend: Backend, request: dict[str, Any],
     `again()` is told when a contended case is measured again (the parent's clock on the
     case starts again)."""
     case = Case.from_dict(request["case"])
-    skip = _why_not(backend, case)
+    skip = _why_not(backend, case, request.get("peaks", ()))
     if skip is not None:
         return Measurement(case, *skip), False
     t0 = time.perf_counter()
@@ -90,7 +91,8 @@ def _measured(backend: Backend, case: Case, request: dict[str, Any],
                 lambda: prepared_case(workload, backend, case, checked), case, clock,
                 criteria.parse(request["criterion"]), Budget(**request["budget"]),
                 watches.standard(case.device, backend.threads() if case.device == "cpu"
-                                 else None, backend.quiet_numpy_blas), again=again)
+                                 else None, backend.quiet_numpy_blas, backend,
+                                 EnergyOptions(**request.get("power", {}))), again=again)
         extra = dict(prepared.counters)  # filled while the calls ran
     except BackendUnavailable as e:  # e.g. no way to flush this device's caches
         return Measurement(case, Status.SKIPPED, reason=str(e)), False
@@ -122,8 +124,11 @@ def _annotated(backend: Backend, workload: Workload, m: Measurement,
                    workload_version=workload.version)
 
 
-def _why_not(backend: Backend, case: Case) -> tuple[Status, str] | None:
-    """A status and reason when the case cannot run here, checked before allocating."""
+def _why_not(backend: Backend, case: Case, peaks: Sequence[Sequence[float]] = ()
+             ) -> tuple[Status, str] | None:
+    """A status and reason when the case cannot run here, checked before allocating:
+    against the workload's estimate and, where the series' smaller sizes were measured,
+    against the slope of their peaks (`memory.guarded_need`), which the refusal names."""
     reason = backend.unavailable_reason(case.device)
     if reason is not None:
         return Status.UNAVAILABLE, reason
@@ -138,8 +143,10 @@ def _why_not(backend: Backend, case: Case) -> tuple[Status, str] | None:
         if host_need > MEMORY_HEADROOM * host_free:
             return Status.SKIPPED, (f"needs {nbytes(host_need)} of host memory, "
                                     f"{nbytes(host_free)} free")
-    if need > MEMORY_HEADROOM * free:
-        return Status.SKIPPED, f"needs {nbytes(need)}, {nbytes(free)} free on {case.device}"
+    checked, how = memory.guarded_need(need, [(int(s), p) for s, p in peaks], case.size)
+    if checked > MEMORY_HEADROOM * free:
+        return Status.SKIPPED, (f"needs {nbytes(checked)}, {nbytes(free)} free on "
+                                f"{case.device}{how}")
     return None
 
 

@@ -75,6 +75,18 @@ def _handle(nvml: Any, device: str) -> Any:
     return handle
 
 
+def handle(device: str, nvml: Any = None) -> tuple[Any, Any] | None:
+    """(NVML, the handle of `device`) for readers of other sensors (the energy counter);
+    None on the CPU, without NVML, or where the device cannot be found."""
+    nvml = nvml if nvml is not None else (_nvml() if device.startswith("cuda") else None)
+    if nvml is None:
+        return None
+    try:
+        return nvml, _handle(nvml, device)
+    except Exception:  # a device NVML does not list: say nothing
+        return None
+
+
 def _pci_bus_id(index: int) -> str | None:
     """CUDA's PCI bus id of device `index` ("0000:19:00.0"), from the CUDA driver itself:
     asking torch for it cost a CuPy or JAX worker torch's import, 3–4 s on the H100 host

@@ -1,15 +1,18 @@
 """The machine's watches (`gpuvs.measuring.watch`): what every entry point enters around a
-case — the GPU's sensors (telemetry), other processes' CPU time (contention) and, in a
+case — the GPU's sensors (telemetry), other processes' CPU time (contention), the case's
+peak memory (`gpuvs.machine.memory`), its energy (`gpuvs.machine.energy`) and, in a
 worker, NumPy's BLAS held to one thread while another framework is timed. `standard`
 assembles them, so the worker, `gpuvs.measure` and `gpuvs.compare` name the same caveats
-from the same readings."""
+and counters from the same readings."""
 
 from __future__ import annotations
 
 from contextlib import AbstractContextManager
 from typing import Any
 
-from gpuvs.machine import contention, telemetry
+from gpuvs.backends.base import Backend
+from gpuvs.machine import contention, energy, memory, telemetry
+from gpuvs.machine.energy import NOT_ASKED, EnergyOptions
 from gpuvs.measuring.watch import Seen, Watch, Watches
 from gpuvs.model import Caveat
 
@@ -76,14 +79,19 @@ class Held(Watch):
         return hold
 
 
-def standard(device: str, cpu_threads: float | None = None, hold: Any = None) -> Watches:
+def standard(device: str, cpu_threads: float | None = None, hold: Any = None,
+             backend: Backend | None = None, power: EnergyOptions = NOT_ASKED
+             ) -> Watches:
     """The watches every case is timed inside: telemetry on a GPU, contention against the
-    cores the case asks for (`cpu_threads` on the CPU, one on a GPU), and `hold` (a
-    context factory, e.g. `Backend.quiet_numpy_blas`) around the timed calls."""
+    cores the case asks for (`cpu_threads` on the CPU, one on a GPU), `hold` (a context
+    factory, e.g. `Backend.quiet_numpy_blas`) around the timed calls, the case's peak
+    memory (on its device too, through `backend`'s allocator) and its energy (`power`:
+    asked for, the GPU's idle power, a declared CPU power)."""
     demand = float(cpu_threads or 1) if device == "cpu" else 1.0
     found: list[Watch] = [Contention(demand)]
     if device.startswith("cuda"):
         found.insert(0, Telemetry(device))
     if hold is not None:
         found.append(Held(hold))
+    found += [memory.PeakMemory(device, backend), energy.watch_for(device, power)]
     return Watches(found)

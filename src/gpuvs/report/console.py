@@ -28,7 +28,8 @@ def console(stderr: bool = False) -> Console:
 # Columns that may wrap on a narrow terminal (at their ", " and spaces).
 WRAPPING = {"throughput", "of peak", "GPU vs CPU", "note"}
 RIGHT = {"size", "threads", "time ±CI", "wall", "GPU busy", "throughput", "of peak",
-         "GPU vs CPU"}
+         "GPU vs CPU", "energy/call", "above idle", "power", "peak host", "peak device",
+         "cost/1M calls"}
 
 
 def to_rich(table: Table) -> RichTable:

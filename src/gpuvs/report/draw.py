@@ -175,6 +175,7 @@ TICKS: dict[str, Callable[[float], str]] = {
     "s": units.seconds,
     "×": lambda x: f"{x:g}×",
     "FLOP/s": lambda x: units.rate(x, "FLOP/s"),
+    "J": units.joules,
     "": lambda x: f"{x:g}",
 }
 WIDE_DECADES = 2.5  # beyond this, label powers of ten only; within it, 1-2-5 steps

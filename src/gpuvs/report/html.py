@@ -16,13 +16,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpuvs import units
+from gpuvs.analysis.cost import Prices
 from gpuvs.machine import env
 from gpuvs.measuring.caveats import ADVICE
 from gpuvs.model import Caveat, Ceiling, Measurement, Run, RunKind, Status
 from gpuvs.report.draw import to_svg
 from gpuvs.report.layout import result_tables
 from gpuvs.report.plain import INLINE_MAX
-from gpuvs.report.plots import ROOFLINE, Plot, all_plots
+from gpuvs.report.plots import ENERGY, ROOFLINE, Plot, all_plots
 from gpuvs.report.verdict import series_table, verdict_table
 from gpuvs.table import Table
 
@@ -31,7 +32,8 @@ TEMPLATE = "report.html.j2"
 NUMERIC = frozenset({"size", "threads", "time ±CI", "wall", "GPU busy", "throughput", "of peak",
                      "GPU vs CPU", "from size", "by (95 % CI)", "per call ±CI",
                      "graph replay ±CI", "algbw", "busbw", "loops", "N", "step ±CI",
-                     "samples/s", "compute"})
+                     "samples/s", "compute", "energy/call", "above idle", "power",
+                     "peak host", "peak device", "cost/1M calls"})
 # Columns of sentences: each on a full-width line under its row, where it wraps inside
 # the page; as a column beside a dozen columns of numbers it ran out of the page. Short
 # ones (a few caveats' names) stay in their column, as in the plain-text tables.
@@ -98,6 +100,7 @@ def _page(run: Run, ms: list[Measurement], ceilings: Sequence[Ceiling]) -> dict[
     """Everything the template shows, in the order it shows it. A `gpuvs dist` run has no
     CPU-against-GPU verdict, sweep plots or roofline: none is computed or drawn for it."""
     dist = run.kind is RunKind.DIST
+    prices = Prices.of(run.config.get("prices"))
     plots: dict[str, list[Figure]] = {}
     for p in () if dist else all_plots(ms, ceilings):
         plots.setdefault(p.section, []).append(figure_of(p))
@@ -106,11 +109,12 @@ def _page(run: Run, ms: list[Measurement], ceilings: Sequence[Ceiling]) -> dict[
         "kind": run.kind.value,
         "dist": dist,
         "summary": _summary(run, ms),
-        "verdict": None if dist else view(verdict_table(ms)),
+        "verdict": None if dist else view(verdict_table(ms, prices)),
         "series": None if dist else view(series_table(ms)),
         "seeds": [view(t) for t in _seed_tables(run, ms)],
-        "sweeps": _dist_sections(ms) if dist else _sweeps(ms, ceilings, plots),
+        "sweeps": _dist_sections(ms) if dist else _sweeps(ms, ceilings, plots, prices),
         "rooflines": plots.get(ROOFLINE, []),
+        "energy": plots.get(ENERGY, []),
         "has_ceilings": bool(ceilings),
         "method": _method(run, ms),
         "protocol": PROTOCOL,
@@ -156,10 +160,10 @@ def _seed_tables(run: Run, ms: Sequence[Measurement]) -> list[Table]:
 
 
 def _sweeps(ms: Sequence[Measurement], ceilings: Sequence[Ceiling],
-            plots: Mapping[str, list[Figure]]) -> list[Sweep]:
+            plots: Mapping[str, list[Figure]], prices: Prices) -> list[Sweep]:
     """Per sweep its plots, then its table of cases and its crossovers."""
     sweeps: dict[str, list[TableView]] = {}
-    for table in result_tables(ms, ceilings):
+    for table in result_tables(ms, ceilings, prices):
         sweep = table.title.removeprefix("crossover · ")
         sweeps.setdefault(sweep, []).append(view(table))
     return [Sweep(title, tuple(plots.get(title, ())), tuple(tables))

@@ -13,6 +13,7 @@ from dataclasses import replace
 from gpuvs import units, workloads
 from gpuvs.analysis import speedup
 from gpuvs.analysis.ceilings import contended_note, peak_for
+from gpuvs.analysis.cost import NO_PRICES, Prices
 from gpuvs.analysis.crossover import (
     Crossover,
     GroupKey,
@@ -23,11 +24,12 @@ from gpuvs.analysis.roofline import Finding, busy_seconds, findings
 from gpuvs.analysis.speedup import best_cpu_by_size
 from gpuvs.measuring import caveats
 from gpuvs.model import Case, Caveat, Ceiling, Measurement, Status
+from gpuvs.report import resources
 from gpuvs.table import Table
 from gpuvs.workloads import SizeAxis
 
 COLUMNS = ("size", "backend", "device", "threads", "data", "time ±CI", "wall", "GPU busy",
-           "throughput", "of peak", "GPU vs CPU", "note")
+           "throughput", "of peak", "GPU vs CPU", *resources.COLUMNS, "note")
 
 
 COLD = ("cache", "cold")  # what --cold adds to every case of a run
@@ -58,11 +60,12 @@ CROSSOVER_COLUMNS = ("GPU series", "data", "GPU faster from", "tie band", "model
 
 
 def result_tables(measurements: Iterable[Measurement],
-                  ceilings: Sequence[Ceiling] = ()) -> list[Table]:
+                  ceilings: Sequence[Ceiling] = (), prices: Prices = NO_PRICES) -> list[Table]:
     """Per group: the cases, then (where a CPU and a GPU series exist) the crossovers.
 
     With measured ceilings, each case also shows the share of the ceiling it reached, and
-    a table whose shares use ceilings measured on a busy machine says so.
+    a table whose shares use ceilings measured on a busy machine says so; where measured,
+    its energy and peak memory; with `prices`, a million calls' cost.
     """
     groups: dict[GroupKey, list[Measurement]] = defaultdict(list)
     for m in measurements:
@@ -72,7 +75,7 @@ def result_tables(measurements: Iterable[Measurement],
     for key, ms in groups.items():
         found = crossovers(ms)
         wins_from = {c.gpu: c.size for c in found if c.size is not None}
-        table = _table(key, ms, ceilings, findings(ms, ceilings), wins_from)
+        table = _table(key, ms, ceilings, findings(ms, ceilings), wins_from, prices)
         if disturbed and any(row[COLUMNS.index("of peak")] for row in table.rows):
             table = replace(table, notes=(*table.notes, disturbed))
         tables.append(table)
@@ -111,16 +114,17 @@ def _crossover_row(c: Crossover) -> tuple[str, ...]:
 
 
 def _table(key: GroupKey, ms: list[Measurement], ceilings: Sequence[Ceiling],
-           found: Mapping[str, Finding], wins_from: Mapping[Case, int]) -> Table:
+           found: Mapping[str, Finding], wins_from: Mapping[Case, int],
+           prices: Prices = NO_PRICES) -> Table:
     best_cpu = best_cpu_by_size(ms)
     shown = [m for m in ms if m.status is not Status.UNAVAILABLE]
     order = sorted(shown, key=lambda m: (m.case.size, m.case.device != "cpu", m.case.backend,
                                          m.case.device, m.case.param("data")))
     rows = tuple(_row(m, best_cpu.get(m.case.size), ceilings, found.get(m.case.key),
-                      wins_from.get(m.case.series)) for m in order)
+                      wins_from.get(m.case.series), prices) for m in order)
     axis = size_axis(key)
     notes = ((f"size: {axis.label}",) if axis != SizeAxis() else ()) + (
-        fairness(ms), *_unavailable_notes(ms))
+        fairness(ms), *resources.notes(ms, prices), *_unavailable_notes(ms))
     if not best_cpu:
         notes += ("no CPU case finished: no speedup or crossover can be computed without a "
                   "CPU series",)
@@ -159,19 +163,21 @@ def _unavailable_notes(ms: Sequence[Measurement]) -> tuple[str, ...]:
 
 
 def _row(m: Measurement, cpu: Measurement | None, ceilings: Sequence[Ceiling],
-         finding: Finding | None, wins_from: int | None) -> tuple[str, ...]:
+         finding: Finding | None, wins_from: int | None, prices: Prices = NO_PRICES
+         ) -> tuple[str, ...]:
     c = m.case
     threads = m.counters.get("threads")
     head = (units.size(c.size), c.backend, c.device, f"{threads:.0f}" if threads else "",
             c.param("data", "resident") if c.device != "cpu" else "")
     s = m.summary
     if s is None:
-        return (*head, "—", "", "", "", "", "", f"{m.status.value}: {m.reason}")
+        return (*head, "—", *("",) * (len(COLUMNS) - len(head) - 2),
+                f"{m.status.value}: {m.reason}")
     wall = units.seconds(m.wall_summary.median) if m.wall_summary else ""
     return (*head, units.seconds_ci(s.median, s.ci_halfwidth_rel)
             + caveats.doubts(m.caveats), wall,
             busy_cell(m), throughput(m), of_peak(m, ceilings), _speedup(m, cpu),
-            _note(m, finding, wins_from))
+            *resources.cells(m, prices), _note(m, finding, wins_from))
 
 
 def busy_cell(m: Measurement) -> str:

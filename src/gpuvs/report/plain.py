@@ -18,7 +18,9 @@ SENTENCE_COLUMNS = frozenset({"note", "why", "reason"})
 # Columns of numbers, aligned to the right.
 RIGHT = frozenset({"size", "threads", "time ±CI", "wall", "GPU busy", "throughput", "of peak",
                    "GPU vs CPU", "ok", "failed", "cases", "loops", "algbw", "busbw", "N",
-                   "samples/s", "compute", "A", "B", "rank test p", "step ±CI"})
+                   "samples/s", "compute", "A", "B", "rank test p", "step ±CI",
+                   "energy/call", "above idle", "power", "peak host", "peak device",
+                   "cost/1M calls"})
 GAP = "  "
 UNDER = "    "
 

@@ -24,6 +24,7 @@ from gpuvs.analysis.crossover import (
     group_key,
 )
 from gpuvs.analysis.speedup import Speedup
+from gpuvs.machine import energy
 from gpuvs.model import Case, Caveat, Ceiling, Measurement, Status
 from gpuvs.report.layout import size_axis, sweep_title
 
@@ -33,6 +34,7 @@ MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 CEILING_COLOR = "#777777"
 CPU_BASELINE = "numpy"  # without a GPU, CPU backends are compared with NumPy's
 ROOFLINE = "roofline"
+ENERGY = "energy"
 
 
 @dataclass(frozen=True)
@@ -91,6 +93,8 @@ def all_plots(measurements: Iterable[Measurement], ceilings: Sequence[Ceiling] =
         if speedup is not None:
             plots.append(speedup)
     plots += _roofline_plots(ms, ceilings, colors)
+    plots += [p for key, group in groups.items()
+              if (p := energy_plot(sweep_title(key), group, colors)) is not None]
     return [_numbered(i, p) for i, p in enumerate(plots, 1)]
 
 
@@ -191,6 +195,36 @@ def _cpu_pairs(group: Sequence[Measurement]
             points = tuple(speedup.of(by_series[base][n], at[n]) for n in sizes)
             pairs.append((case, points))
     return base, pairs
+
+
+def energy_plot(title: str, group: Sequence[Measurement],
+                colors: dict[tuple[str, str], str]) -> Plot | None:
+    """Energy per call against time per call, where measured: a line per backend and
+    device (and data mode), a point per size; None where no case has an energy figure."""
+    by_series: dict[Case, list[tuple[int, float, float]]] = defaultdict(list)
+    for m in group:
+        found = energy.of(m)
+        if found is not None and m.summary is not None:
+            by_series[m.case.series].append((m.case.size, m.summary.median, found.per_call_j))
+    if not by_series:
+        return None
+    lines = tuple(
+        Series(series_label(case) + ("" if _measured(group, case) else " (declared)"),
+               tuple(t for _, t, _ in sorted(points)), tuple(j for _, _, j in sorted(points)),
+               color=colors[(case.backend, case.device)], style=_style(case))
+        for case, points in sorted(by_series.items(), key=lambda kv: series_label(kv[0])))
+    return Plot(f"energy {title}", ENERGY, f"energy per call against time per call\n{title}",
+                "time per call (median)", "energy per call", lines, xunit="s", yunit="J",
+                caption="One point per backend and device at each size, joined from the "
+                        "smallest size up: further left is faster, lower spends less energy. "
+                        "GPU: the board's energy (NVML's counter); CPU: RAPL's package and "
+                        "DRAM, or a declared power (a straight line: watts × time).")
+
+
+def _measured(group: Sequence[Measurement], series: Case) -> bool:
+    """Whether the series' energy was measured, not declared."""
+    return all(f.measured for m in group if m.case.series == series
+               and (f := energy.of(m)) is not None)
 
 
 def _roofline_plots(ms: Sequence[Measurement], ceilings: Sequence[Ceiling],

@@ -9,10 +9,14 @@ from gpuvs import seeds, units
 from gpuvs.measuring import caveats
 from gpuvs.measuring.caveats import ADVICE
 from gpuvs.model import Caveat, Measurement, Status
+from gpuvs.report import resources
 from gpuvs.seeds.base import Figure, Found, Pick, Ratio, Row, Seed, value_of
 from gpuvs.table import Table
 
-COLUMNS = ("", "post claims", "as written here", "correct here", "written ÷ correct", "why")
+# Energy and peak memory last: they describe the correct case, and a table without them
+# (no case measured any) reads as before.
+COLUMNS = ("", "post claims", "as written here", "correct here", "written ÷ correct", "why",
+           "energy/call", "peak memory")
 
 
 def seed_tables(measurements: Iterable[Measurement]) -> list[Table]:
@@ -33,15 +37,25 @@ def claims_table(seed: Seed, ms: Sequence[Measurement]) -> Table:
     return Table(
         title=f"seed {seed.name} · {seed.title} · the post ran on {seed.hardware}",
         columns=COLUMNS, rows=rows, notes=(f"the post's mistake: {seed.mistake}",
-                                           *_notes(seed, ms)),
+                                           *_notes(seed, ms), *resources.notes(ms)),
         wrapping=frozenset(COLUMNS))
 
 
 def _row(row: Row, ms: Sequence[Measurement]) -> tuple[str, ...]:
     written, correct = value_of(row.written, ms), value_of(row.correct, ms)
     ratio = f"{written / correct:.2f}" if written and correct else "—"
+    measured = row.correct.find(ms) if isinstance(row.correct, Pick) else None
     return (row.label, row.claim, _cell(row.written, written, ms),
-            _cell(row.correct, correct, ms), ratio, row.why(Found(written, correct, ms)))
+            _cell(row.correct, correct, ms), ratio, row.why(Found(written, correct, ms)),
+            resources.energy_cell(measured), _peak(measured))
+
+
+def _peak(m: Measurement | None) -> str:
+    """The correct case's peak: on its device for a GPU case, on the host for a CPU one."""
+    if m is None or m.status is not Status.OK:
+        return ""
+    host, device = resources.memory_cells(m)
+    return device if m.case.device != "cpu" else host
 
 
 def _cell(figure: Figure | None, value: float | None, ms: Sequence[Measurement]) -> str:

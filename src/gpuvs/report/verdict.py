@@ -13,9 +13,11 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 
 from gpuvs import units
 from gpuvs.analysis import speedup
+from gpuvs.analysis.cost import NO_PRICES, Prices, cheaper, missing
 from gpuvs.analysis.crossover import (
     Crossover,
     GroupKey,
@@ -23,7 +25,7 @@ from gpuvs.analysis.crossover import (
     group_key,
     measured_crossover,
 )
-from gpuvs.analysis.speedup import Speedup
+from gpuvs.analysis.speedup import Speedup, best_cpu_by_size
 from gpuvs.model import Case, Caveat, Measurement, Status
 from gpuvs.report.layout import size_axis, sweep_title
 from gpuvs.report.plots import series_label
@@ -36,30 +38,66 @@ FASTEST_CPU = "the fastest CPU case"
 RESIDENT, COPIES = "data on the GPU", "with copies each call"
 
 
-def verdict_table(measurements: Iterable[Measurement]) -> Table:
-    """One row per sweep: the answer in words, for a person who reads no other table."""
+def verdict_table(measurements: Iterable[Measurement], prices: Prices = NO_PRICES) -> Table:
+    """One row per sweep: the answer in words, for a person who reads no other table;
+    with `prices`, how many times cheaper a call is too."""
     rows, against_gpu = [], False
     for key, done in _sweeps(measurements):
         axis = size_axis(key)
         found = crossovers(done)
         against_gpu |= bool(found)
-        answer = _gpu_answer(found, axis) if found else _cpu_answer(done, axis)
+        answer = (_gpu_answer(found, axis, _Costs(done, prices)) if found
+                  else _cpu_answer(done, axis))
         rows.append((sweep_title(key), answer + _tf32(done, answer) + _contended(done)))
     gpu = (f"GPU: the fastest GPU series at the largest size, against the fastest CPU case at "
            f"each size; {RESIDENT}: its inputs already there (resident); {COPIES}: the "
            "host↔device copies paid in every call (end-to-end)",) if against_gpu else ()
+    priced = (f"cheaper per call: a call's cost on the fastest CPU case ÷ on the GPU at the "
+              f"prices given ({prices.words()}), its CI the speedup's",) if (
+        prices and against_gpu) else ()
     return Table("", COLUMNS, tuple(rows), notes=(*gpu, (
         "from: the smallest size from which the winner's 95 % CI stays above 1× up to the "
         "largest size measured; then the ratio of medians at the largest size, with its "
-        "bootstrap 95 % CI")), wrapping=frozenset(COLUMNS))
+        "bootstrap 95 % CI"), *priced), wrapping=frozenset(COLUMNS))
 
 
-def answer_table(measurements: Iterable[Measurement]) -> Table:
+def answer_table(measurements: Iterable[Measurement], prices: Prices = NO_PRICES) -> Table:
     """The verdict as a run ends in a terminal or a log: its last table, so that the
     answer is the last thing printed before the run's own line."""
     from dataclasses import replace
 
-    return replace(verdict_table(measurements), title="the answer, one line per sweep")
+    return replace(verdict_table(measurements, prices), title="the answer, one line per sweep")
+
+
+@dataclass(frozen=True)
+class _Costs:
+    """A sweep's finished cases and the prices given: what a GPU series' cost ratio at its
+    largest size is read from."""
+
+    done: Sequence[Measurement]
+    prices: Prices
+
+    def words(self, c: Crossover) -> str:
+        """'; 5.2× [5.1, 5.3] cheaper per call at the prices given', or why there is none."""
+        if not self.prices:
+            return ""
+        last = c.points[-1]
+        cpu = best_cpu_by_size(self.done).get(last.size)
+        gpu = next((m for m in self.done if m.case.series == c.gpu
+                    and m.case.size == last.size), None)
+        if cpu is None or gpu is None:
+            return ""
+        r = cheaper(cpu, gpu, last, self.prices)
+        if r is None:
+            return f"; no cost ratio: {missing(cpu, self.prices) or missing(gpu, self.prices)}"
+        if r.low > 1:
+            return (f"; {r.estimate:.3g}× [{r.low:.3g}, {r.high:.3g}] cheaper per call at the "
+                    "prices given")
+        if r.high < 1:
+            return (f"; {1 / r.estimate:.3g}× [{1 / r.high:.3g}, {1 / r.low:.3g}] dearer per "
+                    "call than the CPU at the prices given")
+        return (f"; as cheap per call as the CPU at the prices given: {r.estimate:.3g}× "
+                f"[{r.low:.3g}, {r.high:.3g}] (the CI holds 1×)")
 
 
 def series_table(measurements: Iterable[Measurement]) -> Table:
@@ -106,21 +144,23 @@ def _busy(row: tuple[str, ...], done: Sequence[Measurement]) -> tuple[str, ...]:
     return (*row[:by], row[by] + _contended(done), *row[by + 1:])
 
 
-def _gpu_answer(found: Sequence[Crossover], axis: SizeAxis) -> str:
-    """The best resident GPU series' answer, then the copies' where it differs."""
+def _gpu_answer(found: Sequence[Crossover], axis: SizeAxis, costs: _Costs) -> str:
+    """The best resident GPU series' answer, then the copies' where it differs; each with
+    its cost ratio where prices were given."""
     resident = _best([c for c in found if c.data == "resident"])
     copies = _best([c for c in found if c.data != "resident"])
     if resident is None:
         assert copies is not None  # found holds at least one series
-        return _sentence(copies, axis, _gpu(copies, COPIES))
-    answer = _sentence(resident, axis, _gpu(resident, RESIDENT))
+        return _sentence(copies, axis, _gpu(copies, COPIES)) + costs.words(copies)
+    answer = _sentence(resident, axis, _gpu(resident, RESIDENT)) + costs.words(resident)
     if copies is None:
         return answer
     if _outcome(copies, axis)[:2] == _outcome(resident, axis)[:2]:
-        return f"{answer}; {COPIES} too: {_outcome(copies, axis)[2]}"
+        return f"{answer}; {COPIES} too: {_outcome(copies, axis)[2]}{costs.words(copies)}"
     same_gpu = copies.gpu.backend == resident.gpu.backend and (
         copies.gpu.device == resident.gpu.device)
-    return f"{answer}; {COPIES}: {_sentence(copies, axis, 'GPU' if same_gpu else _gpu(copies))}"
+    return (f"{answer}; {COPIES}: {_sentence(copies, axis, 'GPU' if same_gpu else _gpu(copies))}"
+            + costs.words(copies))
 
 
 def _best(found: Sequence[Crossover]) -> Crossover | None:

@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from gpuvs import units
+from gpuvs.machine import energy
 from gpuvs.model import Case, Measurement, Status
 from gpuvs.seeds import register
 from gpuvs.seeds.base import Found, Pick, Ratio, Row, Seed, SeedOptions, seconds_of
@@ -129,7 +130,26 @@ def _speedup_why(f: Found) -> str:
     per_image = (f"; per image, the tuned step at batch {TUNED_BATCH} is "
                  f"{cpu / POST_BATCH / (tuned / TUNED_BATCH):.3g}× the Keras CPU step"
                  if tuned and cpu else "")
-    return f"at batch {POST_BATCH} the GPU is {f.correct:.3g}× the CPU step for step{per_image}"
+    return (f"at batch {POST_BATCH} the GPU is {f.correct:.3g}× the CPU step for step"
+            f"{per_image}; {_epoch_words(f.ms)}")
+
+
+def _epoch_words(ms: Sequence[Measurement]) -> str:
+    """The post's real question, per epoch of Keras steps at batch 32: how long, and how
+    much energy, on each device; where energy was not measured, why."""
+    parts = []
+    for name, pick in (("GPU", KERAS_GPU), ("CPU", KERAS_CPU)):
+        m = pick.find(ms)
+        if m is None or m.status is not Status.OK or m.summary is None:
+            continue
+        steps = steps_per_epoch(POST_BATCH)
+        found = energy.of(m)
+        joules = (f" and {units.joules(steps * found.per_call_j)}"
+                  + ("" if found.measured else " (declared power)") if found else
+                  f" (energy {energy.why_none(m) or 'not measured: --energy'})")
+        parts.append(f"{_s(steps * (m.summary.median + m.counters.get('load_s', 0.0)))}"
+                     f"{joules} on the {name}")
+    return "an epoch: " + ", ".join(parts) if parts else "no epoch projected"
 
 
 def _first_why(f: Found) -> str:
@@ -252,7 +272,8 @@ EPOCH_ROWS = (("Keras fit (as written)", AW_GPU), ("Keras fit (as written)", AW_
               ("tuned: bf16, channels-last, fused Adam", TUNED),
               ("tuned + torch.compile", TUNED_COMPILE))
 EPOCH_COLUMNS = ("", "device", "batch", "step", "load (apart)", "first step",
-                 "epoch (projected)", "images/s", "kernels/step")
+                 "epoch (projected)", "images/s", "kernels/step", "energy/step",
+                 "energy/epoch")
 
 
 def epoch_table(ms: Sequence[Measurement]) -> Table:
@@ -265,7 +286,7 @@ def epoch_table(ms: Sequence[Measurement]) -> Table:
         head = (label, "GPU" if pick.device != "cpu" else "CPU", str(m.case.size))
         if m.status is not Status.OK or m.summary is None:
             rows.append((*head, f"{m.status.value}: {m.reason.split(' (')[0]}"[:60],
-                         *("—",) * 5))
+                         *("—",) * 5, "", ""))
             continue
         step = seconds_of(m) or 0.0
         load = m.counters.get("load_s", 0.0)
@@ -275,7 +296,7 @@ def epoch_table(ms: Sequence[Measurement]) -> Table:
                      "in the step" if written else _s(m.first_call_s),
                      _s(steps_per_epoch(m.case.size) * (step + load)),
                      units.rate(m.case.size / (step + load), ""),
-                     f"{kernels:.0f}" if kernels else "—"))
+                     f"{kernels:.0f}" if kernels else "—", *_energy_cells(m)))
     tf32 = any(m.counters.get("conv_tf32") for m in ms)
     notes = (f"data: {data_label(ms)}",
              *(("float32 convolutions on the GPU ran on TF32 (PyTorch's default: "
@@ -286,9 +307,28 @@ def epoch_table(ms: Sequence[Measurement]) -> Table:
              "as written: the whole fit ÷ its training steps, so first steps, validation "
              "and the data pipeline are inside 'step'; the others load apart",
              "loading: uint8 host images → float32 on the device (tuned: uint8 copied from "
-             "pinned memory, scaled on the device); a DataLoader with workers can hide it")
+             "pinned memory, scaled on the device); a DataLoader with workers can hide it",
+             *_energy_notes(ms))
     return Table(title="seed 003 · where an epoch's time goes", columns=EPOCH_COLUMNS,
                  rows=tuple(rows), notes=notes, wrapping=frozenset({""}))
+
+
+def _energy_cells(m: Measurement) -> tuple[str, str]:
+    """A step's energy and an epoch's (its steps alone), where measured; else why not."""
+    found = energy.of(m)
+    if found is None:
+        return energy.why_none(m) or "", ""
+    declared = "" if found.measured else " declared"
+    return (units.joules(found.per_call_j) + declared,
+            units.joules(steps_per_epoch(m.case.size) * found.per_call_j) + declared)
+
+
+def _energy_notes(ms: Sequence[Measurement]) -> tuple[str, ...]:
+    if not any(energy.of(m) or energy.why_none(m) for m in ms):
+        return ()
+    return ("energy/epoch: the steps' energy alone (loading a batch is not in it); GPU: the "
+            "board's from NVML's counter over at least 1 s of steps; CPU: RAPL's package "
+            "and DRAM where readable, or a power declared with --cpu-watts",)
 
 
 ACCURACY_COLUMNS = ("device", "epoch", "epoch time", "elapsed", "train accuracy",

@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from gpuvs.errors import UsageError
+from gpuvs.machine import energy
+from gpuvs.machine.memory import PEAK_DEVICE, PEAK_HOST
 from gpuvs.model import Ceiling, Environment, Measurement, Run
 
 FORMAT_VERSION = 1
@@ -117,7 +119,11 @@ def write_json(path: Path, run: Run, measurements: Iterable[Measurement],
 CSV_COLUMNS = ("run_id", "workload", "variant", "backend", "device", "dtype", "size", "params",
                "status", "reason", "median_s", "ci_low_s", "ci_high_s", "p25_s", "p75_s",
                "mean_s", "std_s", "min_s", "n", "loops", "wall_median_s", "first_call_s",
-               "timer", "flops", "bytes_moved", "threads", "caveats",
+               "timer", "flops", "bytes_moved", "threads",
+               # Energy per call (joules; `energy_measured` false: a declared CPU power
+               # times the median), above idle, average watts; peak memory in bytes:
+               "energy_j", "energy_above_idle_j", "energy_w", "energy_measured",
+               "peak_host_bytes", "peak_device_bytes", "caveats",
                # The environment, so rows from many runs and machines group in pandas:
                "machine", "gpu", "driver", "cpu", "numpy", "torch", "cupy", "jax",
                "git_commit", "git_dirty", "fingerprint")
@@ -161,8 +167,20 @@ def case_row(m: Measurement) -> dict[str, Any]:
         "first_call_s": m.first_call_s, "timer": m.timer,
         "flops": m.counters.get("flops"), "bytes_moved": m.counters.get("bytes_moved"),
         "threads": m.counters.get("threads"),
+        **_energy_columns(m),
+        "peak_host_bytes": m.counters.get(PEAK_HOST),
+        "peak_device_bytes": m.counters.get(PEAK_DEVICE),
         "caveats": ";".join(cv.value for cv in m.caveats),
     }
+
+
+def _energy_columns(m: Measurement) -> dict[str, Any]:
+    found = energy.of(m)
+    if found is None:
+        return dict.fromkeys(("energy_j", "energy_above_idle_j", "energy_w",
+                              "energy_measured"))
+    return {"energy_j": found.per_call_j, "energy_above_idle_j": found.above_idle_j,
+            "energy_w": found.watts, "energy_measured": found.measured}
 
 
 def csv_text(run: Run, measurements: Iterable[Measurement]) -> str:

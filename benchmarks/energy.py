@@ -1,0 +1,176 @@
+"""Energy per call on a GPU, checked against an independent reading (docs/energy.md).
+
+For each case — an 8192³ bfloat16 product, a 4096³ float32 product, `x *= 5` on 10⁸
+float32 elements — gpuvs measures energy as `gpuvs.measure(..., energy=True)` does: the
+same watches (`gpuvs.machine.watches.standard`, NVML's energy counter read when the
+samples start and end), the same sampling floor, the idle power measured first. One more
+watch, added after gpuvs's own, notes when the samples start and end and how many calls
+ran in between: the window the counter was read over. Meanwhile a thread of the same
+process reads NVML's instantaneous power (`NVML_FI_DEV_POWER_INSTANT`, field 186) every
+PERIOD_S; its readings, integrated over that same window (trapezoids, interpolated at the
+window's edges) and divided by the same calls, are the independent check. Reading NVML is
+a read, not work on the GPU. `nvmlDeviceGetPowerUsage` is no reference: on an H100 it is
+a one-second average.
+
+Each case is measured over windows of 1 s (the shortest gpuvs gives a figure for) and of
+2 s. The table: gpuvs J/call, independent J/call, their difference, above-idle J/call, and
+the idle power. About a minute on an H100; the results go to OUT/energy.json.
+
+    PYTHONPATH=src python3 benchmarks/energy.py [--out DIR] [--device cuda:0]
+"""
+
+from __future__ import annotations
+
+import argparse
+import bisect
+import json
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+POWER_INSTANT = 186  # NVML_FI_DEV_POWER_INSTANT: milliwatts, now
+PERIOD_S = 0.005
+WINDOWS_S = (1.0, 2.0)
+VALUE_FIELDS = {0: "dVal", 1: "uiVal", 2: "ulVal", 3: "ullVal", 4: "sllVal", 5: "siVal",
+                6: "usVal"}  # nvmlValueType_t → the member of c_nvmlValue_t that holds it
+
+
+class PowerSampler(threading.Thread):
+    """NVML's instantaneous power every PERIOD_S, stamped with the host's perf_counter."""
+
+    def __init__(self, nvml: Any, handle: Any) -> None:
+        super().__init__(daemon=True)
+        self.nvml, self.handle = nvml, handle
+        self.samples: list[tuple[float, float]] = []
+        self.halt = threading.Event()
+
+    def run(self) -> None:
+        while not self.halt.is_set():
+            value = self.nvml.nvmlDeviceGetFieldValues(self.handle, [POWER_INSTANT])[0]
+            t = time.perf_counter()
+            if value.nvmlReturn == 0:
+                raw = getattr(value.value, VALUE_FIELDS[int(value.valueType)])
+                self.samples.append((t, float(raw) / 1e3))
+            self.halt.wait(PERIOD_S)
+
+    def joules(self, t0: float, t1: float) -> float:
+        """Power integrated over [t0, t1]: trapezoids between readings, the edges
+        interpolated."""
+        ts = [t for t, _ in self.samples]
+        ws = [w for _, w in self.samples]
+
+        def at(t: float) -> float:
+            i = bisect.bisect_left(ts, t)
+            if i == 0:
+                return ws[0]
+            if i == len(ts):
+                return ws[-1]
+            f = (t - ts[i - 1]) / (ts[i] - ts[i - 1])
+            return ws[i - 1] + f * (ws[i] - ws[i - 1])
+
+        inside = [(t, w) for t, w in self.samples if t0 < t < t1]
+        points = [(t0, at(t0)), *inside, (t1, at(t1))]
+        return sum((b[0] - a[0]) * (a[1] + b[1]) / 2 for a, b in zip(points, points[1:],
+                                                                       strict=False))
+
+
+def cases(device: str) -> list[tuple[str, Callable[[], object]]]:
+    import torch
+
+    torch.backends.cuda.matmul.allow_tf32 = False  # float32 means float32
+    a16 = torch.randn(8192, 8192, device=device, dtype=torch.bfloat16)
+    b16 = torch.randn(8192, 8192, device=device, dtype=torch.bfloat16)
+    a32 = torch.randn(4096, 4096, device=device)
+    b32 = torch.randn(4096, 4096, device=device)
+    x = torch.ones(10**8, device=device)
+    return [("8192³ bf16 product", lambda: a16 @ b16),
+            ("4096³ float32 product", lambda: a32 @ b32),
+            ("x *= 5, 1e8 float32", lambda: x.mul_(5))]
+
+
+def measured(name: str, fn: Callable[[], object], device: str, window_s: float,
+             idle_w: float | None, sampler: PowerSampler) -> dict[str, Any]:
+    from gpuvs import backends
+    from gpuvs.machine import energy, watches
+    from gpuvs.measuring import criteria
+    from gpuvs.measuring.protocol import Budget, Prepared, measure_watched
+    from gpuvs.measuring.watch import Watch, Watches
+    from gpuvs.model import Case
+
+    class Window(Watch):
+        """When the samples started and ended, and the calls between: the counter's window."""
+
+        span: tuple[float, float, int] | None = None
+
+        def sampling_started(self) -> None:
+            self.t0 = time.perf_counter()
+
+        def sampling_ended(self, calls: int) -> None:
+            self.span = (self.t0, time.perf_counter(), calls)
+
+    torch = backends.get("torch")
+    window = Window()
+    found = watches.standard(device, backend=torch,
+                             power=energy.EnergyOptions(True, idle_w))
+    m, _ = measure_watched(
+        lambda: Prepared(call=fn, check=lambda out: None),
+        Case("energy", "correct", "torch", device, "", 0, (("case", name),)),
+        torch.clock(device), criteria.parse("median-ci"),
+        Budget(seconds=window_s, min_sampling_s=window_s),
+        Watches([*found.watches, window]))
+    figure = energy.of(m)
+    assert window.span is not None, m.reason
+    t0, t1, calls = window.span
+    independent = sampler.joules(t0, t1) / calls
+    ours = figure.per_call_j if figure is not None else None
+    return {"case": name, "window_s": t1 - t0, "calls": calls,
+            "median_s": m.summary.median if m.summary else None,
+            "gpuvs_j": ours, "independent_j": independent,
+            "difference": (ours / independent - 1) if ours is not None else None,
+            "above_idle_j": figure.above_idle_j if figure is not None else None,
+            "idle_w": idle_w, "why_none": energy.why_none(m),
+            "readings": sum(t0 <= t <= t1 for t, _ in sampler.samples),
+            "caveats": [c.value for c in m.caveats]}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=Path("."))
+    parser.add_argument("--device", default="cuda:0")
+    args = parser.parse_args()
+    from gpuvs.machine import energy, telemetry
+
+    found = telemetry.handle(args.device)
+    if found is None:
+        raise SystemExit(f"no NVML for {args.device}: this benchmark needs an NVIDIA GPU")
+    nvml, handle = found
+    work = cases(args.device)  # inputs made before the idle power is read
+    idle_w = energy.idle_watts(args.device)
+    sampler = PowerSampler(nvml, handle)
+    sampler.start()
+    started = time.perf_counter()
+    rows = [measured(name, fn, args.device, w, idle_w, sampler)
+            for name, fn in work for w in WINDOWS_S]
+    sampler.halt.set()
+    sampler.join()
+    print(f"{'case':24} {'window':>7} {'gpuvs J/call':>13} {'independent':>12} "
+          f"{'diff':>7} {'above idle':>11} {'idle W':>7}")
+    for r in rows:
+        ours = f"{r['gpuvs_j']:.4g}" if r["gpuvs_j"] is not None else r["why_none"]
+        diff = f"{100 * r['difference']:+.2f}%" if r["difference"] is not None else "—"
+        above = f"{r['above_idle_j']:.4g}" if r["above_idle_j"] is not None else "—"
+        idle = f"{r['idle_w']:.1f}" if r["idle_w"] is not None else "—"
+        print(f"{r['case']:24} {r['window_s']:6.2f}s {ours:>13} {r['independent_j']:12.4g} "
+              f"{diff:>7} {above:>11} {idle:>7}")
+    args.out.mkdir(parents=True, exist_ok=True)
+    out = args.out / "energy.json"
+    out.write_text(json.dumps({"device": args.device, "period_s": PERIOD_S, "idle_w": idle_w,
+                               "took_s": time.perf_counter() - started, "rows": rows},
+                              indent=1) + "\n")
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()
