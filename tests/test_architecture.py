@@ -39,19 +39,23 @@ ALLOWED: dict[str, set[str]] = {
     # results kept, and what they mean
     "store": {"_version", "errors", "machine", "model"},
     "analysis": {"backends", "machine", "measuring", "model", "stats", "units", "workloads"},
+    # a GPU's time predicted from counted work and a device profile
+    "predicting": {"analysis", "errors", "model", "store", "units", "workloads"},
     # the five posts; several processes at once
     "seeds": {"analysis", "measuring", "model", "registry", "table", "units", "workloads"},
     "distributed": {"errors", "measuring", "model", "store", "units", "workloads"},
     # everything drawn for a person
-    "report": {"analysis", "distributed", "machine", "measuring", "model", "seeds", "table",
-               "units", "workloads"},
+    "report": {"analysis", "distributed", "machine", "measuring", "model", "predicting", "seeds",
+               "table", "units", "workloads"},
     # the user's own code, in the user's process (or, for run-file, in a worker)
     "yours": {"_version", "analysis", "backends", "config", "errors", "execute", "machine",
               "measuring", "model", "report", "stats", "store", "units", "workloads"},
     # the public faces
-    "api": {"backends", "config", "errors", "machine", "measuring", "model", "yours"},
+    "api": {"backends", "config", "errors", "machine", "measuring", "model", "predicting",
+            "yours"},
     "cli": {"analysis", "backends", "config", "distributed", "errors", "execute", "machine",
-            "measuring", "model", "report", "seeds", "store", "units", "workloads", "yours"},
+            "measuring", "model", "predicting", "report", "seeds", "store", "units", "workloads",
+            "yours"},
     "__main__": {"cli"},
     ROOT: {"_version", "api", "model", "yours"},
 }

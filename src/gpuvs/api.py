@@ -1,5 +1,6 @@
 """The public functions: `gpuvs.measure(fn)`, the protocol for any callable on the CPU or
-a CUDA device; `gpuvs.compare(fn, *args)`, the same function on each device, compared."""
+a CUDA device; `gpuvs.compare(fn, *args)`, the same function on each device, compared;
+`gpuvs.predict(fn, *args, target=...)`, a GPU's time for it, predicted from the CPU."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from gpuvs.measuring.protocol import Budget, Clock, HostClock, Prepared, measure
 from gpuvs.model import Case, Caveat, Measurement
 
 if TYPE_CHECKING:
+    from gpuvs.predicting.forecast import CallForecast
     from gpuvs.yours.comparison import Comparison
 def _no_check(out: object) -> None:
     return None
@@ -86,3 +88,29 @@ def compare(fn: Callable[..., object], *args: Any, devices: Sequence[str] = ("cp
     from gpuvs.yours.compare import run
     return run(fn, args, kwargs, devices=devices, batch=batch, sizes=sizes,
                budget_s=budget_s, tolerance=tolerance, name=name, show_progress=True)
+
+
+def predict(fn: Callable[..., object], *args: Any, target: str = "h100",
+            budget_s: float = 0.5, name: str | None = None, **kwargs: Any) -> CallForecast:
+    """Predict `fn(*args, **kwargs)`'s time per call on a GPU you do not have.
+
+    The call is measured on the CPU here (the gpuvs protocol) and its work counted there
+    (torch's FlopCounterMode and a dispatch mode: FLOPs, bytes, the ops that would each
+    launch a kernel, the tensors copied in and out); `target` names a device profile
+    (`gpuvs profiles`) or its file. Returns a `gpuvs.predicting.forecast.CallForecast`:
+    the measured CPU time, and the GPU's predicted time — data resident and end-to-end —
+    each with its bound in words and, where the target was validated, its interval.
+    Pass CPU tensors; the arguments are not modified beyond what `fn` does.
+    """
+    from dataclasses import replace as with_
+
+    from gpuvs.predicting import forecast
+    from gpuvs.predicting.counting import count
+    chosen = forecast.target(target)
+    label = str(name or getattr(fn, "__name__", "fn"))
+    work, _ = count(fn, args, kwargs)
+    cpu = measure(lambda: fn(*args, **kwargs), device="cpu", budget_s=budget_s,
+                  name=f"yours:{label}")
+    return forecast.CallForecast(label, chosen, cpu, work,
+                                 chosen.predict(with_(work, copied_in=(), copied_out=())),
+                                 chosen.predict(work))

@@ -25,6 +25,10 @@ def ceilings(
     refresh: Annotated[bool, typer.Option(
         "--refresh/--no-refresh",
         help="Measure again even if this machine's ceilings are already stored.")] = False,
+    save_profile: Annotated[str | None, typer.Option(
+        "--save-profile", metavar="NAME",
+        help="Also keep them as device profile NAME, which `gpuvs predict --target NAME` "
+             "predicts for (`gpuvs profiles` lists them).")] = None,
 ) -> None:
     """Measure what this machine can do: matmul peaks, bandwidths, transfer and launch costs.
 
@@ -40,6 +44,9 @@ def ceilings(
         names = split(backend) or registry.names()
         for name in names:
             registry.get(name)
+        if save_profile:  # a bad name is said before minutes of measuring, not after
+            from gpuvs.predicting.profile import check_name
+            check_name(save_profile)
         config = RunConfig(budget_s=budget or 1.0, timeout_s=600.0).validate()
     facts = env.collect()
     record = None if refresh else find_ceilings_run(store, facts.fingerprint)
@@ -54,6 +61,11 @@ def ceilings(
         run.finish()
         record = run.stored()
     _print_ceilings(store, record)
+    if save_profile:
+        from gpuvs.predicting.profile import save_from_run
+        with usage_errors():
+            console().print(f"saved profile {save_from_run(save_profile, record, store)}",
+                            markup=False, highlight=False)
 
 
 def _print_ceilings(store: Any, record: Any) -> None:
