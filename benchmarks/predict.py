@@ -145,6 +145,9 @@ def _tables(found: profile.Found, paths: list[Path], out: Path,
     crossed = [x for (_, ms), cs in zip(runs, checks, strict=True)
                for x in validation.crossover_checks(ms, cs)]
     judged = [c for cs in checks for c in cs]
+    if not judged:
+        raise UsageError(f"no GPU case finished in {', '.join(map(str, paths))}: nothing to "
+                         "judge (the runs are kept; run this on the GPU machine)")
     _write_predictions(out / "predictions.json", judged)
     source = ", ".join(r.run_id for r, _ in runs)
     tables = [

@@ -82,7 +82,9 @@ def predict(
         check_writable(json_path, report_path)
         chosen = _target(target, profile)
         t = forecast.target(chosen)
-        store = open_store(db, reading=from_run is not None)
+        exported = from_run is not None and (from_run.endswith(".json")
+                                             or Path(from_run).is_file())
+        store = None if exported else open_store(db, reading=from_run is not None)
         if from_run is not None:
             cpu, config = _stored_cpu(store, from_run, workload, variant, backend, dtype,
                                       sizes, axis, full_suite)

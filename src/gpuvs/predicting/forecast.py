@@ -58,6 +58,10 @@ class Target:
 def target(spec: str) -> Target:
     """The target a `--target NAME` or `--profile FILE` names."""
     found = load(spec)
+    if not found.profile.has_gpu:
+        raise UsageError(f"profile {found.profile.name!r} was measured on a machine without "
+                         f"a GPU ({found.profile.device}): it predicts no GPU; name a GPU's "
+                         "profile (`gpuvs profiles` lists them)")
     return Target(found, residuals.beside(found))
 
 

@@ -84,9 +84,9 @@ def estimate(work: Work, profile: Profile) -> Estimate:
     peaks = peak_for(Case("", "", work.backend, "cuda:0", work.dtype, 0), profile.ceilings,
                      tf32=work.tf32)
     if "bytes" not in peaks:
-        raise UsageError(_missing(profile, "a GPU memory bandwidth"))
+        raise UsageError(_missing(profile, "GPU memory bandwidth"))
     if work.flops and "flops" not in peaks:
-        raise UsageError(_missing(profile, f"a {work.dtype} matrix-product peak"))
+        raise UsageError(_missing(profile, f"{work.dtype} matrix-product peak on a GPU"))
     dispatch = _gpu(profile, DISPATCH, work.backend)
     terms = {Term.COMPUTE: work.flops / peaks["flops"] if work.flops else 0.0,
              Term.MEMORY: work.bytes / peaks["bytes"],
@@ -118,7 +118,7 @@ def _gpu(profile: Profile, name: str, backend: str) -> float:
     found = [c.value for c in profile.ceilings if c.name == name and c.backend == backend
              and c.device != "cpu" and c.value > 0]
     if not found:
-        raise UsageError(_missing(profile, f"the {name} of {backend} on a GPU"))
+        raise UsageError(_missing(profile, f"{name} of {backend} on a GPU"))
     return found[0]
 
 

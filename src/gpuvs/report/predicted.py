@@ -86,13 +86,14 @@ def crossover_table(found: Sequence[Series], target: Target) -> Table:
                      (size_axis(s.group).phrase.format(units.size(where)) if where
                       else "never in range"),
                      "low" if s.low_confidence else ""))
+    low = ("confidence low: the validation on that GPU missed this workload by more than "
+           "25 % (median); the note of its rows says by how much",)
     return Table(f"predicted crossovers · {target.name}",
                  ("sweep", "GPU series", "data", "GPU predicted faster from", "confidence"),
                  tuple(rows), notes=(
                      "from: the smallest size from which the predicted GPU time stays "
                      "below the fastest CPU time measured here",
-                     "confidence low: the validation on that GPU missed this workload by "
-                     "more than 25 % (median); see the note of its rows"))
+                     *(low if any(r[-1] for r in rows) else ())))
 
 
 def error_table(title: str, rows: Sequence[ErrorRow], notes: Sequence[str] = (),
