@@ -109,6 +109,12 @@ def test_measuring_the_cpu_here_then_predicting(syn: Path, db: str) -> None:
     stored = open_store(db, reading=True)
     [run] = stored.runs()
     assert {m.case.device for m in stored.measurements(run.run_id)} == {"cpu"}
+    again = invoke("predict", "-w", "elementwise", "-a", "op=scale", "-s", "1000,100000",
+                   "-b", "numpy,torch", "--target", "syn", "--db", db)
+    assert again.exit_code == 0, again.output
+    assert again.output.startswith(f"4 CPU cases measured before on this machine (run "
+                                   f"{run.run_id}; --fresh measures them again)")
+    assert len(stored.runs()) == 1
 
 
 def test_profiles_lists_yours_and_whether_each_was_validated(syn: Path) -> None:

@@ -41,7 +41,7 @@ from gpuvs.errors import UsageError
 
 # The CPU side of a prediction: one short pass is enough next to the predicted interval,
 # and `gpuvs predict -w matmul` answers in seconds.
-BUDGET_S = 0.25
+BUDGET_S = 0.1
 PASSES = 1
 
 TargetOpt = Annotated[str | None, typer.Option(
@@ -69,6 +69,9 @@ def predict(
     fmt: FormatOpt = "plain", json_path: JsonOpt = None, report_path: ReportOpt = None,
     full_suite: Annotated[bool, typer.Option(
         "--all", help="Every workload of the default suite, as `gpuvs run --all`.")] = False,
+    fresh: Annotated[bool, typer.Option(
+        "--fresh", help="Measure every CPU case now, not reuse those this machine measured "
+                        "before (same environment, same workload version).")] = False,
 ) -> None:
     """Predict the GPU's time per call, speedup and crossover on a machine without it.
 
@@ -94,7 +97,7 @@ def predict(
                                   passes or PASSES, axis, full_suite)
     out = narration(fmt)
     if from_run is None:
-        cpu = _measure_cpu(store, config, out)
+        cpu = _measure_cpu(store, config, out, fresh)
     raise typer.Exit(_answer(t, cpu, config, fmt, json_path, report_path))
 
 
@@ -123,25 +126,60 @@ def _stored_cpu(store: Any, spec: str, workload: Any, variant: Any, backend: Any
     return cpu, config
 
 
-def _measure_cpu(store: Any, config: Any, out: Any) -> list[Any]:
-    """The plan's CPU cases, measured and stored as a run of their own."""
+def _measure_cpu(store: Any, config: Any, out: Any, fresh: bool) -> list[Any]:
+    """The plan's CPU cases: those this machine measured before (same environment, same
+    workload versions) unless `fresh`, the others measured now as a run of their own."""
     from dataclasses import replace
 
+    from gpuvs import backends
     from gpuvs.execute import plan, runner
+    from gpuvs.machine import env
     from gpuvs.model import RunKind, Status
     from gpuvs.report.progress import progress
     from gpuvs.store.runs import guarded, start_run
     cpu_config = replace(config, devices=("cpu",))
     with usage_errors():
         cases = plan.expand(cpu_config)
-    run = start_run(store, RunKind.SWEEP, cpu_config.to_dict())
-    out.print(f"run {run.run_id}: {len(cases)} CPU cases measured here; the GPU cases are "
+    here = env.collect()
+    known = {} if fresh else _measured_before(store, cases, here.fingerprint)
+    todo = [c for c in cases if c.key not in known
+            and not backends.get(c.backend).absent(c.device)]  # not installed: no baseline
+    if known:
+        runs = ", ".join(sorted({r for r, _ in known.values()}))
+        out.print(f"{len(known)} CPU cases measured before on this machine (run {runs}; "
+                  "--fresh measures them again)", markup=False, highlight=False)
+    if not todo:
+        return [m for _, m in known.values()]
+    run = start_run(store, RunKind.SWEEP, cpu_config.to_dict(), here)
+    out.print(f"run {run.run_id}: {len(todo)} CPU cases measured here; the GPU cases are "
               "predicted", markup=False, highlight=False)
     with usage_errors(), guarded(run, "`gpuvs predict` measures them again."), \
-            progress(len(cases), out.stderr) as advance:
-        runner.execute(run, cases, cpu_config, on_result=advance)
+            progress(len(todo), out.stderr) as advance:
+        runner.execute(run, todo, cpu_config, on_result=advance)
     run.finish()
-    return [m for m in run.measurements() if m.status is Status.OK]
+    return [m for _, m in known.values()] + [m for m in run.measurements()
+                                            if m.status is Status.OK]
+
+
+# How many recent runs are searched for this machine's CPU cases.
+RECENT_RUNS = 50
+
+
+def _measured_before(store: Any, cases: list[Any], fingerprint: str) -> dict[str, Any]:
+    """Case key → (run id, its latest finished measurement) among this environment's
+    recent sweeps, of the workload's current version (a changed workload never mixes)."""
+    from gpuvs import workloads
+    from gpuvs.model import RunKind, Status
+    wanted = {c.key for c in cases}
+    found: dict[str, Any] = {}
+    for record in store.runs(RECENT_RUNS):
+        if record.kind is not RunKind.SWEEP or record.environment.fingerprint != fingerprint:
+            continue
+        for m in store.measurements(record.run_id):
+            if (m.case.key in wanted and m.case.key not in found and m.status is Status.OK
+                    and m.workload_version == workloads.get(m.case.workload).version):
+                found[m.case.key] = (record.run_id, m)
+    return found
 
 
 def _answer(t: Any, cpu: list[Any], config: Any, fmt: str, json_path: Path | None,
