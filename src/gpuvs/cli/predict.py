@@ -8,6 +8,7 @@ measured.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -165,7 +166,7 @@ def _measure_cpu(store: Any, config: Any, out: Any, fresh: bool) -> list[Any]:
 RECENT_RUNS = 50
 
 
-def _measured_before(store: Any, cases: list[Any], fingerprint: str) -> dict[str, Any]:
+def _measured_before(store: Any, cases: Sequence[Any], fingerprint: str) -> dict[str, Any]:
     """Case key → (run id, its latest finished measurement) among this environment's
     recent sweeps, of the workload's current version (a changed workload never mixes)."""
     from gpuvs import workloads
