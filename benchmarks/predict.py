@@ -54,6 +54,8 @@ from gpuvs.store.export import load_json
 from gpuvs.table import Table
 
 CEILINGS = ("ceilings", "--budget", "0.3")
+LEFT_OUT = ("each case predicted as if its own series (its sizes) had not been measured: "
+            "no case calibrates itself")
 PLANS = {"run-all": ("run", "--all", "--budget", "0.1", "--passes", "1"),
          "seeds": ("seeds", "--quick", "--budget", "0.1")}
 
@@ -153,12 +155,13 @@ def _tables(found: profile.Found, paths: list[Path], out: Path,
     tables = [
         error_table(f"CPU → {name}: predicted time per call against measured, per workload",
                     validation.error_rows(judged, crossed), (
-                        f"measured: runs {source} on {found.profile.device}",
+                        LEFT_OUT, f"measured: runs {source} on {found.profile.device}",
                         "inside interval: the measured time within the predicted 90 % "
                         "interval; crossover: the predicted size within one sweep step "
                         "of the measured one")),
         error_table(f"CPU → {name}, per dominant term",
-                    validation.error_rows(judged, key=validation.by_regime), by="regime"),
+                    validation.error_rows(judged, key=validation.by_regime), (LEFT_OUT,),
+                    by="regime"),
         crossover_checks_table(f"CPU → {name}: crossovers, predicted and measured", crossed),
     ]
     if args.source:
@@ -174,7 +177,8 @@ def _gpu_to_gpu(args: argparse.Namespace, found: profile.Found,
     return error_table(
         f"{source.profile.name} → {found.profile.name} (GPU → GPU): each case measured on "
         f"{source.profile.device}, scaled term by term", validation.error_rows(checks),
-        ("no interval: the scaling is judged by its error alone",))
+        ("each case predicted from its own measurement on the source GPU; no interval: "
+         "the scaling is judged by its error alone",))
 
 
 def _write_predictions(path: Path, checks: list[validation.Check]) -> None:

@@ -103,9 +103,7 @@ def error_table(title: str, rows: Sequence[ErrorRow], notes: Sequence[str] = (),
         (r.name, str(r.cases), f"{r.median_error:.1%}", f"{r.p90_error:.1%}",
          "—" if r.inside is None else f"{r.inside:.0%}",
          f"{r.crossovers[0]}/{r.crossovers[1]}" if r.crossovers[1] else "—")
-        for r in rows), notes=(
-        "error: |predicted − measured| ÷ measured, each case predicted as if its own "
-        "series had not been measured", *notes))
+        for r in rows), notes=("error: |predicted − measured| ÷ measured", *notes))
 
 
 def crossover_checks_table(title: str, checks: Sequence[CrossoverCheck]) -> Table:
