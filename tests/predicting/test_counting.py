@@ -65,3 +65,26 @@ def test_gpuvs_predict_names_a_profile_it_cannot_find(profiles: Path) -> None:
 def test_cuda_tensors_are_refused_the_counting_is_on_the_cpu() -> None:
     with pytest.raises(UsageError, match="pass CPU tensors"):
         count(lambda x: x * 2, (torch.ones(4, device="cuda"),), {})
+
+
+def test_gpuvs_predict_over_sizes_gives_the_predicted_crossover(tmp_path: Path) -> None:
+    path = profile.save(synthetic(), tmp_path)
+    f = gpuvs.predict(lambda a: a @ a, target=str(path), batch=lambda n: torch.rand(n, n),
+                      sizes=[8, 512], budget_s=0.05, name="square")
+    assert [n for n, _ in f.points] == [8, 512]
+    small, big = (p for _, p in f.points)
+    # 2·512³ FLOP at 50 TFLOP/s is 5.4 µs: the 10 µs launch still binds
+    assert big.work.flops == 2 * 512**3 and big.resident.seconds == pytest.approx(10e-6)
+    ahead_from = None  # the smallest size from which every predicted speedup is above 1
+    for n, p in reversed(f.points):
+        if (p.speedup() or 0) <= 1:
+            break
+        ahead_from = n
+    assert f.crossover() == ahead_from
+    assert "GPU (resident) predicted faster from" in str(f) and small.cpu.summary is not None
+
+
+def test_sizes_without_a_batch_is_refused(tmp_path: Path) -> None:
+    path = profile.save(synthetic(), tmp_path)
+    with pytest.raises(UsageError, match="sizes= needs batch="):
+        gpuvs.predict(lambda a: a, torch.ones(2), target=str(path), sizes=[1, 2])

@@ -189,6 +189,40 @@ class CallForecast:
         return "\n".join(lines)
 
 
+@dataclass(frozen=True)
+class SweepForecast:
+    """The user's function over sizes: each size's `CallForecast`, and where the GPU is
+    predicted to start winning."""
+
+    name: str
+    points: tuple[tuple[int, CallForecast], ...]
+
+    def crossover(self, data: str = "resident") -> int | None:
+        """Predicted: the smallest size from which the predicted speedup stays above 1
+        up to the largest size (None where it never does)."""
+        size = None
+        for n, f in reversed(self.points):
+            speedup = f.speedup(data)
+            if speedup is None or speedup <= 1:
+                break
+            size = n
+        return size
+
+    def __str__(self) -> str:
+        first = self.points[0][1]
+        lines = [*first.target.lines(), f"{self.name}, per size: CPU measured, GPU predicted"]
+        for n, f in self.points:
+            lines.append(f"  {units.size(n)}: CPU {_seconds(f.cpu)}; GPU resident "
+                         f"{units.seconds(f.resident.seconds)}, end-to-end "
+                         f"{units.seconds(f.end_to_end.seconds)} (predicted); predicted "
+                         f"speedup {f.speedup() or 0:.3g}× resident")
+        for data in ("resident", "end_to_end"):
+            at = self.crossover(data)
+            lines.append(f"GPU ({data.replace('_', '-')}) predicted faster from "
+                         f"{units.size(at) if at else 'no size measured'}")
+        return "\n".join(lines)
+
+
 def _seconds(m: Measurement) -> str:
     return units.seconds(m.summary.median) if m.summary else f"{m.status}: {m.reason}"
 
