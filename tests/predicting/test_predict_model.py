@@ -106,3 +106,11 @@ def test_a_profile_of_a_machine_without_a_gpu_predicts_no_gpu_time() -> None:
     cpu_only = dataclasses.replace(p, ceilings=tuple(c for c in p.ceilings if c.device == "cpu"))
     with pytest.raises(UsageError, match="measured on a machine without a GPU"):
         model.estimate(Work(bytes=1e3), cpu_only)
+
+
+def test_an_end_to_end_pass_copies_its_array_both_ways_and_ones_copies_nothing() -> None:
+    e2e = Case("elementwise", "correct", "torch", "cuda:0", "float64", 1000,
+               (("data", "end_to_end"), ("op", "scale")))
+    assert (of_case(e2e).copied_in, of_case(e2e).copied_out) == ((8000.0,), (8000.0,))
+    ones = Case("elementwise", "correct", "torch", "cuda:0", "float32", 1000, (("op", "ones"),))
+    assert not of_case(ones).end_to_end
