@@ -39,21 +39,25 @@ ALLOWED: dict[str, set[str]] = {
     # results kept, and what they mean
     "store": {"_version", "errors", "machine", "model"},
     "analysis": {"machine", "model", "stats", "units"},
+    # a GPU's time predicted from counted work and a device profile
+    "predicting": {"analysis", "errors", "model", "store", "units", "workloads"},
     # the five posts; several processes at once
     "seeds": {"analysis", "machine", "measuring", "model", "registry", "table", "units",
               "workloads"},
     "distributed": {"backends", "errors", "execute", "measuring", "model", "store", "units",
                     "workloads"},
     # everything drawn for a person
-    "report": {"analysis", "distributed", "machine", "measuring", "model", "seeds", "table",
-               "units", "workloads"},
+    "report": {"analysis", "distributed", "machine", "measuring", "model", "predicting", "seeds",
+               "table", "units", "workloads"},
     # the user's own code, in the user's process (or, for run-file, in a worker)
     "yours": {"_version", "analysis", "backends", "config", "errors", "execute", "machine",
               "measuring", "model", "report", "stats", "store", "units", "workloads"},
     # the public faces
-    "api": {"backends", "config", "errors", "machine", "measuring", "model", "yours"},
+    "api": {"backends", "config", "errors", "machine", "measuring", "model", "predicting",
+            "yours"},
     "cli": {"analysis", "backends", "config", "distributed", "errors", "execute", "machine",
-            "measuring", "model", "report", "seeds", "store", "table", "units", "workloads",
+            "measuring", "model", "predicting", "report", "seeds", "store", "table", "units",
+            "workloads",
             "yours"},
     "__main__": {"cli"},
     ROOT: {"_version", "api", "model", "yours"},

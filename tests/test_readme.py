@@ -2,7 +2,7 @@
 its Python example. Commands that measure (`run`, `sweep`, `seeds`) run with `--dry-run`,
 which checks every option and plans the cases; commands that read stored runs run for
 real against a store holding two small runs; those that need GPUs or minutes (`dist`,
-`ceilings`) are parsed (`--help` of that command)."""
+`ceilings`) or a GPU's device profile (`predict`) are parsed (`--help` of that command)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 README = (REPO / "README.md").read_text()
 MEASURING = {"run", "sweep", "seeds"}
-PARSED_ONLY = {"dist", "ceilings"}
+PARSED_ONLY = {"dist", "ceilings", "predict"}
 
 
 def console_commands() -> list[str]:
@@ -65,7 +65,8 @@ def test_a_readme_command_runs_as_written(command: str, workdir: Path) -> None:
         pytest.skip("names a file on the reader's machine")
     done = subprocess.run([sys.executable, "-m", "gpuvs", *args, "--db",
                            str(workdir / "r.sqlite")] if args[-1] != "--help" and args[0]
-                          not in {"env", "list"} else [sys.executable, "-m", "gpuvs", *args],
+                          not in {"env", "list", "profiles"}
+                          else [sys.executable, "-m", "gpuvs", *args],
                           capture_output=True, text=True, cwd=workdir, timeout=300,
                           env=_env())
     if "--resume" in args:  # nothing was interrupted in this store: said in one line

@@ -10,10 +10,10 @@ from typing import TYPE_CHECKING, Any
 from gpuvs._version import __version__
 
 __all__ = ["__version__", "Case", "Comparison", "Measurement", "Status", "Timer", "compare",
-           "measure"]
+           "measure", "predict"]
 
 if TYPE_CHECKING:
-    from gpuvs.api import compare, measure
+    from gpuvs.api import compare, measure, predict
     from gpuvs.model import Case, Measurement, Status
     from gpuvs.yours.comparison import Comparison
     from gpuvs.yours.timer import Timer
@@ -28,7 +28,7 @@ def load_ipython_extension(ipython: Any) -> None:
 def __getattr__(name: str) -> Any:
     """The public names, each imported on first use (plain imports, which the layer test
     reads like any other)."""
-    if name in ("measure", "compare"):
+    if name in ("measure", "compare", "predict"):
         from gpuvs import api
 
         return getattr(api, name)

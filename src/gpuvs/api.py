@@ -1,5 +1,6 @@
 """The public functions: `gpuvs.measure(fn)`, the protocol for any callable on the CPU or
-a CUDA device; `gpuvs.compare(fn, *args)`, the same function on each device, compared."""
+a CUDA device; `gpuvs.compare(fn, *args)`, the same function on each device, compared;
+`gpuvs.predict(fn, *args, target=...)`, a GPU's time for it, predicted from the CPU."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from gpuvs.measuring.protocol import Budget, Clock, HostClock, Prepared, measure
 from gpuvs.model import Case, Measurement
 
 if TYPE_CHECKING:
+    from gpuvs.predicting.forecast import CallForecast, SweepForecast
     from gpuvs.yours.comparison import Comparison
 
 
@@ -97,3 +99,57 @@ def compare(fn: Callable[..., object], *args: Any, devices: Sequence[str] = ("cp
     from gpuvs.yours.compare import run
     return run(fn, args, kwargs, devices=devices, batch=batch, sizes=sizes,
                budget_s=budget_s, tolerance=tolerance, name=name, show_progress=True)
+
+
+def predict(fn: Callable[..., object], *args: Any, target: str = "h100",
+            batch: Callable[[int], Any] | None = None, sizes: Sequence[int] | str | None = None,
+            budget_s: float = 0.5, name: str | None = None,
+            **kwargs: Any) -> CallForecast | SweepForecast:
+    """Predict `fn(*args, **kwargs)`'s time per call on a GPU you do not have.
+
+    The call is measured on the CPU here (the gpuvs protocol) and its work counted there
+    (torch's FlopCounterMode and a dispatch mode: FLOPs, bytes, the ops that would each
+    launch a kernel, the tensors copied in and out); `target` names a device profile
+    (`gpuvs profiles`) or its file. Returns a `gpuvs.predicting.forecast.CallForecast`:
+    the measured CPU time, and the GPU's predicted time — data resident and end-to-end —
+    each with its bound in words and, where the target was validated, its interval.
+
+    With `batch(size)` (the arguments for one size: a tuple is spread) and `sizes` (a
+    list, or "1e2:1e5" as on the command line), each size is measured and predicted: a
+    `SweepForecast`, whose `crossover()` is the predicted size from which the GPU wins.
+    Pass CPU tensors; the arguments are not modified beyond what `fn` does.
+    """
+    from gpuvs.predicting import forecast
+    chosen = forecast.target(target)
+    label = str(name or getattr(fn, "__name__", "fn"))
+    if batch is None:
+        if sizes is not None:
+            raise UsageError("sizes= needs batch=: a function that returns the arguments "
+                             "for one size")
+        return _foretold(fn, args, kwargs, chosen, label, budget_s)
+    from gpuvs.config import parse_sizes
+    swept = parse_sizes([sizes] if isinstance(sizes, str) else [str(n) for n in sizes or ()])
+    if not swept:
+        raise UsageError("batch= needs sizes=: the sizes to measure and predict")
+    points = []
+    for size in swept:
+        made = batch(size)
+        spread = made if isinstance(made, tuple) else (made,)
+        points.append((size, _foretold(fn, spread, kwargs, chosen, f"{label}[{size}]",
+                                       budget_s)))
+    return forecast.SweepForecast(label, tuple(points))
+
+
+def _foretold(fn: Callable[..., object], args: tuple[Any, ...], kwargs: dict[str, Any],
+              chosen: Any, label: str, budget_s: float) -> CallForecast:
+    """One call: counted on the CPU, measured on the CPU, predicted on the target."""
+    from dataclasses import replace as with_
+
+    from gpuvs.predicting import forecast
+    from gpuvs.predicting.counting import count
+    work, _ = count(fn, args, kwargs)
+    cpu = measure(lambda: fn(*args, **kwargs), device="cpu", budget_s=budget_s,
+                  name=f"yours:{label}")
+    return forecast.CallForecast(label, chosen, cpu, work,
+                                 chosen.predict(with_(work, copied_in=(), copied_out=())),
+                                 chosen.predict(work))

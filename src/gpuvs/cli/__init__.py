@@ -5,6 +5,7 @@ from gpuvs.cli import (  # noqa: F401  (registers the commands)
     ceilings,
     dist,
     history,
+    predict,
     report,
     run,
     seeds,

@@ -30,6 +30,10 @@ def ceilings(
         "--refresh/--no-refresh",
         help="Measure again even if this machine's ceilings are already stored.")] = False,
     fmt: FormatOpt = "plain",
+    save_profile: Annotated[str | None, typer.Option(
+        "--save-profile", metavar="NAME",
+        help="Also keep them as device profile NAME, which `gpuvs predict --target NAME` "
+             "predicts for (`gpuvs profiles` lists them).")] = None,
 ) -> None:
     """Measure what this machine can do: matmul peaks, bandwidths, transfer and launch costs.
 
@@ -50,6 +54,9 @@ def ceilings(
         names = split(backend) or registry.names()
         for name in names:
             registry.get(name)
+        if save_profile:  # a bad name is said before minutes of measuring, not after
+            from gpuvs.predicting.profile import check_name
+            check_name(save_profile)
         config = RunConfig(budget_s=1.0 if budget is None else budget,
                            timeout_s=600.0).validate()
     facts = env.collect()
@@ -58,13 +65,22 @@ def ceilings(
         ms = store.measurements(record.run_id)
         emit_tables([ceilings_table(ms, record.run_id, record.environment.fingerprint)], fmt,
                     console(), lambda: cases_document("ceilings", ms, run=record))
-        raise typer.Exit(0)
-    raise typer.Exit(_measured(store, config, ceil.probe_cases(names), facts, fmt,
-                               busy_line(since=began)))
+        code = 0
+    else:
+        code, run_id = _measured(store, config, ceil.probe_cases(names), facts, fmt,
+                                 busy_line(since=began))
+        record = store.get_run(run_id)
+    if save_profile and record.status == "finished":
+        from gpuvs.predicting.profile import save_from_run
+        with usage_errors():
+            console().print(f"saved profile {save_from_run(save_profile, record, store)}",
+                            markup=False, highlight=False)
+    raise typer.Exit(code)
 
 
 def _measured(store: Any, config: Any, cases: list[Any], facts: Any, fmt: str,
-              busy: str | None) -> int:
+              busy: str | None) -> tuple[int, str]:
+    """The probes run on the command skeleton: its exit code, and the run's id."""
     from gpuvs.execute import runner
     from gpuvs.model import RunKind
 
@@ -79,12 +95,13 @@ def _measured(store: Any, config: Any, cases: list[Any], facts: Any, fmt: str,
         with shown(len(cases)) as advance:
             return runner.execute(run, cases, config, on_result=advance).counts
 
-    return recorded(store, Recording(
+    code = recorded(store, Recording(
         "ceilings", RunKind.CEILINGS, {"budget_s": config.budget_s}, header, execute,
         tables=lambda ms, _: [ceilings_table(ms, named[0], facts.fingerprint)],
         closing=lambda run_id, counts: [],
         again="`gpuvs ceilings --refresh` measures them again.", environment=facts,
         failed_statuses=frozenset()), fmt=fmt)
+    return code, named[0]
 
 
 def ceilings_table(measurements: list[Any], run_id: str, fingerprint: str) -> Any:

@@ -205,6 +205,12 @@ def _draw_series(ax: Any, s: Series) -> None:
                         fmt="none", ecolor=s.color, elinewidth=1.2, capsize=3)
     elif s.style == "ceiling":
         ax.plot(s.x, s.y, color=s.color, linewidth=1.6, label=s.label)
+    elif s.style == "predicted":  # the model's numbers: dashed, hollow, a lighter band
+        ax.plot(s.x, s.y, color=s.color, marker=s.marker, markersize=4.5,
+                markerfacecolor="white", linestyle=(0, (5, 2.5)), linewidth=1.4,
+                label=s.label)
+        if s.low and s.high:
+            ax.fill_between(s.x, s.low, s.high, color=s.color, alpha=0.1, linewidth=0)
     else:
         ax.plot(s.x, s.y, color=s.color, marker=s.marker, markersize=3.5,
                 linestyle="--" if s.style == "dashed" else "-", linewidth=1.4, label=s.label)

@@ -48,7 +48,7 @@ class Series:
     high: tuple[float, ...] = ()
     color: str = PALETTE[0]
     marker: str = "o"
-    style: str = "solid"  # solid | dashed (end-to-end) | points | ceiling
+    style: str = "solid"  # solid | dashed (end-to-end) | points | ceiling | predicted
 
 
 @dataclass(frozen=True)

@@ -140,8 +140,9 @@ def with_others(name: str, params: Params, known: Sequence[str]) -> str:
 
 
 # The methods that do not change what a workload measures: those that name its sweeps
-# and sizes for a person, and the imports a worker makes ahead of its cases.
-UNMEASURED = ("title", "size_axis", "preload")
+# and sizes for a person, the imports a worker makes ahead of its cases, and the copies
+# an end-to-end call makes, as `gpuvs predict` counts them.
+UNMEASURED = ("title", "size_axis", "preload", "copies")
 
 
 class Workload(ABC):
@@ -239,6 +240,14 @@ class Workload(ABC):
     def launches(self, params: Params) -> int:
         """Ops (kernels, on a GPU) one call launches: the unit of its dispatch floor."""
         return 1
+
+    def copies(self, size: int, params: Params, dtype: str
+               ) -> tuple[tuple[float, ...], tuple[float, ...]]:
+        """The arrays an end-to-end call copies: the bytes of each one copied to the
+        device, and of each one brought back. `gpuvs predict` prices them with a
+        machine's host↔device rates; () and () where the workload has no end-to-end
+        cases (`data_modes`)."""
+        return (), ()
 
     def counters(self, case: Case) -> dict[str, float]:
         c: dict[str, float] = {"launches": float(self.launches(case.params))}

@@ -144,6 +144,13 @@ class Elementwise(Workload):
     def memory_needed(self, size: int, params: Params, dtype: str) -> int:
         return size * ITEMSIZE[dtype]
 
+    def copies(self, size: int, params: Params, dtype: str
+               ) -> tuple[tuple[float, ...], tuple[float, ...]]:
+        if dict(params).get("op") == "ones":  # made on the device, left there
+            return (), ()
+        array = float(size * ITEMSIZE[dtype])
+        return (array,), (array,)
+
     def title(self, params: Params) -> str:
         p = dict(params)
         name = TITLES.get(p.get("op", ""), "Elementwise op")

@@ -84,6 +84,12 @@ class Matmul(Workload):
     def memory_needed(self, size: int, params: Params, dtype: str) -> int:
         return int(self.bytes_moved(size, params, dtype))
 
+    def copies(self, size: int, params: Params, dtype: str
+               ) -> tuple[tuple[float, ...], tuple[float, ...]]:
+        m, k, n = _shape(size, params)
+        item = ITEMSIZE[dtype]
+        return (float(m * k * item), float(k * n * item)), (float(m * n * item),)
+
     def preload(self, backend: Backend, case: Case) -> None:
         if case.param("shape") == "seed000":
             seed000_inputs(1)  # torch, for its generator: 3–4 s in a NumPy worker

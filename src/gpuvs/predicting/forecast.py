@@ -1,0 +1,250 @@
+"""Predicted GPU series set against measured CPU ones: what `gpuvs predict` answers.
+
+A `Target` is the GPU asked about: its profile, where that came from, and the residuals
+of its validation run if it had one. Each GPU case of a sweep is predicted, not run
+(`Predicted`); a `Series` sets those predictions against the fastest CPU case measured
+at each size, as `gpuvs run` sets measured GPU series (`analysis.speedup`), and reads
+the predicted crossover off them. Every number here that comes from the model is a
+prediction, and the types say so: a measured number is a `Measurement`.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from gpuvs import units
+from gpuvs.analysis.crossover import GroupKey, group_key
+from gpuvs.analysis.speedup import best_cpu_by_size, data_of
+from gpuvs.errors import UsageError
+from gpuvs.model import Case, Measurement
+from gpuvs.predicting import model, residuals
+from gpuvs.predicting.profile import Found, load
+from gpuvs.predicting.residuals import Prediction, Residuals
+from gpuvs.predicting.work import Work, of_case
+
+
+@dataclass(frozen=True)
+class Target:
+    """The GPU predicted for: its profile and, where it was validated, its residuals."""
+
+    found: Found
+    residuals: Residuals | None
+
+    @property
+    def name(self) -> str:
+        return self.found.profile.name
+
+    def predict(self, work: Work, leave_out: str = "") -> Prediction:
+        """`work` on this GPU; UsageError when the profile lacks a ceiling it needs."""
+        estimate = model.estimate(work, self.found.profile)
+        if self.residuals is None:
+            return Prediction(estimate)
+        return self.residuals.predict(estimate, work.workload, leave_out)
+
+    def lines(self) -> tuple[str, ...]:
+        """Where the profile came from, and what its intervals rest on."""
+        r = self.residuals
+        validated = (
+            f"intervals: where 90 % of {len(r.points)} cases measured on {self.name} fell "
+            f"(run {', '.join(r.runs)}), each against its prediction made without it"
+            if r is not None else
+            f"interval: not yet validated for {self.name}: no residuals beside its profile "
+            "(benchmarks/predict.py on that GPU writes them), so times are the model's alone")
+        return (f"predicted for {self.name} from the {self.found.origin()}", validated)
+
+
+def target(spec: str) -> Target:
+    """The target a `--target NAME` or `--profile FILE` names."""
+    found = load(spec)
+    if not found.profile.has_gpu:
+        raise UsageError(f"profile {found.profile.name!r} was measured on a machine without "
+                         f"a GPU ({found.profile.device}): it predicts no GPU; name a GPU's "
+                         "profile (`gpuvs profiles` lists them)")
+    return Target(found, residuals.beside(found))
+
+
+@dataclass(frozen=True)
+class Predicted:
+    """A GPU case predicted, not measured; `reason` says why one could not be."""
+
+    case: Case
+    prediction: Prediction | None
+    reason: str = ""
+
+
+def predict_cases(t: Target, cases: Iterable[Case]) -> list[Predicted]:
+    """Each case predicted on `t` from its workload's counts."""
+    out = []
+    for case in cases:
+        try:
+            out.append(Predicted(case, t.predict(of_case(case))))
+        except UsageError as e:
+            out.append(Predicted(case, None, str(e)))
+    return out
+
+
+@dataclass(frozen=True)
+class Point:
+    """One size: the fastest CPU case measured there, and the GPU case predicted."""
+
+    cpu: Measurement
+    gpu: Predicted
+
+    @property
+    def size(self) -> int:
+        return self.gpu.case.size
+
+    @property
+    def speedup(self) -> float | None:
+        """Predicted: the CPU's measured median ÷ the GPU's predicted time."""
+        p = self.gpu.prediction
+        return self.cpu.summary.median / p.seconds if p and self.cpu.summary else None
+
+    @property
+    def speedup_range(self) -> tuple[float, float] | None:
+        p = self.gpu.prediction
+        if p is None or p.interval is None or self.cpu.summary is None:
+            return None
+        low, high = p.interval
+        return self.cpu.summary.median / high, self.cpu.summary.median / low
+
+
+@dataclass(frozen=True)
+class Series:
+    """A predicted GPU series of a sweep against the measured CPU cases of its sizes."""
+
+    group: GroupKey
+    gpu: Case                    # the series: its case at size 0
+    points: tuple[Point, ...]
+
+    @property
+    def data(self) -> str:
+        return data_of(self.gpu)
+
+    @property
+    def crossover(self) -> int | None:
+        """Predicted: the smallest size from which the predicted speedup stays above 1
+        up to the largest size (None where it never does)."""
+        size = None
+        for p in reversed(self.points):
+            if p.speedup is None or p.speedup <= 1:
+                break
+            size = p.size
+        return size
+
+    @property
+    def low_confidence(self) -> str:
+        return next((p.gpu.prediction.low_confidence for p in self.points
+                     if p.gpu.prediction and p.gpu.prediction.low_confidence), "")
+
+
+def series(cpu: Sequence[Measurement], predicted: Sequence[Predicted]) -> list[Series]:
+    """Each predicted GPU series against its sweep's fastest CPU case per size, at the
+    sizes where a CPU case finished."""
+    fastest: dict[GroupKey, dict[int, Measurement]] = {}
+    by_group: dict[GroupKey, list[Measurement]] = defaultdict(list)
+    for m in cpu:
+        by_group[group_key(m.case)].append(m)
+    for key, ms in by_group.items():
+        fastest[key] = best_cpu_by_size(ms)
+    found: dict[tuple[GroupKey, Case], list[Point]] = defaultdict(list)
+    for p in sorted(predicted, key=lambda p: p.case.size):
+        key = group_key(p.case)
+        at = fastest.get(key, {}).get(p.case.size)
+        if at is not None:
+            found[(key, p.case.series)].append(Point(at, p))
+    return [Series(key, gpu, tuple(points)) for (key, gpu), points in found.items()]
+
+
+@dataclass(frozen=True)
+class CallForecast:
+    """The user's function: its CPU time measured here, its GPU time predicted."""
+
+    name: str
+    target: Target
+    cpu: Measurement
+    work: Work
+    resident: Prediction
+    end_to_end: Prediction
+
+    def speedup(self, data: str = "resident") -> float | None:
+        """Predicted: the measured CPU median ÷ the predicted GPU time."""
+        p = self.resident if data == "resident" else self.end_to_end
+        return self.cpu.summary.median / p.seconds if self.cpu.summary else None
+
+    def __str__(self) -> str:
+        lines = [*self.target.lines(),
+                 f"{self.name}: CPU measured {_seconds(self.cpu)}; counted "
+                 f"{self.work.flops:.3g} FLOP, {units.nbytes(self.work.bytes)} moved, "
+                 f"{self.work.launches:.0f} op(s)"]
+        for data, p in (("resident", self.resident), ("end-to-end", self.end_to_end)):
+            span = (f" [{units.seconds(p.interval[0])}, {units.seconds(p.interval[1])}]"
+                    if p.interval else " (no interval: not validated)")
+            speedup = self.speedup("resident" if data == "resident" else "end_to_end")
+            lines.append(f"  GPU {data}, predicted: {units.seconds(p.seconds)}{span}, "
+                         f"predicted speedup {speedup:.3g}× — {p.why()}"
+                         + (f" ({p.low_confidence})" if p.low_confidence else ""))
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class SweepForecast:
+    """The user's function over sizes: each size's `CallForecast`, and where the GPU is
+    predicted to start winning."""
+
+    name: str
+    points: tuple[tuple[int, CallForecast], ...]
+
+    def crossover(self, data: str = "resident") -> int | None:
+        """Predicted: the smallest size from which the predicted speedup stays above 1
+        up to the largest size (None where it never does)."""
+        size = None
+        for n, f in reversed(self.points):
+            speedup = f.speedup(data)
+            if speedup is None or speedup <= 1:
+                break
+            size = n
+        return size
+
+    def __str__(self) -> str:
+        first = self.points[0][1]
+        lines = [*first.target.lines(), f"{self.name}, per size: CPU measured, GPU predicted"]
+        for n, f in self.points:
+            lines.append(f"  {units.size(n)}: CPU {_seconds(f.cpu)}; GPU resident "
+                         f"{units.seconds(f.resident.seconds)}, end-to-end "
+                         f"{units.seconds(f.end_to_end.seconds)} (predicted); predicted "
+                         f"speedup {f.speedup() or 0:.3g}× resident")
+        for data in ("resident", "end_to_end"):
+            at = self.crossover(data)
+            lines.append(f"GPU ({data.replace('_', '-')}) predicted faster from "
+                         f"{units.size(at) if at else 'no size measured'}")
+        return "\n".join(lines)
+
+
+def _seconds(m: Measurement) -> str:
+    return units.seconds(m.summary.median) if m.summary else f"{m.status}: {m.reason}"
+
+
+def document(t: Target, found: Sequence[Series]) -> str:
+    """The predictions as JSON: every GPU number under `predicted`, every CPU one under
+    `measured`, with the target's profile and what its intervals rest on."""
+    import json
+
+    def point(p: Point) -> dict[str, object]:
+        pr = p.gpu.prediction
+        return {"size": p.size, "case": p.gpu.case.key,
+                "measured": {"cpu_case": p.cpu.case.key,
+                             "cpu_median_s": p.cpu.summary.median if p.cpu.summary else None},
+                "predicted": None if pr is None else {
+                    "seconds": pr.seconds, "interval_s": pr.interval,
+                    "speedup": p.speedup, "bound": pr.estimate.dominant.value,
+                    "terms_s": {k.value: v for k, v in pr.estimate.terms.items()},
+                    "why": pr.why(), "low_confidence": pr.low_confidence}}
+
+    return json.dumps({
+        "target": t.name, "about": list(t.lines()), "profile": t.found.profile.to_dict(),
+        "series": [{"series": s.gpu.key, "data": s.data,
+                    "predicted_crossover": s.crossover, "points": [point(p) for p in s.points]}
+                   for s in found]}, indent=1) + "\n"

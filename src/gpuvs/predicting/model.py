@@ -1,0 +1,148 @@
+"""A call's counted work against a device profile: its time per call, term by term.
+
+Four terms, each from one measured ceiling of the target:
+
+- **compute**: FLOPs ÷ the matrix-product peak at the call's dtype (TF32's where the
+  backend multiplies float32 on TF32 units);
+- **memory**: bytes moved ÷ the device's copy bandwidth;
+- **launch**: kernels launched × the backend's per-op dispatch cost on that GPU — the
+  host's time to issue the work, which a GPU waits on when each kernel is short;
+- **transfer** (end-to-end calls only): bytes copied in and out ÷ the pageable
+  host↔device rates, plus one launch-and-sync latency per copy (each pageable copy
+  waits for the device).
+
+The device works while the host launches, so a resident call takes the largest of the
+first three (the roofline's max, with launches as a third roof); an end-to-end call adds
+its copies, which neither overlaps. The largest term is the call's bound, said in words.
+
+An output past FRESH_BYTES is brought back into freshly mapped host memory on every call
+(allocators hand such sizes to the kernel with mmap and give them back on free), and
+the copy then faults it in page by page: far slower than the probe's copy into memory
+used before. No ceiling measures that rate; such calls form a regime of their own
+(`Estimate.regime`), which the validation run calibrates apart.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import Enum
+from types import MappingProxyType
+
+from gpuvs import units
+from gpuvs.analysis.ceilings import peak_for
+from gpuvs.errors import UsageError
+from gpuvs.model import Case
+from gpuvs.predicting.profile import Profile
+from gpuvs.predicting.work import Work
+
+FRESH_BYTES = 32 << 20  # glibc's largest mmap threshold: beyond it, fresh pages each call
+FRESH = "transfer-fresh"
+DISPATCH = "per-op dispatch cost"
+LATENCY = "launch + sync latency"
+H2D, D2H = "h2d pageable", "d2h pageable"
+
+
+class Term(str, Enum):
+    COMPUTE = "compute"
+    MEMORY = "memory"
+    LAUNCH = "launch"
+    TRANSFER = "transfer"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """The model's time per call for one call on one profile, before calibration."""
+
+    terms: Mapping[Term, float]   # seconds per call each term alone would take
+    dominant: Term
+    why: str                      # the dominant term, in words, with its numbers
+    regime: str = ""              # what calibrates it: the dominant term's name, or FRESH
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "terms", MappingProxyType(dict(self.terms)))
+
+    @property
+    def seconds(self) -> float:
+        return combine(self.terms)
+
+
+def combine(terms: Mapping[Term, float]) -> float:
+    """Launches overlap the device's work, copies overlap nothing."""
+    return max(terms[Term.COMPUTE], terms[Term.MEMORY], terms[Term.LAUNCH]) \
+        + terms[Term.TRANSFER]
+
+
+def estimate(work: Work, profile: Profile) -> Estimate:
+    """`work` on `profile`'s GPU; UsageError when the profile lacks a ceiling it needs."""
+    if not profile.has_gpu:
+        raise UsageError(f"profile {profile.name!r} was measured on a machine without a "
+                         f"GPU ({profile.device}): it predicts no GPU time")
+    peaks = peak_for(Case("", "", work.backend, "cuda:0", work.dtype, 0), profile.ceilings,
+                     tf32=work.tf32)
+    if "bytes" not in peaks:
+        raise UsageError(_missing(profile, "GPU memory bandwidth"))
+    if work.flops and "flops" not in peaks:
+        raise UsageError(_missing(profile, f"{work.dtype} matrix-product peak on a GPU"))
+    dispatch = _gpu(profile, DISPATCH, work.backend)
+    terms = {Term.COMPUTE: work.flops / peaks["flops"] if work.flops else 0.0,
+             Term.MEMORY: work.bytes / peaks["bytes"],
+             Term.LAUNCH: work.launches * dispatch, Term.TRANSFER: 0.0}
+    rates = (0.0, 0.0, 0.0)
+    if work.end_to_end:
+        rates = (_gpu(profile, H2D, "torch"), _gpu(profile, D2H, "torch"),
+                 _gpu(profile, LATENCY, work.backend))
+        terms[Term.TRANSFER] = (sum(work.copied_in) / rates[0] + sum(work.copied_out) / rates[1]
+                                + (len(work.copied_in) + len(work.copied_out)) * rates[2])
+    dominant = (Term.TRANSFER if terms[Term.TRANSFER] >= combine(terms) / 2 else
+                max((Term.COMPUTE, Term.MEMORY, Term.LAUNCH), key=lambda t: terms[t]))
+    fresh = dominant is Term.TRANSFER and max(work.copied_out, default=0.0) > FRESH_BYTES
+    why = _why(dominant, work, terms, peaks, dispatch, rates) + (
+        "; its output lands in freshly mapped host memory" if fresh else "")
+    return Estimate(terms, dominant, why, FRESH if fresh else dominant.value)
+
+
+def scaled(measured_s: float, work: Work, source: Profile, target: Profile
+           ) -> tuple[float, Estimate]:
+    """GPU → GPU: a time measured on `source`'s GPU, scaled term by term to `target`'s
+    (compute by the peaks' ratio, memory by the bandwidths', launches by the dispatch
+    costs'), as the model splits the call on each: (seconds on target, target's estimate)."""
+    there, here = estimate(work, target), estimate(work, source)
+    return measured_s * there.seconds / here.seconds, there
+
+
+def _gpu(profile: Profile, name: str, backend: str) -> float:
+    found = [c.value for c in profile.ceilings if c.name == name and c.backend == backend
+             and c.device != "cpu" and c.value > 0]
+    if not found:
+        raise UsageError(_missing(profile, f"{name} of {backend} on a GPU"))
+    return found[0]
+
+
+def _missing(profile: Profile, what: str) -> str:
+    return (f"profile {profile.name!r} has no measured {what}; `gpuvs ceilings "
+            f"--refresh --save-profile {profile.name}` on {profile.device} measures it")
+
+
+def _why(dominant: Term, work: Work, terms: Mapping[Term, float],
+         peaks: Mapping[str, float], dispatch: float, rates: tuple[float, float, float]
+         ) -> str:
+    device = max(terms[Term.COMPUTE], terms[Term.MEMORY])
+    if dominant is Term.LAUNCH:
+        return (f"launch-bound: {work.launches:.0f} launch(es) × {units.seconds(dispatch)} "
+                f"of host dispatch outweigh {units.seconds(device)} of device work")
+    if dominant is Term.MEMORY:
+        return (f"memory-bound: {units.nbytes(work.bytes)} at "
+                f"{units.rate(peaks['bytes'], 'B/s')}")
+    if dominant is Term.COMPUTE:
+        unit = f"{work.dtype}{' as TF32' if work.tf32 else ''}"
+        return (f"compute-bound: {work.flops:.3g} FLOP at "
+                f"{units.rate(peaks['flops'], 'FLOP/s')} ({unit})")
+    copies = len(work.copied_in) + len(work.copied_out)
+    return (f"transfer-bound: {units.nbytes(sum(work.copied_in))} in at "
+            f"{units.rate(rates[0], 'B/s')}, {units.nbytes(sum(work.copied_out))} out at "
+            f"{units.rate(rates[1], 'B/s')}, {copies} copies × {units.seconds(rates[2])} "
+            f"(the work on the device: {units.seconds(combine(terms) - terms[Term.TRANSFER])})")

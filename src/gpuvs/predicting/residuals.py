@@ -1,0 +1,203 @@
+"""What a validation run on the real GPU taught the model: its calibration and intervals.
+
+`benchmarks/predict.py` measures the cases it predicts on the target GPU and keeps, for
+each, the ratio of the measured time to the model's (`Residual`). Shipped beside the
+profile (`NAME.residuals.json`), they give every later prediction three things:
+
+- a **calibration**: the median ratio of like cases — those of the same workload in the
+  same regime (the dominant term), else every case in that regime, else every case. A
+  probe's dispatch cost is one op in a loop, its copy one array into memory used before;
+  a workload's ops and copies cost a steady multiple of them;
+- an **interval**: each validated case was also predicted as if its own series had not
+  been measured; the 5th to 95th percentile of measured ÷ predicted over the cases of
+  its regime, applied to the prediction, is where 90 % of like cases fell — measured
+  spread, not a guess;
+- a **confidence**: a workload whose cases were missed by more than TARGET_ERROR
+  (median, each predicted without its own series) is predicted with low confidence,
+  and the prediction says so with the number.
+
+Without residuals for a target there is neither calibration nor interval, and a
+prediction says its interval is not yet validated.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from gpuvs.errors import UsageError
+from gpuvs.predicting.model import Estimate
+from gpuvs.predicting.profile import RESIDUALS_SUFFIX, Found
+from gpuvs.store.export import write_atomic
+
+FORMAT_VERSION = 1
+TARGET_ERROR = 0.25   # the issue's bar for CPU → GPU: a workload past it is low-confidence
+MIN_GROUP = 5         # fewer like cases than this: the next, wider group calibrates
+LOW_Q, HIGH_Q = 0.05, 0.95
+USERS = ""            # the workload of the user's own code: none of gpuvs's
+
+
+@dataclass(frozen=True)
+class Residual:
+    """One validated case: its workload, its regime, its series (what is left out when
+    it is predicted for the error table) and measured ÷ modelled time per call."""
+
+    workload: str
+    regime: str
+    series: str
+    ratio: float
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """A predicted time per call: the model's estimate, calibrated where validated."""
+
+    estimate: Estimate
+    factor: float = 1.0                          # the calibration applied
+    spread: tuple[float, float] | None = None    # measured ÷ predicted, 5th and 95th pct
+    basis: str = ""                              # the like cases, in words
+    low_confidence: str = ""                     # why not to rely on it, where that holds
+
+    @property
+    def seconds(self) -> float:
+        return self.estimate.seconds * self.factor
+
+    @property
+    def interval(self) -> tuple[float, float] | None:
+        if self.spread is None:
+            return None
+        return self.seconds * self.spread[0], self.seconds * self.spread[1]
+
+    @property
+    def validated(self) -> bool:
+        return self.spread is not None
+
+    def why(self) -> str:
+        """The bound in words, then what the validation run did to it (an unvalidated
+        target says so once, above its table, not in every row)."""
+        if not self.validated:
+            return self.estimate.why
+        return f"{self.estimate.why}; × {self.factor:.3g}, the median of {self.basis}"
+
+
+@dataclass(frozen=True)
+class Residuals:
+    target: str                 # the profile's name
+    runs: tuple[str, ...]       # the validation runs they came from
+    measured_at: str
+    points: tuple[Residual, ...]
+
+    def predict(self, estimate: Estimate, workload: str, leave_out: str = "") -> Prediction:
+        """`estimate` calibrated and given its interval; with `leave_out`, as if that
+        series had not been measured (how the error table predicts a validated case)."""
+        points = [p for p in self.points if p.series != leave_out]
+        found = _factor(points, workload, estimate.regime)
+        if found is None:
+            return Prediction(estimate)
+        factor, basis = found
+        spread = self._spread(estimate.regime, leave_out)
+        return Prediction(estimate, factor, spread, basis,
+                          self.low_confidence(workload, estimate.regime))
+
+    def low_confidence(self, workload: str, regime: str) -> str:
+        """Why `workload`'s predictions are weak on this target, or "" (for the user's
+        code, the cases of its regime stand for it)."""
+        key = workload if workload != USERS else f"{regime}-bound"
+        error = self.errors.get(key)
+        if error is None or error[0] <= TARGET_ERROR:
+            return ""
+        return (f"low confidence: {self.target}'s validation missed {key} cases by "
+                f"{error[0]:.0%} (median of {error[1]}, each predicted without its series)")
+
+    @cached_property
+    def errors(self) -> dict[str, tuple[float, int]]:
+        """Median error of the cross-validated predictions per workload and per regime
+        (`{regime}-bound`): |predicted − measured| ÷ measured."""
+        by: dict[str, list[float]] = {}
+        for p, q in zip(self.points, self._cross_validated, strict=True):
+            for key in (p.workload, f"{p.regime}-bound"):
+                by.setdefault(key, []).append(abs(1 / q - 1))
+        return {k: (float(np.median(v)), len(v)) for k, v in by.items()}
+
+    @cached_property
+    def _cross_validated(self) -> tuple[float, ...]:
+        """Each point's measured ÷ predicted, its series left out of the calibration
+        (1 where nothing else calibrates it)."""
+        out = []
+        for p in self.points:
+            found = _factor([o for o in self.points if o.series != p.series], p.workload,
+                            p.regime)
+            out.append(p.ratio / found[0] if found else 1.0)
+        return tuple(out)
+
+    def _spread(self, regime: str, leave_out: str) -> tuple[float, float]:
+        """5th and 95th percentile of the cross-validated ratios of `regime`'s cases
+        (of every case, where the regime has too few)."""
+        pairs = [(p, q) for p, q in zip(self.points, self._cross_validated, strict=True)
+                 if p.series != leave_out]
+        qs = [q for p, q in pairs if p.regime == regime]
+        if len(qs) < MIN_GROUP:
+            qs = [q for _, q in pairs]
+        return float(np.quantile(qs, LOW_Q)), float(np.quantile(qs, HIGH_Q))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"format_version": FORMAT_VERSION, "target": self.target,
+                "runs": list(self.runs), "measured_at": self.measured_at,
+                "points": [asdict(p) for p in self.points]}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any], where: str) -> Residuals:
+        if not isinstance(d, Mapping) or d.get("format_version") != FORMAT_VERSION:
+            raise UsageError(f"{where} is not a gpuvs residuals file of format "
+                             f"{FORMAT_VERSION}; benchmarks/predict.py writes one")
+        try:
+            return of_points(str(d["target"]), [str(r) for r in d["runs"]],
+                             str(d["measured_at"]),
+                             [Residual(str(p["workload"]), str(p["regime"]), str(p["series"]),
+                                       float(p["ratio"])) for p in d["points"]])
+        except (KeyError, TypeError, ValueError) as err:
+            raise UsageError(f"{where} is not a complete residuals file: {err}") from None
+
+
+def _factor(points: Sequence[Residual], workload: str, regime: str
+            ) -> tuple[float, str] | None:
+    """The median ratio of the narrowest group of like cases with MIN_GROUP of them (the
+    widest, all cases, with any), and the group in words."""
+    groups = ((f"{regime}-bound {workload} cases",
+               [p.ratio for p in points if p.workload == workload and p.regime == regime]),
+              (f"{regime}-bound cases", [p.ratio for p in points if p.regime == regime]),
+              ("validated cases", [p.ratio for p in points]))
+    for i, (words, ratios) in enumerate(groups):
+        if len(ratios) >= MIN_GROUP or ratios and i == len(groups) - 1:
+            return float(np.median(ratios)), f"{len(ratios)} {words}"
+    return None
+
+
+def of_points(target: str, runs: Iterable[str], measured_at: str,
+              points: Iterable[Residual]) -> Residuals:
+    """Residuals from validated cases (a ratio that is not positive and finite says
+    nothing about the model)."""
+    return Residuals(target, tuple(runs), measured_at,
+                     tuple(p for p in points if p.ratio > 0 and np.isfinite(p.ratio)))
+
+
+def save(residuals: Residuals, path: Path) -> None:
+    write_atomic(path, json.dumps(residuals.to_dict(), indent=1) + "\n")
+
+
+def beside(found: Found) -> Residuals | None:
+    """The residuals shipped or saved beside a profile, if its target was validated."""
+    path = found.sibling(RESIDUALS_SUFFIX)
+    if not path.is_file():
+        return None
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:
+        raise UsageError(f"cannot read residuals {path}: {err}") from None
+    return Residuals.from_dict(doc, str(path))

@@ -1,0 +1,157 @@
+"""`gpuvs predict`, `gpuvs profiles` and `gpuvs ceilings --save-profile` end to end: the
+real store, real CPU workers, a synthetic profile on disk."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from tests.predicting.samples import measured, synthetic
+from typer.testing import CliRunner
+
+from gpuvs.cli import app
+from gpuvs.model import Case, Environment, Measurement, Run, RunKind, Status
+from gpuvs.predicting import profile
+from gpuvs.predicting.residuals import Residual, of_points, save
+from gpuvs.store import open_store
+from gpuvs.store.export import write_json
+from gpuvs.store.runs import start_run
+
+runner = CliRunner()
+SQUARE = (("shape", "square"),)
+SIZES = (64, 256, 1024, 2048)
+
+
+def invoke(*args: str):
+    return runner.invoke(app, list(args), env={"COLUMNS": "200"})
+
+
+@pytest.fixture
+def syn(profiles: Path) -> Path:
+    return profile.save(synthetic())
+
+
+@pytest.fixture
+def cpu_export(tmp_path: Path) -> Path:
+    """A CPU run of square products: 2n³ FLOP at 100 GFLOP/s."""
+    run = Run("20261126-000000-aaaa", "2026-11-26T00:00:00+0000", {},
+              Environment("f", {}), "finished")
+    ms = [measured(Case("matmul", "correct", "numpy", "cpu", "float32", n, SQUARE),
+                   2 * n**3 / 100e9) for n in SIZES]
+    path = tmp_path / "cpu.json"
+    write_json(path, run, ms)
+    return path
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    ([], "name the GPU once: --target NAME (`gpuvs profiles` lists them) or --profile FILE"),
+    (["--target", "h100"], "no device profile 'h100'; available: none yet"),
+    (["--target", "a", "--profile", "b.json"], "name the GPU once"),
+    (["--profile", "nowhere.json"], "no profile file 'nowhere.json'"),
+])
+def test_bad_input_is_one_line_and_exit_2(args: list[str], message: str, profiles: Path,
+                                         db: str) -> None:
+    result = invoke("predict", "-w", "matmul", "--db", db, *args)
+    assert result.exit_code == 2, result.output
+    assert message in result.output and "Traceback" not in result.output
+    assert len(result.output.strip().splitlines()) == 1
+
+
+def test_from_a_stored_cpu_run_every_gpu_number_is_labelled_predicted(
+        syn: Path, cpu_export: Path, tmp_path: Path) -> None:
+    report, doc = tmp_path / "p.html", tmp_path / "p.json"
+    result = invoke("predict", "--from-run", str(cpu_export), "--target", "syn", "-b",
+                    "numpy,torch", "--report", str(report), "--json", str(doc))
+    assert result.exit_code == 0, result.output
+    out = result.output
+    assert "Square matrix product, float32 · GPU predicted for syn" in out
+    assert "CPU measured (fastest)" in out and "GPU predicted [90 % interval]" in out
+    # n = 2048, data resident: 1.72e10 FLOP at 50 TFLOP/s, against 172 ms on the CPU
+    assert "2048  torch cuda:0  resident    172 ms (numpy)          344 µs (no interval)" in out
+    assert "interval: not yet validated for syn" in out
+    assert "predicted crossovers · syn" in out
+    assert "cupy" not in out  # -b numpy,torch: torch's GPU cases alone
+    page = report.read_text()
+    assert "torch cuda:0 · resident · predicted" in page and "measured here" in page
+    found = json.loads(doc.read_text())
+    point = found["series"][0]["points"][0]
+    assert set(point) == {"size", "case", "measured", "predicted"}
+    assert point["predicted"]["interval_s"] is None
+
+
+def test_a_validated_target_gives_intervals_and_marks_a_missed_workload(
+        syn: Path, cpu_export: Path) -> None:
+    missed = [Residual("matmul", regime, f"s{i}", x) for i, x in enumerate([0.3, 3, 1, 9, 0.2])
+              for regime in ("compute", "launch", "transfer")]
+    save(of_points("syn", ["r1"], "2026-11-26", missed), syn.with_name("syn.residuals.json"))
+    result = invoke("predict", "--from-run", str(cpu_export), "--target", "syn", "-b", "torch")
+    assert result.exit_code == 0, result.output
+    assert "intervals: where 90 % of 15 cases measured on syn fell (run r1)" in result.output
+    assert "344 µs [" in result.output
+    assert "low confidence: syn's validation missed matmul cases by" in result.output
+    rows = [x for x in result.output.splitlines()
+            if x.startswith("Square matrix product, float32  torch")]
+    assert len(rows) == 2 and all(x.rstrip().endswith("low") for x in rows)
+
+
+def test_measuring_the_cpu_here_then_predicting(syn: Path, db: str) -> None:
+    result = invoke("predict", "-w", "elementwise", "-a", "op=scale", "-s", "1000,100000",
+                    "-b", "numpy,torch", "--target", "syn", "--db", db)
+    assert result.exit_code == 0, result.output
+    assert "4 CPU cases measured here; the GPU cases are predicted" in result.output
+    assert "Elementwise x·5 in place, float32 · GPU predicted for syn" in result.output
+    # 1e5 elements, copies paid: 400 kB in at 10 GB/s, out at 5 GB/s, 2 × 20 µs, a launch
+    assert "1e5  torch cuda:0  end_to_end" in result.output
+    assert "170 µs (no interval)" in result.output
+    assert "Elementwise x·5 in place, float32  torch cuda:0  end_to_end  never in range" \
+        in result.output
+    stored = open_store(db, reading=True)
+    [run] = stored.runs()
+    assert {m.case.device for m in stored.measurements(run.run_id)} == {"cpu"}
+    again = invoke("predict", "-w", "elementwise", "-a", "op=scale", "-s", "1000,100000",
+                   "-b", "numpy,torch", "--target", "syn", "--db", db)
+    assert again.exit_code == 0, again.output
+    assert again.output.startswith(f"4 CPU cases measured before on this machine (run "
+                                   f"{run.run_id}; --fresh measures them again)")
+    assert len(stored.runs()) == 1
+
+
+def test_profiles_lists_yours_and_whether_each_was_validated(syn: Path) -> None:
+    result = invoke("profiles")
+    assert result.exit_code == 0, result.output
+    assert "syn   Synthetic GPU, measured 2026-11-26" in result.output
+    assert "yours  not yet" in result.output
+
+
+def test_ceilings_save_profile_keeps_the_stored_ceilings_of_this_machine(
+        profiles: Path, db: str) -> None:
+    store = open_store(db)
+    run = start_run(store, RunKind.CEILINGS, {"budget_s": 0.1})
+    loop = Case("dispatch", "correct", "numpy", "cpu", "float32", 1, (("mode", "loop"),))
+    run.record(Measurement(loop, Status.OK, samples=(1e-6,) * 5))
+    run.finish()
+    result = invoke("ceilings", "-b", "numpy", "--db", db, "--save-profile", "here")
+    assert result.exit_code == 0, result.output
+    assert f"saved profile {profiles / 'here.json'}" in result.output
+    saved = profile.load("here").profile
+    assert saved.run_id == run.run_id and not saved.has_gpu
+    assert [c.name for c in saved.ceilings] == ["per-op dispatch cost"]
+
+
+def test_ceilings_refuses_a_bad_profile_name_before_measuring(profiles: Path, db: str) -> None:
+    result = invoke("ceilings", "-b", "numpy", "--db", db, "--save-profile", "a/b")
+    assert result.exit_code == 2
+    assert "profile name 'a/b' is not accepted" in result.output
+    assert open_store(db).runs() == []
+
+
+def test_a_profile_measured_without_a_gpu_predicts_nothing_and_says_so(cpu_export: Path
+                                                                     ) -> None:
+    """tests/data/predict/cpu-box.json: `gpuvs ceilings --save-profile cpu-box` on the
+    2-core CI box, which has no GPU."""
+    cpu_box = Path(__file__).parents[1] / "data" / "predict" / "cpu-box.json"
+    result = invoke("predict", "--from-run", str(cpu_export), "--profile", str(cpu_box))
+    assert result.exit_code == 2
+    assert result.output.startswith("error: profile 'cpu-box' was measured on a machine "
+                                    "without a GPU (no GPU (Intel(R) Xeon(R) Processor")

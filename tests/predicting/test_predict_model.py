@@ -1,0 +1,116 @@
+"""The model's arithmetic on a synthetic profile: each expected time worked out by hand
+from its round ceilings (50 TFLOP/s float32, 2 TB/s, 10 µs a launch, 10 GB/s in and
+5 GB/s out, 20 µs a copy's sync)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from tests.predicting.samples import synthetic
+
+from gpuvs.errors import UsageError
+from gpuvs.model import Case
+from gpuvs.predicting import model
+from gpuvs.predicting.model import FRESH, Term
+from gpuvs.predicting.work import Work, of_case
+
+
+def test_a_big_product_is_compute_bound_at_the_dtype_peak() -> None:
+    e = model.estimate(Work(flops=1e12, bytes=1e9), synthetic())
+    assert e.seconds == pytest.approx(1e12 / 50e12)
+    assert e.dominant is Term.COMPUTE and e.regime == "compute"
+    assert e.why == "compute-bound: 1e+12 FLOP at 50 TFLOP/s (float32)"
+
+
+def test_float32_on_tf32_units_uses_the_tf32_peak() -> None:
+    e = model.estimate(Work(flops=1e12, bytes=1e9, tf32=True), synthetic())
+    assert e.seconds == pytest.approx(1e12 / 400e12)
+    assert "(float32 as TF32)" in e.why
+
+
+def test_a_pass_over_memory_is_memory_bound_at_the_copy_bandwidth() -> None:
+    e = model.estimate(Work(flops=1e8, bytes=8e8), synthetic())
+    assert e.seconds == pytest.approx(8e8 / 2e12)  # 400 µs, over the 10 µs launch
+    assert e.dominant is Term.MEMORY
+    assert e.why.startswith("memory-bound: 763 MiB at 2 TB/s")
+
+
+def test_short_kernels_wait_on_the_host_launching_them() -> None:
+    e = model.estimate(Work(flops=3e3, bytes=1.2e4, launches=3), synthetic())
+    assert e.seconds == pytest.approx(3 * 10e-6)
+    assert e.dominant is Term.LAUNCH
+    assert e.why.startswith("launch-bound: 3 launch(es) × 10 µs of host dispatch outweigh")
+
+
+def test_each_backend_launches_at_its_own_dispatch_cost() -> None:
+    e = model.estimate(Work(bytes=1e3, launches=2, backend="jax"), synthetic())
+    assert e.seconds == pytest.approx(2 * 100e-6)
+
+
+def test_an_end_to_end_call_adds_its_copies_to_the_work() -> None:
+    work = Work(flops=2e9, bytes=1.2e7, copied_in=(4e6, 4e6), copied_out=(4e6,))
+    e = model.estimate(work, synthetic())
+    copies = 8e6 / 10e9 + 4e6 / 5e9 + 3 * 20e-6   # 800 + 800 + 60 µs
+    assert e.terms[Term.TRANSFER] == pytest.approx(copies)
+    assert e.seconds == pytest.approx(copies + max(2e9 / 50e12, 1.2e7 / 2e12, 10e-6))
+    assert e.dominant is Term.TRANSFER and e.regime == "transfer"
+    assert "3 copies × 20 µs" in e.why
+
+
+def test_an_output_past_32_mib_lands_in_fresh_host_memory_a_regime_of_its_own() -> None:
+    work = Work(bytes=2e8, copied_in=(1e8,), copied_out=(1e8,))
+    e = model.estimate(work, synthetic())
+    assert e.dominant is Term.TRANSFER and e.regime == FRESH
+    assert e.why.endswith("its output lands in freshly mapped host memory")
+    small = model.estimate(dataclasses.replace(work, copied_out=(1e6,)), synthetic())
+    assert small.regime == "transfer"
+
+
+def test_a_workload_case_is_counted_by_its_workload() -> None:
+    square = Case("matmul", "correct", "torch", "cuda:0", "float32", 1024,
+                  (("data", "end_to_end"), ("shape", "square")))
+    work = of_case(square)
+    assert work.flops == 2 * 1024**3 and work.launches == 1
+    assert work.copied_in == (4 * 1024**2, 4 * 1024**2) and work.copied_out == (4 * 1024**2,)
+    jax = of_case(dataclasses.replace(square, backend="jax", params=(("shape", "square"),)))
+    assert jax.tf32 and not jax.end_to_end  # JAX multiplies float32 as TF32 by default
+
+
+def test_the_chain_launches_three_kernels_and_its_fused_variant_one() -> None:
+    chain = Case("elementwise", "correct", "cupy", "cuda:0", "float32", 10**6,
+                 (("op", "chain"),))
+    assert of_case(chain).launches == 3
+    assert of_case(dataclasses.replace(chain, variant="tuned")).launches == 1
+
+
+def test_gpu_to_gpu_scales_each_bound_by_its_own_ceiling() -> None:
+    a, b = synthetic("a"), synthetic("b", {"memory": 1.5, "matmul": 1.0, "per-op": 0.5})
+    memory = Work(bytes=8e8)
+    compute = Work(flops=1e12, bytes=1e8)
+    launch = Work(bytes=1e3, launches=2)
+    assert model.scaled(1e-3, memory, a, b)[0] == pytest.approx(1e-3 / 1.5)
+    assert model.scaled(30e-3, compute, a, b)[0] == pytest.approx(30e-3)
+    assert model.scaled(25e-6, launch, a, b)[0] == pytest.approx(25e-6 * 0.5)
+
+
+def test_a_profile_without_a_ceiling_the_call_needs_says_which() -> None:
+    p = synthetic()
+    bare = dataclasses.replace(p, ceilings=tuple(c for c in p.ceilings if c.backend != "jax"))
+    with pytest.raises(UsageError, match="has no measured per-op dispatch cost of jax on a GPU"):
+        model.estimate(Work(bytes=1e3, backend="jax"), bare)
+
+
+def test_a_profile_of_a_machine_without_a_gpu_predicts_no_gpu_time() -> None:
+    p = synthetic()
+    cpu_only = dataclasses.replace(p, ceilings=tuple(c for c in p.ceilings if c.device == "cpu"))
+    with pytest.raises(UsageError, match="measured on a machine without a GPU"):
+        model.estimate(Work(bytes=1e3), cpu_only)
+
+
+def test_an_end_to_end_pass_copies_its_array_both_ways_and_ones_copies_nothing() -> None:
+    e2e = Case("elementwise", "correct", "torch", "cuda:0", "float64", 1000,
+               (("data", "end_to_end"), ("op", "scale")))
+    assert (of_case(e2e).copied_in, of_case(e2e).copied_out) == ((8000.0,), (8000.0,))
+    ones = Case("elementwise", "correct", "torch", "cuda:0", "float32", 1000, (("op", "ones"),))
+    assert not of_case(ones).end_to_end

@@ -1,0 +1,110 @@
+"""Calibration, intervals and confidence come from a validation run's residuals, and
+from nothing else: without them a prediction has no interval and says so."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from tests.predicting.samples import synthetic
+
+from gpuvs.errors import UsageError
+from gpuvs.predicting import model, profile
+from gpuvs.predicting.forecast import Target
+from gpuvs.predicting.residuals import Residual, Residuals, beside, of_points, save
+from gpuvs.predicting.work import Work
+
+LAUNCH = model.estimate(Work(bytes=1e3, launches=1), synthetic())   # 10 µs, launch-bound
+
+
+def residuals(points: list[tuple[str, str, str, float]]) -> Residuals:
+    return of_points("syn", ["run-a"], "2026-11-26", [Residual(*p) for p in points])
+
+
+def steady(workload: str, ratio: float, series: int = 6, regime: str = "launch"
+           ) -> list[tuple[str, str, str, float]]:
+    """`series` series of one case each, all measured at `ratio` × the model."""
+    return [(workload, regime, f"{workload}/{i}", ratio) for i in range(series)]
+
+
+def test_a_validated_workload_is_calibrated_by_its_own_cases() -> None:
+    r = residuals(steady("elementwise", 0.7) + steady("matmul", 1.5))
+    p = r.predict(LAUNCH, "elementwise")
+    assert p.seconds == pytest.approx(0.7 * 10e-6)
+    assert p.why().endswith("× 0.7, the median of 6 launch-bound elementwise cases")
+    assert r.predict(LAUNCH, "matmul").seconds == pytest.approx(1.5 * 10e-6)
+
+
+def test_code_no_validation_saw_is_calibrated_by_every_case_of_its_regime() -> None:
+    r = residuals(steady("elementwise", 0.5) + steady("matmul", 2.0, series=7))
+    p = r.predict(LAUNCH, "")  # the user's own code
+    assert p.seconds == pytest.approx(2.0 * 10e-6)  # median of 13: the 7th, a matmul's 2.0
+    assert "13 launch-bound cases" in p.why()
+
+
+def test_a_regime_with_too_few_cases_falls_back_to_every_case() -> None:
+    r = residuals(steady("matmul", 3.0, series=2, regime="compute")
+                  + steady("matmul", 1.0, series=5, regime="memory"))
+    assert "7 validated cases" in r.predict(LAUNCH, "matmul").why()
+
+
+def test_the_interval_is_where_like_cases_fell_against_their_own_prediction() -> None:
+    ratios = [0.8, 0.9, 1.0, 1.0, 1.1, 1.2, 1.0, 1.0]
+    r = residuals([("w", "launch", f"w/{i}", x) for i, x in enumerate(ratios)])
+    p = r.predict(LAUNCH, "w")
+    low, high = p.interval  # type: ignore[misc]
+    assert low < p.seconds < high
+    # Every case's others have a median of 1.0, so each one's measured ÷ predicted is its
+    # own ratio: the interval spans their 5th to 95th percentile around the median, 1.0.
+    assert low / p.seconds == pytest.approx(float(np.quantile(ratios, 0.05)))
+    assert high / p.seconds == pytest.approx(float(np.quantile(ratios, 0.95)))
+
+
+def test_leaving_a_series_out_predicts_it_as_if_it_had_never_been_measured() -> None:
+    r = residuals(steady("w", 1.0) + [("w", "launch", "odd", 9.0)])
+    assert r.predict(LAUNCH, "w", leave_out="odd").seconds == pytest.approx(10e-6)
+
+
+def test_a_workload_the_model_misses_is_marked_low_confidence_with_its_number() -> None:
+    r = residuals([("gru", "launch", f"g/{i}", x) for i, x in enumerate([2, 9, 25, 4, 14, 6])]
+                  + steady("elementwise", 1.0))
+    assert r.low_confidence("elementwise", "launch") == ""
+    said = r.predict(LAUNCH, "gru").low_confidence
+    assert said.startswith("low confidence: syn's validation missed gru cases by ")
+    assert "(median of 6, each predicted without its series)" in said
+
+
+def test_without_residuals_there_is_no_interval_and_the_target_says_so(tmp_path: Path) -> None:
+    path = profile.save(synthetic(), tmp_path)
+    t = Target(profile.load(str(path)), None)
+    p = t.predict(Work(bytes=1e3))
+    assert p.interval is None and not p.validated and p.factor == 1
+    assert p.why() == LAUNCH.why
+    assert t.lines()[1].startswith("interval: not yet validated for syn: no residuals beside "
+                                   "its profile")
+
+
+def test_residuals_are_found_beside_their_profile(tmp_path: Path) -> None:
+    path = profile.save(synthetic(), tmp_path)
+    found = profile.load(str(path))
+    assert beside(found) is None
+    r = residuals(steady("w", 1.0))
+    save(r, tmp_path / "syn.residuals.json")
+    assert beside(found) == r
+    assert profile.available() == [] or all(f.profile.name != "syn.residuals"
+                                            for f in profile.available())
+
+
+def test_a_file_that_is_not_residuals_is_refused_in_one_line(tmp_path: Path) -> None:
+    path = profile.save(synthetic(), tmp_path)
+    (tmp_path / "syn.residuals.json").write_text(json.dumps({"format_version": 7}))
+    with pytest.raises(UsageError, match="is not a gpuvs residuals file of format 1"):
+        beside(profile.load(str(path)))
+
+
+def test_a_ratio_that_says_nothing_is_dropped() -> None:
+    r = residuals([("w", "launch", "a", 1.0), ("w", "launch", "b", 0.0),
+                   ("w", "launch", "c", float("inf"))])
+    assert [p.series for p in r.points] == ["a"]
