@@ -217,8 +217,26 @@ def test_passes_merge_samples_in_order_and_keep_what_only_a_pass_could_see() -> 
                         counters={"case_s": 0.9}, caveats=(Caveat.CONTENDED,))
     m = merged(first, later)
     assert m.samples == (1.0,) * 10 + (1.01,) * 10 and m.first_call_s == 20.0 and m.loops == 3
-    assert m.counters == {"case_s": 0.9, "passes": 2.0}
+    assert m.counters == {"case_s": 0.9, "passes": 2.0,
+                          "passes_apart": pytest.approx(0.01)} and m.passes == (10, 10)
     assert Caveat.CONTENDED in m.caveats and Caveat.FIRST_CALL_SLOW in m.caveats
+
+
+def test_the_interval_covers_both_passes_and_a_disagreement_is_named() -> None:
+    """Each pass is a fresh process; a repeat lands among them, so the CI covers both
+    medians — and where they disagree beyond each pass's own interval, the case says the
+    process sets its number (`process_dependent`), not a generic doubt."""
+    from gpuvs.execute.runner import merged
+    c = case("test_spin", 1)
+    rng = [1.0 + 0.001 * (i % 5) for i in range(40)]
+    first = Measurement(c, Status.OK, samples=tuple(rng))
+    close = merged(first, Measurement(c, Status.OK, samples=tuple(x * 1.0005 for x in rng)))
+    apart = merged(first, Measurement(c, Status.OK, samples=tuple(x * 1.2 for x in rng)))
+    assert Caveat.PROCESS_DEPENDENT not in close.caveats
+    assert Caveat.PROCESS_DEPENDENT in apart.caveats
+    s = apart.summary
+    assert s is not None and s.ci_low <= 1.002 and s.ci_high >= 1.2 * 1.002
+    assert apart.counters["passes_apart"] == pytest.approx(0.2)
     crashed = Measurement(c, Status.CRASHED, reason="the worker died")
     assert merged(first, crashed) is crashed
 

@@ -50,6 +50,7 @@ class Caveat(str, Enum):
     CONTENDED = "contended"
     MULTIMODAL = "multimodal"
     DRIFTING = "drifting"
+    PROCESS_DEPENDENT = "process_dependent"
 
     def __str__(self) -> str:
         return self.value
@@ -97,6 +98,14 @@ class Case:
                    str(d["dtype"]), int(d["size"]), params)
 
 
+# The run-to-run spread of a median, measured for each timer (docs/accuracy.md): how far
+# the next repeat's median lands from this one's, relative, which no CI from one
+# process's samples can show. A CI is never narrower. CUDA events: big kernels on an H100
+# (a 4096³ float32 product, x.mul_ and CuPy x *= 5 on 10⁸ elements, a bf16 product at the
+# power cap), ten repeats each; elsewhere not measured, so no floor is claimed.
+REPEAT_SPREAD: Mapping[str, float] = MappingProxyType({"cuda_events": 0.005})
+
+
 def _frozen_mapping(m: Mapping[str, float] | None) -> Mapping[str, float]:
     return MappingProxyType(dict(m or {}))
 
@@ -127,14 +136,19 @@ class Measurement:
     caveats: tuple[Caveat, ...] = ()
     workload_version: str = ""
     graph_samples: tuple[float, ...] = ()
+    passes: tuple[int, ...] = ()  # samples each pass took, each in a process of its own
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "counters", _frozen_mapping(self.counters))
 
     @cached_property
     def summary(self) -> stats.Summary | None:
-        """Statistics of `samples`; None when the case produced none."""
-        return stats.summarize(self.samples) if self.samples else None
+        """Statistics of `samples`; None when the case produced none. The CI covers every
+        pass's median (`passes`), and is never narrower than the run-to-run spread
+        measured for its timer (`REPEAT_SPREAD`)."""
+        if not self.samples:
+            return None
+        return stats.summarize(self.samples, self.passes, REPEAT_SPREAD.get(self.timer, 0.0))
 
     @cached_property
     def wall_summary(self) -> stats.Summary | None:
@@ -160,6 +174,7 @@ class Measurement:
             "workload_version": self.workload_version,
             # Only where sampled: every stored run and export before it reads the same.
             **({"graph_samples": list(self.graph_samples)} if self.graph_samples else {}),
+            **({"passes": list(self.passes)} if self.passes else {}),
         }
 
     def to_json(self) -> str:
@@ -181,6 +196,7 @@ class Measurement:
             caveats=tuple(Caveat(c) for c in d.get("caveats", ())),
             workload_version=str(d.get("workload_version", "")),
             graph_samples=tuple(float(x) for x in d.get("graph_samples", ())),
+            passes=tuple(int(x) for x in d.get("passes", ())),
         )
 
 

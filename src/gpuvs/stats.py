@@ -55,17 +55,43 @@ class Summary:
         return (self.ci_high - self.ci_low) / 2 / self.median if self.median > 0 else math.inf
 
 
-def summarize(samples: Sequence[float]) -> Summary:
+def summarize(samples: Sequence[float], groups: Sequence[int] = (),
+              floor_rel: float = 0.0) -> Summary:
+    """The summary of `samples`, in time order. `groups` are the lengths of consecutive
+    groups taken in separate processes (a run's passes): the CI is widened to cover each
+    group's own median, since a repeat in a new process lands anywhere among them.
+    `floor_rel` is a half-width the CI is never narrower than: the run-to-run spread
+    measured for that kind of case, which samples from one process cannot show."""
     a = np.asarray(samples, dtype=float)
     if a.size == 0:
         raise ValueError("cannot summarise zero samples")
     p25, median, p75 = np.percentile(a, [25, 50, 75])
     ci_low, ci_high = honest_median_ci(a)
+    for m in group_medians(a, groups):
+        ci_low, ci_high = min(ci_low, m), max(ci_high, m)
+    ci_low = min(ci_low, float(median) * (1 - floor_rel))
+    ci_high = max(ci_high, float(median) * (1 + floor_rel))
     return Summary(
         n=int(a.size), median=float(median), p25=float(p25), p75=float(p75),
         mean=float(a.mean()), std=float(a.std(ddof=1)) if a.size > 1 else 0.0,
         min=float(a.min()), max=float(a.max()), ci_low=ci_low, ci_high=ci_high,
     )
+
+
+def split_groups(samples: Sequence[float] | np.ndarray, groups: Sequence[int]
+                 ) -> list[np.ndarray]:
+    """`samples` cut into consecutive groups of the lengths `groups` (none when the
+    lengths do not add up to the samples, or there is only one group)."""
+    if len(groups) < 2 or sum(groups) != len(samples) or min(groups) < 1:
+        return []
+    a = np.asarray(samples, dtype=float)
+    return np.split(a, np.cumsum(groups)[:-1])
+
+
+def group_medians(samples: Sequence[float] | np.ndarray, groups: Sequence[int]
+                  ) -> list[float]:
+    """The median of each consecutive group of `samples` (`split_groups`)."""
+    return [float(np.median(g)) for g in split_groups(samples, groups)]
 
 
 def median_of(samples: Sequence[float]) -> float:

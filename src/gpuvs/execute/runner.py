@@ -18,13 +18,14 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
-from gpuvs import backends
+from gpuvs import backends, stats
 from gpuvs.backends.base import NO_GPU
 from gpuvs.config import RunConfig
 from gpuvs.execute.observe import observations
 from gpuvs.execute.policy import OutOfMemorySeries
 from gpuvs.execute.supervisor import STARTUP_ALLOWANCE_S, Child
 from gpuvs.machine import energy, memory
+from gpuvs.measuring import caveats
 from gpuvs.measuring.caveats import detect as caveats_of
 from gpuvs.measuring.protocol import Budget
 from gpuvs.model import Case, Caveat, Measurement, Params, Status
@@ -346,22 +347,32 @@ def _again(m: Measurement) -> bool:
 
 
 def merged(first: Measurement, later: Measurement) -> Measurement:
-    """One case from two passes: samples in the order taken, the first pass's first call,
-    loops and what only it measured (kernel counts, parts, busy time), the later pass's
-    other counters, and the caveats judged on all the samples (plus those only a pass
-    could see: contention, throttling, TF32). A later pass that failed
-    is the case's outcome: a number that could not be taken again is not kept."""
+    """One case from two passes: samples in the order taken, each pass's count of them
+    (`passes`: the CI covers every pass's median), how far apart the passes' medians are
+    (`passes_apart`, relative), the first pass's first call, loops and what only it
+    measured (kernel counts, parts, busy time), the later pass's other counters (peaks:
+    the larger), and the caveats judged on all the samples (plus those only a pass could
+    see: contention, throttling, TF32; and `process_dependent`, when the passes disagree
+    beyond each one's own interval). A later pass that failed is the case's outcome: a
+    number that could not be taken again is not kept."""
     if later.status is not Status.OK:
         return later
     samples = (*first.samples, *later.samples)
+    passes = (*(first.passes or (len(first.samples),)), len(later.samples))
     seen = {cv for cv in (*first.caveats, *later.caveats) if cv in PASS_CAVEATS}
     found = caveats_of(samples, first.first_call_s,
                        Caveat.BUDGET_EXHAUSTED not in later.caveats)
-    return replace(first, samples=samples,
+    if caveats.process_dependent(samples, passes):
+        found += (Caveat.PROCESS_DEPENDENT,)
+    medians = stats.group_medians(samples, passes)
+    peaks = {k: max(v, first.counters.get(k, v)) for k, v in later.counters.items()
+             if k.startswith("peak_")}  # the first pass also built the reference
+    return replace(first, samples=samples, passes=passes,
                    wall_samples=(*first.wall_samples, *later.wall_samples),
                    warmups=first.warmups + later.warmups,
-                   counters={**first.counters, **later.counters,
-                             "passes": first.counters.get("passes", 1.0) + 1},
+                   counters={**first.counters, **later.counters, **peaks,
+                             "passes": float(len(passes)),
+                             "passes_apart": max(medians) / min(medians) - 1},
                    caveats=tuple(dict.fromkeys((*found, *sorted(seen)))))
 
 

@@ -8,12 +8,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
+
 from gpuvs import stats
 from gpuvs.model import Caveat
 
 ADVICE: dict[Caveat, str] = {
-    Caveat.UNSTABLE: "samples vary a lot (IQR over 10 % of the median); close other "
-                     "programs, pin CPU frequency, or raise --budget",
+    Caveat.UNSTABLE: "the 95 % CI of the median is wider than ±5 %: the number is only "
+                     "known that well; close other programs, pin CPU frequency, or raise "
+                     "--budget",
     Caveat.FIRST_CALL_SLOW: "the first call was over 10x the median (compilation, handles, "
                             "caches); it is reported as first_call_s, not in the median",
     Caveat.BUDGET_EXHAUSTED: "the budget ended before the CI of the median reached the "
@@ -30,18 +33,22 @@ ADVICE: dict[Caveat, str] = {
     Caveat.CONTENDED: "other processes used the CPUs (or the GPU) while this case ran, "
                       "and did again when it was measured a second time; the number is "
                       "the busy machine's: stop them and rerun",
-    Caveat.MULTIMODAL: "some samples ran far faster than the median (two groups, not one "
-                       "spread); it was measured again with three times the budget and "
-                       "stayed so: the median may belong to the slower group",
+    Caveat.MULTIMODAL: "a tenth or more of the samples ran far faster than the median (two "
+                       "groups, not one spread); it was measured again with three times the "
+                       "budget and stayed so: the median may belong to the slower group",
     Caveat.DRIFTING: "the samples moved during the run (the first and last stretches "
                      "differ); it was measured again with three times the budget and "
                      "kept moving: warm the machine up or pin its clocks",
+    Caveat.PROCESS_DEPENDENT: "the two passes, each in a fresh process, gave medians further "
+                              "apart than either pass's own interval: the process itself "
+                              "(where its allocator put the data, the host's state when it "
+                              "started) sets this number; the interval covers both passes",
 }
 
 # The caveats that put the number itself in doubt: shown beside it in every table, and
 # the ones a case is measured again for.
 DOUBTS = frozenset({Caveat.UNSTABLE, Caveat.MULTIMODAL, Caveat.DRIFTING, Caveat.CONTENDED,
-                    Caveat.THROTTLED})
+                    Caveat.THROTTLED, Caveat.PROCESS_DEPENDENT})
 REMEASURE = frozenset({Caveat.MULTIMODAL, Caveat.DRIFTING})
 
 
@@ -50,12 +57,17 @@ def doubts(found: Sequence[Caveat]) -> str:
     named = [str(c) for c in found if c in DOUBTS]
     return f" ({', '.join(named)})" if named else ""
 
-UNSTABLE_IQR_REL = 0.10
+# A median whose 95 % CI is wider than this (half-width, relative) is doubtful: a wide
+# spread of samples alone is not (a launch-bound call's samples spread by a tenth or more,
+# and a thousand of them still pin the median to ±0.5 %).
+UNSTABLE_CI_REL = 0.05
 FIRST_CALL_SLOW_FACTOR = 10.0
 FEW_SAMPLES = 5
 OUTLIER_FRACTION = 0.10
-# A median this many times the fastest sample: a faster group of samples exists.
+# A median this many times the fastest tenth of the samples: a faster group exists (one
+# fast sample is an outlier, not a group).
 MULTIMODAL_FACTOR = 1.5
+MULTIMODAL_GROUP = 10  # percentile: the fastest tenth
 # First and last stretches whose medians differ by more than this: the run drifted.
 DRIFT_REL = 0.10
 MIN_SAMPLES_FOR_SHAPE = 10
@@ -68,7 +80,7 @@ def detect(samples: Sequence[float], first_call_s: float | None,
         return ()
     s = stats.summarize(samples)
     found: list[Caveat] = []
-    if s.median > 0 and s.iqr / s.median > UNSTABLE_IQR_REL:
+    if s.median > 0 and s.ci_halfwidth_rel > UNSTABLE_CI_REL:
         found.append(Caveat.UNSTABLE)
     if first_call_s is not None and first_call_s > FIRST_CALL_SLOW_FACTOR * s.median:
         found.append(Caveat.FIRST_CALL_SLOW)
@@ -88,10 +100,21 @@ def _shape(samples: Sequence[float], s: stats.Summary) -> list[Caveat]:
     if s.n < MIN_SAMPLES_FOR_SHAPE or s.min <= 0:
         return []
     found = []
-    if s.median / s.min > MULTIMODAL_FACTOR:
+    fast = float(np.percentile(np.asarray(samples, dtype=float), MULTIMODAL_GROUP))
+    if fast > 0 and s.median / fast > MULTIMODAL_FACTOR:
         found.append(Caveat.MULTIMODAL)
     third = s.n // 3
     first, last = stats.median_of(samples[:third]), stats.median_of(samples[-third:])
     if abs(last / first - 1) > DRIFT_REL:
         found.append(Caveat.DRIFTING)
     return found
+
+
+def process_dependent(samples: Sequence[float], passes: Sequence[int]) -> bool:
+    """Whether the passes, each in a process of its own, disagree beyond what each saw of
+    itself: no pass's median lies inside another pass's own CI."""
+    groups = stats.split_groups(samples, passes)
+    medians = [float(np.median(g)) for g in groups]
+    own = [stats.honest_median_ci(g) for g in groups]
+    return len(groups) > 1 and not any(lo <= m <= hi for i, (lo, hi) in enumerate(own)
+                                       for j, m in enumerate(medians) if i != j)

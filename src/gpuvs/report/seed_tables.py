@@ -67,11 +67,35 @@ def _cell(figure: Figure | None, value: float | None, ms: Sequence[Measurement])
     return _missing(figure, ms)
 
 
+# A ratio whose bounds (from its two cases' CIs) lie within this factor of each other, on
+# one side of 1, gives the same answer whatever its cases' doubts: they are not shown.
+DECIDED_SPAN = 1.5
+
+
 def _doubts(figure: Figure, ms: Sequence[Measurement]) -> str:
-    """The caveats that doubt the figure's cases, beside the figure."""
-    found = [cv for pick in _picks(figure) if (m := pick.find(ms)) is not None
-             for cv in m.caveats]
+    """The caveats that doubt the figure's cases, beside the figure — for a ratio, only
+    where they could change its answer: its bounds straddle 1, or lie far apart. A
+    figure that is a first call (one timing) carries no doubt about a median."""
+    if isinstance(figure, Ratio) and _decided(figure, ms):
+        return ""
+    found = [cv for pick in _picks(figure) if pick.stat == "time"
+             and (m := pick.find(ms)) is not None for cv in m.caveats]
     return caveats.doubts(list(dict.fromkeys(found)))
+
+
+def _decided(ratio: Ratio, ms: Sequence[Measurement]) -> bool:
+    slow, fast = ratio.slow.find(ms), ratio.fast.find(ms)
+    if (slow is None or fast is None or slow.summary is None or fast.summary is None
+            or "time" not in (ratio.slow.stat, ratio.fast.stat)):
+        return False
+    s_lo, s_hi = ((slow.summary.ci_low, slow.summary.ci_high) if ratio.slow.stat == "time"
+                  else (value_of(ratio.slow, ms) or 0.0,) * 2)
+    f_lo, f_hi = ((fast.summary.ci_low, fast.summary.ci_high) if ratio.fast.stat == "time"
+                  else (value_of(ratio.fast, ms) or 0.0,) * 2)
+    if min(s_lo, f_lo) <= 0:
+        return False
+    lo, hi = s_lo / f_hi, s_hi / f_lo
+    return (lo > 1 or hi < 1) and hi / lo < DECIDED_SPAN
 
 
 def _missing(figure: Figure, ms: Sequence[Measurement]) -> str:
