@@ -34,8 +34,8 @@ ALLOWED: dict[str, set[str]] = {
     "machine": {"backends", "measuring", "model", "units"},
     "config": {"backends", "errors", "measuring", "workloads"},
     # many cases, each in a process gpuvs supervises
-    "execute": {"backends", "config", "errors", "machine", "measuring", "model", "units",
-                "workloads"},
+    "execute": {"backends", "config", "errors", "machine", "measuring", "model", "stats",
+                "units", "workloads"},
     # results kept, and what they mean
     "store": {"_version", "errors", "machine", "model"},
     "analysis": {"machine", "model", "stats", "units"},
