@@ -68,19 +68,30 @@ def test_unknown_collective() -> None:
 
 def test_scaling_cases_weak_and_strong() -> None:
     weak = scaling_cases(Setup("gloo", "cpu", 4), 32, strong=False)
-    assert [c.size for c in weak] == [1, 2, 3, 4]
+    # N = 1 again last: how far the baseline moved while the others ran
+    assert [c.size for c in weak] == [1, 2, 3, 4, 1]
+    assert [c.param("round") for c in weak] == ["", "", "", "", "after"]
     assert {per_rank_batch(c) for c in weak} == {32}
     strong = scaling_cases(Setup("gloo", "cpu", 2), 32, strong=True)
-    assert [per_rank_batch(c) for c in strong] == [32, 16]
+    assert [per_rank_batch(c) for c in strong] == [32, 16, 32]
     with pytest.raises(UsageError, match="32 is not divisible by 3"):
         scaling_cases(Setup("gloo", "cpu", 3), 32, strong=True)
 
 
 def test_strong_scaling_on_four_or_eight_ranks_runs_the_counts_that_split_the_batch() -> None:
     four = scaling_cases(Setup("nccl", "cuda", 4), 32, strong=True)
-    assert [c.size for c in four] == [1, 2, 4]
+    assert [c.size for c in four] == [1, 2, 4, 1]
     eight = scaling_cases(Setup("nccl", "cuda", 8), 32, strong=True)
-    assert [(c.size, per_rank_batch(c)) for c in eight] == [(1, 32), (2, 16), (4, 8), (8, 4)]
+    assert [(c.size, per_rank_batch(c)) for c in eight] == [(1, 32), (2, 16), (4, 8), (8, 4),
+                                                            (1, 32)]
+
+
+def test_a_rank_count_met_again_later_is_a_launch_of_its_own() -> None:
+    from gpuvs.distributed.launch import by_world_size
+    from gpuvs.distributed.spec import Spec
+    cases = scaling_cases(Setup("gloo", "cpu", 2), 4, strong=False)
+    parts = by_world_size(Spec("scaling", Setup("gloo", "cpu", 2), cases))
+    assert [(p.setup.nproc, len(p.cases)) for p in parts] == [(1, 1), (2, 1), (1, 1)]
 
 
 def test_a_spec_travels_as_json() -> None:

@@ -86,6 +86,28 @@ def test_weak_scaling_efficiency_and_the_compute_comm_split() -> None:
     assert efficiency(two, one) == pytest.approx((0.8, 0.8, 0.8))
 
 
+def test_the_baseline_measured_again_after_the_others_widens_every_efficiency() -> None:
+    """On two H100s N = 1 ran at 3.23 ms, N = 2 at 3.12 ms: a weak-scaling efficiency of
+    103 % [101, 106]. Each N is its own launch, and the host moved between them; N = 1 is
+    run again last, and the interval covers both baselines."""
+    from dataclasses import replace
+    before, two = _scaling(1, 0.00323, 0.003), _scaling(2, 0.00312, 0.003)
+    after = _scaling(1, 0.00305, 0.003)
+    after = replace(after, case=replace(after.case, params=(*after.case.params,
+                                                            ("round", "after"))))
+    est, lo, hi = efficiency(two, [before, after])
+    assert est == pytest.approx(0.00323 / 0.00312)
+    assert lo == pytest.approx(0.00305 / 0.00312) and hi == pytest.approx(0.00323 / 0.00312)
+    (table,) = dist_tables([before, two, after])
+    rows = [dict(zip(table.columns, r, strict=True)) for r in table.rows]
+    assert [r["N"].strip() for r in rows] == ["1", "1 (after)", "2"]
+    assert rows[1]["efficiency"] == "(base again)"
+    assert rows[2]["efficiency"] == "104% [98, 104]"
+    notes = " ".join(table.notes)
+    assert "N = 1 before the others: 3.23 ms a step, after them: 3.05 ms (-5.6 %)" in notes
+    assert "an efficiency above 100 %: weak scaling cannot beat one rank here" in notes
+
+
 def test_strong_scaling_efficiency_divides_by_the_ranks() -> None:
     one, two = _scaling(1, 0.100, 0.1, "strong"), _scaling(2, 0.0625, 0.05, "strong")
     assert efficiency(two, one)[0] == pytest.approx(0.8)  # 0.100 / (2 · 0.0625)

@@ -29,7 +29,9 @@ def test_weak_scaling_on_one_and_two_gloo_ranks_inside_the_users_torchrun(db: st
     store = open_store(db)
     record = store.get_run(store.latest_run_id())
     assert record.config["launched"] is True and record.status == "finished"
-    one, two = store.measurements(record.run_id)
+    one, two, again = store.measurements(record.run_id)
+    assert again.case.size == 1 and again.case.param("round") == "after"
+    assert "N = 1 before the others" in out
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     for m, n in ((one, 1), (two, 2)):
         assert m.status is Status.OK, m.reason  # ok: every rank held rank 0's weights

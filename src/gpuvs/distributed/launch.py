@@ -77,14 +77,19 @@ def execute(spec: Spec, recording: Any, on_result: Callable[[Measurement], None]
 
 
 def by_world_size(spec: Spec) -> list[Spec]:
-    """The spec split by the ranks its cases need, in the cases' order: a scaling case
-    runs on `size` ranks, a collective on all of them."""
-    worlds: dict[int, list[Case]] = {}
+    """The spec split into launches by the ranks its cases need, in the cases' order: a
+    scaling case runs on `size` ranks, a collective on all of them. Consecutive cases of
+    one rank count share a launch; a rank count met again later (scaling's N = 1 after
+    the others) is a launch of its own, then."""
+    parts: list[tuple[int, list[Case]]] = []
     for case in spec.cases:
         n = case.size if spec.command == "scaling" else spec.setup.nproc
-        worlds.setdefault(n, []).append(case)
+        if parts and parts[-1][0] == n:
+            parts[-1][1].append(case)
+        else:
+            parts.append((n, [case]))
     return [replace(spec, setup=replace(spec.setup, nproc=n), cases=tuple(cases))
-            for n, cases in worlds.items()]
+            for n, cases in parts]
 
 
 def _execute_part(spec: Spec, recording: Any, on_result: Callable[[Measurement], None]

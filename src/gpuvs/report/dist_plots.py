@@ -15,7 +15,7 @@ from typing import Any
 from gpuvs import units
 from gpuvs.distributed.bandwidth import busbw
 from gpuvs.model import Measurement, Status
-from gpuvs.report.dist_tables import base_case, collective_groups, efficiency, scaling_groups
+from gpuvs.report.dist_tables import bases, collective_groups, efficiency, scaling_groups
 
 WIDTH_IN, HEIGHT_IN = 9.0, 3.6
 
@@ -33,16 +33,18 @@ def scaling_svg(ms: Iterable[Measurement]) -> str:
     fig = Figure(figsize=(WIDTH_IN * 1.4, HEIGHT_IN))
     rate, eff, split = fig.subplots(1, 3)
     _split_bars(split, groups)
-    for (backend, device, mode, batch), series in groups.items():
+    for (backend, device, mode, batch), every in groups.items():
         label = f"{backend} {device}, {mode}, batch {batch}"
+        series = [m for m in every if not m.case.param("round")]  # N = 1 again: its bounds
         ns = [m.case.size for m in series]
         line = rate.plot(ns, [m.counters["samples_per_s"] for m in series], "o-", label=label)
-        one = base_case(series)
-        if one is None:
+        ones = bases(every)
+        if not ones:
             continue
+        one = ones[0]
         rate.plot(ns, [n * one.counters["samples_per_s"] for n in ns], "--",
                   color=line[0].get_color(), alpha=0.5, label=f"ideal ({label})")
-        bounds = [efficiency(m, one) for m in series]
+        bounds = [efficiency(m, ones) for m in series]
         est = [100 * b[0] for b in bounds]
         err = [[100 * (b[0] - b[1]) for b in bounds], [100 * (b[2] - b[0]) for b in bounds]]
         eff.errorbar(ns, est, yerr=_nonnegative(err), fmt="o-", capsize=3, label=label)

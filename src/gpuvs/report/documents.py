@@ -151,8 +151,8 @@ def _dist_numbers(m: Measurement, ms: Sequence[Measurement]) -> dict[str, Any]:
                 "graph_median_s": replay.median if replay else None}
     series = dist_tables.scaling_groups(ms).get(
         (c.backend, c.device, c.param("scaling"), c.param("batch")), [])
-    one = dist_tables.base_case(series)
-    eff = dist_tables.efficiency(m, one) if one is not None and "samples_per_s" in k else None
+    ones = dist_tables.bases(series)
+    eff = dist_tables.efficiency(m, ones) if ones and "samples_per_s" in k else None
     return {"ranks": c.size, "samples_per_s": k.get("samples_per_s"),
             "efficiency": eff[0] if eff else None, "efficiency_low": eff[1] if eff else None,
             "efficiency_high": eff[2] if eff else None, "compute_s": k.get("compute_s"),
