@@ -230,3 +230,71 @@ def test_a_dry_run_or_a_refused_resume_creates_no_database(tmp_path) -> None:
     one_line_error(invoke("run", "--resume", "latest", "--all", "--db", str(db)),
                    "drop --all")
     assert not db.exists()
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["run", "--budget", "abc"], "Invalid value for '--budget'"),
+    (["run", "--no-such-flag"], "No such option: --no-such-flag"),
+    (["show"], "Missing argument 'run_id'; `gpuvs show --help` lists what it accepts"),
+    (["run", "--passes"], "Option '--passes' requires an argument"),
+    (["no-such-command"], "No such command 'no-such-command'"),
+    (["runs", "--limit", "1.5"], "Invalid value for '--limit'"),
+])
+def test_the_parsers_own_errors_are_one_line_too(args, message) -> None:
+    """click's usage, hint and message came on three lines; gpuvs's errors are one."""
+    result = invoke(*args)
+    one_line_error(result, message)
+    assert result.output.startswith("error: ")
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["-s", ""], "-s/--sizes was given an empty value; accepted: a list (1000,4096)"),
+    (["-b", ""], "-b/--backend was given an empty value; accepted: cupy, jax, numpy, "),
+    (["-b", "numpy", "-b", " "], "-b/--backend was given an empty value"),
+    (["-d", ""], "-d/--device was given an empty value; accepted: cpu, cuda, cuda:N"),
+    (["--variant", ""], "--variant was given an empty value; accepted: as_written, correct"),
+    (["--dtype", ","], "--dtype was given an empty value; accepted: float16, bfloat16"),
+    (["-w", ""], "-w/--workload was given an empty value"),
+    (["--db", ""], "Invalid value for '--db': an empty value"),
+    (["-s", "1e3:1e5:inf"], "size range factor 'inf' must be a number above 1 and finite"),
+    (["-s", "1e3:1e5:nan"], "size range factor 'nan' must be a number above 1 and finite"),
+    (["-s", "1:1e6:1.001"], "size range '1:1e6:1.001' makes 13,823 sizes; a range makes "
+                            "at most 200"),
+    (["--budget", "nan"], "--budget must be a positive number of seconds; got nan"),
+    (["--timeout", "inf"], "--timeout must be a positive number of seconds; got inf"),
+])
+def test_empty_and_non_finite_values_are_refused_not_defaulted(args, message) -> None:
+    """An empty -b once ran every backend, `1e3:1e5:inf` one size: each is refused."""
+    one_line_error(invoke("run", *args, "--dry-run"), message)
+
+
+def test_an_empty_resume_is_refused_not_a_new_run(db) -> None:
+    one_line_error(invoke("run", "--resume", "", "--db", db),
+                   "--resume was given an empty value; give a run id or latest")
+    assert not Path(db).exists()
+
+
+def test_a_plan_of_more_than_a_thousand_cases_needs_yes(db) -> None:
+    sizes = ["-s", "1:1e15:1.2,3:9e14:1.2,5:9e14:1.2", "-b", "numpy", "-d", "cpu"]
+    many = ["-w", "matmul", *sizes, "--db", db]
+    shown = invoke("run", *many, "--dry-run")
+    assert shown.exit_code == 0, shown.output
+    n = int(shown.output.split()[0])
+    assert n > 1000
+    one_line_error(invoke("run", *many), f"this plan has {n:,} cases, more than 1,000; "
+                   "--dry-run shows it, -w, -s or -a narrow it, --yes starts it")
+    one_line_error(invoke("sweep", "matmul", *sizes, "--db", db), f"this plan has {n:,} cases")
+    assert not Path(db).exists()
+    # --yes lets it past the count, to the next check: an unknown backend named here.
+    one_line_error(invoke("run", *many, "--yes", "--criterion", "nonesuch"),
+                   "unknown criterion 'nonesuch'")
+
+
+@pytest.mark.parametrize("value", ["nan", "-1", "inf"])
+def test_run_file_refuses_a_tolerance_that_is_negative_or_not_finite(value, tmp_path,
+                                                                      db) -> None:
+    script = tmp_path / "work.py"
+    script.write_text("def f(x):\n    return x\n\ndef inputs(size):\n    return (size,)\n")
+    one_line_error(invoke("run-file", f"{script}::f", "--tolerance", value, "-d", "cpu",
+                          "--db", db),
+                   f"--tolerance must be a finite number from 0, e.g. 1e-3; got {float(value)}")

@@ -37,7 +37,8 @@ def ceilings(
     from gpuvs.store.runs import find_ceilings_run
     with usage_errors():
         store = open_store(db)
-        names = split(backend) or registry.names()
+        names = (split(backend, "-b/--backend", ", ".join(registry.names()))
+                 or registry.names())
         for name in names:
             registry.get(name)
         config = RunConfig(budget_s=budget or 1.0, timeout_s=600.0).validate()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -48,6 +49,9 @@ from gpuvs.report.progress import progress
 ReportOpt = Annotated[Path | None, typer.Option(
     "--report", metavar="PATH",
     help="Also write the run's HTML report here (as `gpuvs report` does).")]
+YesOpt = Annotated[bool, typer.Option(
+    "--yes", help=f"Start a plan of more than {plan.CONFIRM_CASES} cases (without it, such a "
+                  "plan is refused: --dry-run shows it first).")]
 
 
 @app.command()
@@ -58,7 +62,7 @@ def run(
     timeout: TimeoutOpt = None, criterion: CriterionOpt = None, db: DbOption = None,
     json_path: JsonOpt = None, resume: ResumeOpt = None, cold: ColdOpt = False,
     report_path: ReportOpt = None, passes: PassesOpt = None, axis: AxisOpt = None,
-    dry_run: DryRunOpt = False, fmt: FormatOpt = "plain",
+    dry_run: DryRunOpt = False, fmt: FormatOpt = "plain", yes: YesOpt = False,
     full_suite: Annotated[bool, typer.Option(
         "--all", help="Every workload of the default suite at all its sizes and shapes "
                       "(minutes to an hour), instead of the first-answer suite: square "
@@ -78,6 +82,8 @@ def run(
                  "--criterion": criterion, "--cold": cold or None, "--passes": passes,
                  "-a": axis, "--all": full_suite or None}
         clashing = [flag for flag, value in given.items() if value not in (None, [])]
+        if resume is not None and not resume.strip():
+            raise UsageError("--resume was given an empty value; give a run id or latest")
         if resume and clashing:
             raise UsageError(f"--resume finishes a run with the settings it was started with; "
                              f"drop {', '.join(clashing)} (or start a new run without "
@@ -90,11 +96,10 @@ def run(
                                  f"`gpuvs {run_record.kind} --refresh` measures it again")
             config = cfg.RunConfig(**_config_fields(run_record.config)).validate()
         else:
-            config = build_config(split(workload), variant, backend, device, dtype, sizes,
+            config = build_config(split(workload, "-w/--workload", "the names `gpuvs list` "
+                                        "shows"), variant, backend, device, dtype, sizes,
                                    budget, timeout, criterion, cold, passes, axis, full_suite)
-        if dry_run:
-            print_plan(plan.expand(config), config)
-            raise typer.Exit(0)
+        _dry_run_or_confirm(config, dry_run, yes or run_record is not None)
         store = store or open_store(db)
     raise typer.Exit(_execute(store, config, run_record, json_path, report_path, fmt=fmt))
 
@@ -107,7 +112,7 @@ def sweep(
     timeout: TimeoutOpt = None, criterion: CriterionOpt = None, db: DbOption = None,
     json_path: JsonOpt = None, cold: ColdOpt = False, report_path: ReportOpt = None,
     passes: PassesOpt = None, axis: AxisOpt = None, dry_run: DryRunOpt = False,
-    fmt: FormatOpt = "plain",
+    fmt: FormatOpt = "plain", yes: YesOpt = False,
     refine: Annotated[bool, typer.Option(
         "--refine/--no-refine",
         help="Add sizes around each crossover until it is bracketed within --factor.")] = False,
@@ -117,18 +122,26 @@ def sweep(
 ) -> None:
     """Sweep one workload over sizes and report where the GPU starts to win."""
     with usage_errors():
-        if refine and not factor > 1:
+        if refine and not (math.isfinite(factor) and factor > 1):
             raise UsageError(f"--factor must be a number above 1; got {factor}")
         check_format(fmt)
         check_writable(json_path, report_path)
         config = build_config((workload,), variant, backend, device, dtype, sizes, budget,
                                timeout, criterion, cold, passes, axis)
-        if dry_run:
-            print_plan(plan.expand(config), config)
-            raise typer.Exit(0)
+        _dry_run_or_confirm(config, dry_run, yes)
         store = open_store(db)
     raise typer.Exit(_execute(store, config, None, json_path, report_path,
                               factor if refine else None, fmt))
+
+
+def _dry_run_or_confirm(config: Any, dry_run: bool, yes: bool) -> None:
+    """--dry-run prints the plan and ends the command; a plan too large needs --yes (a
+    resumed run was confirmed when it started)."""
+    cases = plan.expand(config)
+    if dry_run:
+        print_plan(cases, config)
+        raise typer.Exit(0)
+    plan.confirm(cases, yes)
 
 
 def _resumed(store: Any, resume: str) -> Any:
