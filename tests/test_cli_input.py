@@ -298,3 +298,41 @@ def test_run_file_refuses_a_tolerance_that_is_negative_or_not_finite(value, tmp_
     one_line_error(invoke("run-file", f"{script}::f", "--tolerance", value, "-d", "cpu",
                           "--db", db),
                    f"--tolerance must be a finite number from 0, e.g. 1e-3; got {float(value)}")
+
+
+@pytest.mark.parametrize(("content", "message"), [
+    (b"[tool.gpuvs]\nbudget_s = 1.0 # \xff\xfe\n",
+     "pyproject.toml is not valid TOML: byte 30 is not UTF-8, which TOML files must be"),
+    (b"[tool.gpuvs]\nsizes = " + b"[" * 5000 + b"]" * 5000 + b"\n",
+     "pyproject.toml is not TOML gpuvs reads: its arrays or tables are nested too deeply"),
+])
+def test_a_pyproject_that_is_not_utf8_or_nested_too_deeply_is_one_line(content, message,
+                                                                      tmp_path) -> None:
+    (tmp_path / "pyproject.toml").write_bytes(content)
+    one_line_error(invoke("run", "--dry-run", cwd=tmp_path), message)
+
+
+@pytest.mark.parametrize(("url", "message"), [
+    ("postgresql://ann:s3cret@db.example:abc/results",
+     "cannot open the results database postgresql://db.example:abc/results: Port could not "
+     "be cast to integer value as 'abc'"),
+    ("postgresql://ann:s3cret@db.example:99999/results",
+     "cannot open the results database postgresql://db.example:99999/results: Port out of "
+     "range"),
+    ("postgresql://ann:s3cret@[::1/results", "Invalid IPv6 URL"),
+])
+def test_a_postgresql_url_with_a_bad_port_is_one_line_and_hides_the_password(
+        url, message, monkeypatch) -> None:
+    pytest.importorskip("psycopg")
+    for given in (["--db", url], []):  # the flag, and the environment variable
+        monkeypatch.setenv("GPUVS_DB", url)
+        result = invoke("runs", *given)
+        one_line_error(result, message)
+        assert "s3cret" not in result.output
+
+
+@pytest.mark.parametrize("span", ["99999999999d", "1000000d", "999999w",
+                                  "99999999999999999999999999h"])
+def test_runs_since_an_absurd_span_is_one_line(span, db) -> None:
+    one_line_error(invoke("runs", "--since", span, "--db", db),
+                   f"--since {span!r} reaches back before the year 1")

@@ -211,6 +211,12 @@ def from_pyproject(path: Path = Path("pyproject.toml")) -> dict[str, Any]:
             table = tomllib.load(f).get("tool", {}).get("gpuvs", {})
     except tomllib.TOMLDecodeError as e:
         raise UsageError(f"{path} is not valid TOML: {e}") from None
+    except UnicodeDecodeError as e:
+        raise UsageError(f"{path} is not valid TOML: byte {e.start} is not UTF-8, which "
+                         "TOML files must be") from None
+    except RecursionError:
+        raise UsageError(f"{path} is not TOML gpuvs reads: its arrays or tables are nested "
+                         "too deeply") from None
     except OSError as e:
         raise UsageError(f"cannot read {path}: {e.strerror or e}") from None
     if not isinstance(table, dict):

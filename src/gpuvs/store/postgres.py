@@ -60,10 +60,26 @@ POSTGRES_MIGRATIONS: dict[int, tuple[int, tuple[str, ...]]] = {0: (2, POSTGRES_S
 
 
 def shown(url: str) -> str:
-    """The URL as messages show it: scheme, host, port and database, no user or password."""
-    parts = urlsplit(url)
-    port = f":{parts.port}" if parts.port else ""
-    return f"{parts.scheme}://{parts.hostname or 'localhost'}{port}{parts.path}"
+    """The URL as messages show it: scheme, host, port and database, no user or password
+    — whatever the URL holds (a port that is no number, a broken IPv6 address)."""
+    scheme, _, rest = url.partition("://")
+    rest = rest.partition("?")[0].rpartition("@")[2]  # user and password end at the last @
+    host, slash, path = rest.partition("/")
+    return f"{scheme}://{host or 'localhost'}{slash}{path}"
+
+
+def check_url(url: str) -> None:
+    """A URL psycopg can be given: its port, where it names one, a number from 1 to
+    65535; else one line naming the port (urllib and libpq would raise their own)."""
+    try:
+        port = urlsplit(url).port
+    except ValueError as e:
+        raise StoreError(f"cannot open the results database {shown(url)}: {e}; write "
+                         "postgresql://USER:PASSWORD@HOST:PORT/DBNAME, the port a number "
+                         "from 1 to 65535") from None
+    if port == 0:
+        raise StoreError(f"cannot open the results database {shown(url)}: port 0; the "
+                         "port is a number from 1 to 65535")
 
 
 class PostgresStore(SqlStore):
@@ -77,6 +93,7 @@ class PostgresStore(SqlStore):
         import psycopg
 
         type(self).errors = (psycopg.Error,)
+        check_url(url)
         super().__init__(_connect(url), shown(url), url)
 
     def _in_transaction(self) -> bool:
