@@ -336,3 +336,38 @@ def test_a_postgresql_url_with_a_bad_port_is_one_line_and_hides_the_password(
 def test_runs_since_an_absurd_span_is_one_line(span, db) -> None:
     one_line_error(invoke("runs", "--since", span, "--db", db),
                    f"--since {span!r} reaches back before the year 1")
+
+
+def _stored_run(db: str) -> str:
+    from gpuvs.model import Case, Environment, Measurement, Run, Status
+    from gpuvs.store import open_store
+    with open_store(db) as store:
+        store.create_run(Run("r1", "2026-01-01T00:00:00+0000", {"budget_s": 1.0},
+                             Environment("fp", {})))
+        store.save("r1", Measurement(Case("matmul", "correct", "numpy", "cpu", "float32", 64),
+                                     Status.OK, samples=(1e-3, 1.1e-3)))
+    return "r1"
+
+
+@pytest.mark.parametrize("kind", ["symlink", "fifo", "device"])
+def test_an_output_onto_a_link_a_fifo_or_a_device_is_refused_not_replaced(kind, tmp_path,
+                                                                         db) -> None:
+    """The atomic rename put a regular file in their place and said "wrote"."""
+    target = tmp_path / "target.json"
+    target.write_text("kept")
+    where = {"symlink": tmp_path / "link.json", "fifo": tmp_path / "fifo",
+             "device": Path("/dev/null")}[kind]
+    if kind == "symlink":
+        where.symlink_to(target)
+    elif kind == "fifo":
+        os.mkfifo(where)
+    word = {"symlink": "a symbolic link", "fifo": "a FIFO", "device": "a device"}[kind]
+    run = _stored_run(db)
+    one_line_error(invoke("export", run, "-o", str(where), "--db", db),
+                   f"{where} is {word}; gpuvs writes regular files only, so it would be "
+                   "replaced: give the path of a regular file or a new one")
+    one_line_error(invoke("report", run, "-o", str(where), "--db", db), f"{where} is {word}")
+    one_line_error(invoke("run", "-w", "matmul", *QUICK, "--json", str(where), "--db", db),
+                   f"{where} is {word}")  # before the run, not after it
+    assert where.is_symlink() if kind == "symlink" else not where.is_file()
+    assert target.read_text() == "kept"

@@ -301,7 +301,9 @@ def check_writable(*paths: Path | None) -> None:
     line at once, not after the whole run."""
     import os
 
+    from gpuvs.store.export import refuse_special
     for path in filter(None, paths):
+        refuse_special(path)
         if path.is_dir():
             raise UsageError(f"{path} is a directory; give a file path")
         parent = next((p for p in path.absolute().parents if p.exists()), None)
@@ -309,6 +311,19 @@ def check_writable(*paths: Path | None) -> None:
             raise UsageError(f"cannot write {path}: {parent} is a file, not a directory")
         if not os.access(parent, os.W_OK):
             raise UsageError(f"cannot write {path}: {parent} is not writable")
+
+
+FILE_STEM_MAX = 100
+
+
+def file_stem(name: str) -> str:
+    """A file name made from data — a run id read from a JSON file or a shared store —
+    that stays in the working directory: letters, digits, `.`, `_` and `-` only, no
+    leading dot, at most FILE_STEM_MAX characters. A run id `../../x` or `/tmp/x` once
+    wrote outside it and created directories on the way."""
+    import re
+
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", name).lstrip(".")[:FILE_STEM_MAX] or "run"
 
 
 def write_report(path: Path, record: Any, measurements: list[Any], ceilings: list[Any]) -> None:
