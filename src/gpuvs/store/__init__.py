@@ -41,7 +41,7 @@ def open_store(location: str | None = None, reading: bool = False) -> SqlStore:
     if reading and not path.exists():
         raise StoreError(f"no results database at {path}; `gpuvs run` stores runs there "
                          "(or pass --db PATH / set GPUVS_DB to the file that has them)")
-    return SqliteStore(path, create_dirs=not chosen)
+    return SqliteStore(path, create_dirs=not chosen, writing=not reading)
 
 
 def _path(location: str) -> Path:
