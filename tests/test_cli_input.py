@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import signal
 import sqlite3
+import stat
 import subprocess
 import sys
 import time
@@ -230,3 +231,149 @@ def test_a_dry_run_or_a_refused_resume_creates_no_database(tmp_path) -> None:
     one_line_error(invoke("run", "--resume", "latest", "--all", "--db", str(db)),
                    "drop --all")
     assert not db.exists()
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["run", "--budget", "abc"], "Invalid value for '--budget'"),
+    (["run", "--no-such-flag"], "No such option: --no-such-flag"),
+    (["show"], "Missing argument 'run_id'; `gpuvs show --help` lists what it accepts"),
+    (["run", "--passes"], "Option '--passes' requires an argument"),
+    (["no-such-command"], "No such command 'no-such-command'"),
+    (["runs", "--limit", "1.5"], "Invalid value for '--limit'"),
+])
+def test_the_parsers_own_errors_are_one_line_too(args, message) -> None:
+    """click's usage, hint and message came on three lines; gpuvs's errors are one."""
+    result = invoke(*args)
+    one_line_error(result, message)
+    assert result.output.startswith("error: ")
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["-s", ""], "-s/--sizes was given an empty value; accepted: a list (1000,4096)"),
+    (["-b", ""], "-b/--backend was given an empty value; accepted: cupy, jax, numpy, "),
+    (["-b", "numpy", "-b", " "], "-b/--backend was given an empty value"),
+    (["-d", ""], "-d/--device was given an empty value; accepted: cpu, cuda, cuda:N"),
+    (["--variant", ""], "--variant was given an empty value; accepted: as_written, correct"),
+    (["--dtype", ","], "--dtype was given an empty value; accepted: float16, bfloat16"),
+    (["-w", ""], "-w/--workload was given an empty value"),
+    (["--db", ""], "Invalid value for '--db': an empty value"),
+    (["-s", "1e3:1e5:inf"], "size range factor 'inf' must be a number above 1 and finite"),
+    (["-s", "1e3:1e5:nan"], "size range factor 'nan' must be a number above 1 and finite"),
+    (["-s", "1:1e6:1.001"], "size range '1:1e6:1.001' makes 13,823 sizes; a range makes "
+                            "at most 200"),
+    (["--budget", "nan"], "--budget must be a positive number of seconds; got nan"),
+    (["--timeout", "inf"], "--timeout must be a positive number of seconds; got inf"),
+])
+def test_empty_and_non_finite_values_are_refused_not_defaulted(args, message) -> None:
+    """An empty -b once ran every backend, `1e3:1e5:inf` one size: each is refused."""
+    one_line_error(invoke("run", *args, "--dry-run"), message)
+
+
+def test_an_empty_resume_is_refused_not_a_new_run(db) -> None:
+    one_line_error(invoke("run", "--resume", "", "--db", db),
+                   "--resume was given an empty value; give a run id or latest")
+    assert not Path(db).exists()
+
+
+def test_a_plan_of_more_than_a_thousand_cases_needs_yes(db) -> None:
+    sizes = ["-s", "1:1e15:1.2,3:9e14:1.2,5:9e14:1.2", "-b", "numpy", "-d", "cpu"]
+    many = ["-w", "matmul", *sizes, "--db", db]
+    shown = invoke("run", *many, "--dry-run")
+    assert shown.exit_code == 0, shown.output
+    n = int(shown.output.split()[0])
+    assert n > 1000
+    one_line_error(invoke("run", *many), f"this plan has {n:,} cases, more than 1,000; "
+                   "--dry-run shows it, -w, -s or -a narrow it, --yes starts it")
+    one_line_error(invoke("sweep", "matmul", *sizes, "--db", db), f"this plan has {n:,} cases")
+    assert not Path(db).exists()
+    # --yes lets it past the count, to the next check: an unknown backend named here.
+    one_line_error(invoke("run", *many, "--yes", "--criterion", "nonesuch"),
+                   "unknown criterion 'nonesuch'")
+
+
+@pytest.mark.parametrize("value", ["nan", "-1", "inf"])
+def test_run_file_refuses_a_tolerance_that_is_negative_or_not_finite(value, tmp_path,
+                                                                      db) -> None:
+    script = tmp_path / "work.py"
+    script.write_text("def f(x):\n    return x\n\ndef inputs(size):\n    return (size,)\n")
+    one_line_error(invoke("run-file", f"{script}::f", "--tolerance", value, "-d", "cpu",
+                          "--db", db),
+                   f"--tolerance must be a finite number from 0, e.g. 1e-3; got {float(value)}")
+
+
+@pytest.mark.parametrize(("content", "message"), [
+    (b"[tool.gpuvs]\nbudget_s = 1.0 # \xff\xfe\n",
+     "pyproject.toml is not valid TOML: byte 30 is not UTF-8, which TOML files must be"),
+    (b"[tool.gpuvs]\nsizes = " + b"[" * 5000 + b"]" * 5000 + b"\n",
+     "pyproject.toml is not TOML gpuvs reads: its arrays or tables are nested too deeply"),
+])
+def test_a_pyproject_that_is_not_utf8_or_nested_too_deeply_is_one_line(content, message,
+                                                                      tmp_path) -> None:
+    (tmp_path / "pyproject.toml").write_bytes(content)
+    one_line_error(invoke("run", "--dry-run", cwd=tmp_path), message)
+
+
+@pytest.mark.parametrize(("url", "message"), [
+    ("postgresql://ann:s3cret@db.example:abc/results",
+     "cannot open the results database postgresql://db.example:abc/results: Port could not "
+     "be cast to integer value as 'abc'"),
+    ("postgresql://ann:s3cret@db.example:99999/results",
+     "cannot open the results database postgresql://db.example:99999/results: Port out of "
+     "range"),
+    ("postgresql://ann:s3cret@[::1/results", "Invalid IPv6 URL"),
+])
+def test_a_postgresql_url_with_a_bad_port_is_one_line_and_hides_the_password(
+        url, message, monkeypatch) -> None:
+    pytest.importorskip("psycopg")
+    for given in (["--db", url], []):  # the flag, and the environment variable
+        monkeypatch.setenv("GPUVS_DB", url)
+        result = invoke("runs", *given)
+        one_line_error(result, message)
+        assert "s3cret" not in result.output
+
+
+@pytest.mark.parametrize("span", ["99999999999d", "1000000d", "999999w",
+                                  "99999999999999999999999999h"])
+def test_runs_since_an_absurd_span_is_one_line(span, db) -> None:
+    one_line_error(invoke("runs", "--since", span, "--db", db),
+                   f"--since {span!r} reaches back before the year 1")
+
+
+def _stored_run(db: str) -> str:
+    from gpuvs.model import Case, Environment, Measurement, Run, Status
+    from gpuvs.store import open_store
+    with open_store(db) as store:
+        store.create_run(Run("r1", "2026-01-01T00:00:00+0000", {"budget_s": 1.0},
+                             Environment("fp", {})))
+        store.save("r1", Measurement(Case("matmul", "correct", "numpy", "cpu", "float32", 64),
+                                     Status.OK, samples=(1e-3, 1.1e-3)))
+    return "r1"
+
+
+@pytest.mark.parametrize("kind", ["symlink", "fifo", "device"])
+def test_an_output_onto_a_link_a_fifo_or_a_device_is_refused_not_replaced(kind, tmp_path,
+                                                                         db) -> None:
+    """The atomic rename put a regular file in their place and said "wrote"."""
+    target = tmp_path / "target.json"
+    target.write_text("kept")
+    where = {"symlink": tmp_path / "link.json", "fifo": tmp_path / "fifo",
+             "device": tmp_path / "null"}[kind]
+    if kind == "symlink":
+        where.symlink_to(target)
+    elif kind == "fifo":
+        os.mkfifo(where)
+    else:  # a private twin of /dev/null: a regression replaces it, never the system's
+        try:
+            os.mknod(where, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+        except PermissionError:
+            pytest.skip("making a device node needs root")
+    word = {"symlink": "a symbolic link", "fifo": "a FIFO", "device": "a device"}[kind]
+    run = _stored_run(db)
+    one_line_error(invoke("export", run, "-o", str(where), "--db", db),
+                   f"{where} is {word}; gpuvs writes regular files only, so it would be "
+                   "replaced: give the path of a regular file or a new one")
+    one_line_error(invoke("report", run, "-o", str(where), "--db", db), f"{where} is {word}")
+    one_line_error(invoke("run", "-w", "matmul", *QUICK, "--json", str(where), "--db", db),
+                   f"{where} is {word}")  # before the run, not after it
+    assert where.is_symlink() if kind == "symlink" else not where.is_file()
+    assert target.read_text() == "kept"

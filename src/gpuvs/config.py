@@ -28,6 +28,9 @@ MAX_PASSES = 4
 # The largest size accepted: far past any memory, and still exact as a float and as the
 # store's 64-bit integer.
 SIZE_MAX = 10**15
+# The most sizes one START:STOP:FACTOR range makes: 1:1e15 doubling is 50, and a factor
+# of 1.001 (13,817 sizes over 1:1e6) is a typo, not a plan.
+MAX_RANGE_SIZES = 200
 KEYWORDS = {"budget_s": "budget_s", "timeout_s": "timeout_s", "cpu_watts": "cpu_watts"}
 # What a price may be given for (`--price cpu=0.40,gpu=2.50,kwh=0.30`): an hour of the CPU
 # machine, an hour of the GPU machine, a kilowatt-hour. There are no defaults: a made-up
@@ -155,11 +158,16 @@ def _size_range(spec: str) -> list[int]:
     if len(bits) not in (2, 3):
         raise UsageError(f"size range {spec!r} must be START:STOP or START:STOP:FACTOR")
     start, stop = _positive_int(bits[0]), _positive_int(bits[1])
-    factor = float(bits[2]) if len(bits) == 3 and _is_number(bits[2]) else 10.0
-    if len(bits) == 3 and not (_is_number(bits[2]) and factor > 1):
-        raise UsageError(f"size range factor {bits[2]!r} must be a number above 1")
+    factor = 10.0 if len(bits) == 2 else float(bits[2]) if _is_number(bits[2]) else math.nan
+    if not (math.isfinite(factor) and factor > 1):
+        raise UsageError(f"size range factor {bits[-1]!r} must be a number above 1 and "
+                         "finite, e.g. 2 or 10")
     if stop < start:
         raise UsageError(f"size range {spec!r} ends before it starts")
+    steps = math.floor(math.log(stop / start) / math.log(factor) + 1e-9) + 1
+    if steps > MAX_RANGE_SIZES:
+        raise UsageError(f"size range {spec!r} makes {steps:,} sizes; a range makes at most "
+                         f"{MAX_RANGE_SIZES}: use a larger factor, e.g. {start}:{stop}:2")
     sizes, s = [], float(start)
     while s <= stop * (1 + 1e-9):
         sizes.append(round(s))
@@ -184,6 +192,15 @@ def _positive_int(text: str) -> int:
         raise UsageError(f"size {text!r} is not a positive integer up to 1e15; e.g. 4096, "
                          "1e6, 1e3:1e7 or 64:4096:2")
     return int(value)
+
+
+def check_tolerance(value: float | None, name: str = "--tolerance") -> float | None:
+    """A relative tolerance between devices' outputs: None (the dtype's own) or a finite
+    number from 0 (0: identical outputs)."""
+    if value is not None and not (isinstance(value, (int, float)) and not isinstance(
+            value, bool) and math.isfinite(value) and value >= 0):
+        raise UsageError(f"{name} must be a finite number from 0, e.g. 1e-3; got {value!r}")
+    return value
 
 
 def parse_axes(specs: Sequence[str]) -> dict[str, str]:
@@ -245,6 +262,12 @@ def from_pyproject(path: Path = Path("pyproject.toml")) -> dict[str, Any]:
             table = tomllib.load(f).get("tool", {}).get("gpuvs", {})
     except tomllib.TOMLDecodeError as e:
         raise UsageError(f"{path} is not valid TOML: {e}") from None
+    except UnicodeDecodeError as e:
+        raise UsageError(f"{path} is not valid TOML: byte {e.start} is not UTF-8, which "
+                         "TOML files must be") from None
+    except RecursionError:
+        raise UsageError(f"{path} is not TOML gpuvs reads: its arrays or tables are nested "
+                         "too deeply") from None
     except OSError as e:
         raise UsageError(f"cannot read {path}: {e.strerror or e}") from None
     if not isinstance(table, dict):

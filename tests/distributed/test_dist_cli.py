@@ -24,6 +24,15 @@ from gpuvs.cli import app
      "--strong splits the global --batch 5 over the ranks; 5 is not divisible by 2"),
     (["scaling", "--backend", "gloo", "--batch", "0"], "--batch must be a whole number from 1"),
     (["collectives", "--launched"], "--launched expects torchrun's RANK, WORLD_SIZE"),
+    # A rank is a process of this host: 100,000 of them once ran into the OOM killer.
+    (["collectives", "--backend", "gloo", "--nproc", "100000"],
+     "--nproc 100000 with gloo: this host runs at most"),
+    (["scaling", "--backend", "gloo", "--nproc", "100000"],
+     "--nproc 100000 with gloo: this host runs at most"),
+    (["collectives", "--backend", "gloo", "--sizes", "99999999GiB"],
+     "size '99999999GiB' is more than 1 TiB"),
+    (["collectives", "--backend", "gloo", "--sizes", ""], "-s/--sizes was given an empty value"),
+    (["collectives", "--nproc", "x"], "Invalid value for '--nproc'"),
 ])
 def test_bad_input_is_one_line_and_exit_2(args: list[str], message: str, db: str,
                                           monkeypatch) -> None:
@@ -35,6 +44,18 @@ def test_bad_input_is_one_line_and_exit_2(args: list[str], message: str, db: str
     assert message in result.output
     assert "Traceback" not in result.output
     assert len(result.output.strip().splitlines()) == 1
+
+
+def test_a_world_size_that_is_no_number_is_one_line(db: str, monkeypatch) -> None:
+    pytest.importorskip("torch")
+    monkeypatch.setenv("RANK", "0")
+    monkeypatch.setenv("LOCAL_RANK", "0")
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "1")
+    monkeypatch.setenv("WORLD_SIZE", "two")
+    result = CliRunner().invoke(app, ["dist", "collectives", "--launched", "--db", db])
+    assert result.exit_code == 2, result.output
+    assert result.output.strip() == ("error: WORLD_SIZE 'two' is not a whole number from 1; "
+                                     "--launched reads it from torchrun")
 
 
 def test_nccl_without_a_gpu_says_to_use_gloo(db: str) -> None:

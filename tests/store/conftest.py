@@ -12,6 +12,7 @@ from __future__ import annotations
 import glob
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 import uuid
@@ -35,9 +36,33 @@ def _as_server_user(cmd: list[str]) -> list[str]:
     return ["runuser", "-u", "postgres", "--", *cmd]
 
 
+class Server:
+    """The private server, which a test may stop and start again (a restart a store must
+    live through): same data, same socket."""
+
+    def __init__(self, binaries: Path, data: Path, sockets: Path) -> None:
+        self.binaries, self.data, self.sockets = binaries, data, sockets
+        self.url = f"postgresql://postgres@/{{}}?host={sockets}"  # {} is the database
+        self.process: subprocess.Popen[str] | None = None
+
+    def start(self) -> None:
+        self.process = subprocess.Popen(_as_server_user([
+            str(self.binaries / "postgres"), "-D", str(self.data), "-k", str(self.sockets),
+            "-c", "listen_addresses=", "-c", "fsync=off", "-c", "max_connections=50"]),
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        _wait_ready(self.url.format("postgres"), self.process)
+
+    def stop(self) -> None:
+        """A fast shutdown, as an operator's restart does: every client is disconnected."""
+        if self.process is not None and self.process.poll() is None:
+            # The postmaster itself (as root, the process started is runuser's).
+            pid = int((self.data / "postmaster.pid").read_text().split()[0])
+            os.kill(pid, signal.SIGINT)
+            self.process.wait(timeout=30)
+
+
 @pytest.fixture(scope="session")
-def postgres_server() -> Iterator[str]:
-    """A URL with `{}` for the database's name, over the server's unix socket."""
+def postgres(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     pytest.importorskip("psycopg")
     binaries = _bin()
     if binaries is None and os.geteuid() == 0:  # CI: make test installs it as root
@@ -54,18 +79,21 @@ def postgres_server() -> Iterator[str]:
     subprocess.run(_as_server_user([str(binaries / "initdb"), "-D", str(data), "-A", "trust",
                                     "-U", "postgres", "--no-sync"]),
                    check=True, capture_output=True)
-    server = subprocess.Popen(_as_server_user([
-        str(binaries / "postgres"), "-D", str(data), "-k", str(sockets), "-c",
-        "listen_addresses=", "-c", "fsync=off", "-c", "max_connections=50"]),
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    url = f"postgresql://postgres@/{{}}?host={sockets}"
+    server = Server(binaries, data, sockets)
     try:
-        _wait_ready(url.format("postgres"), server)
-        yield url
+        server.start()
+        yield server
     finally:
-        server.terminate()
-        server.wait(timeout=30)
+        if server.process is not None:
+            server.process.terminate()
+            server.process.wait(timeout=30)
         shutil.rmtree(home, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def postgres_server(postgres: Server) -> str:
+    """A URL with `{}` for the database's name, over the server's unix socket."""
+    return postgres.url
 
 
 def _wait_ready(url: str, server: subprocess.Popen[str]) -> None:

@@ -15,7 +15,7 @@ import gpuvs
 from gpuvs.errors import StoreError, UsageError
 from gpuvs.model import Case, Caveat, Environment, Measurement, Run, Status
 from gpuvs.store import open_store
-from gpuvs.store.schema import SCHEMA_VERSION
+from gpuvs.store.schema import SQLITE
 from gpuvs.store.sqlite import SqliteStore
 
 SRC = Path(gpuvs.__file__).resolve().parents[1]
@@ -57,7 +57,7 @@ def test_a_saved_measurement_comes_back_exactly(store: SqliteStore) -> None:
 def test_the_file_uses_wal_and_the_current_schema_version(store: SqliteStore) -> None:
     with sqlite3.connect(store.path) as raw:
         assert raw.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-        assert raw.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        assert raw.execute("PRAGMA user_version").fetchone()[0] == SQLITE.version
 
 
 def test_case_columns_are_queryable_and_stats_are_not_stored(store: SqliteStore) -> None:
@@ -148,12 +148,12 @@ def test_a_database_from_a_newer_gpuvs_is_refused_naming_both_versions(
     path = tmp_path / "db.sqlite"
     SqliteStore(path).close()
     with sqlite3.connect(path) as raw:
-        raw.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+        raw.execute(f"PRAGMA user_version = {SQLITE.version + 1}")
     with pytest.raises(StoreError) as err:
         SqliteStore(path)
     message = str(err.value)
-    assert f"schema version {SCHEMA_VERSION + 1}" in message
-    assert f"version {SCHEMA_VERSION} this gpuvs reads" in message
+    assert f"schema version {SQLITE.version + 1}" in message
+    assert f"version {SQLITE.version} this gpuvs reads" in message
     assert "upgrade gpuvs" in message and "\n" not in message
 
 
@@ -276,7 +276,7 @@ while time.time() < float(start):  # all writers start together, to contend for 
 with SqliteStore(Path(db)) as store:
     for i in range(int(n)):
         case = Case("matmul", "correct", "numpy", "cpu", "float32", i, (("writer", writer),))
-        store.save(run_id, Measurement(case, Status.OK, samples=(float(i),)))
+        store.save(run_id, Measurement(case, Status.OK, samples=(float(i + 1),)))
 """
 
 
@@ -318,14 +318,14 @@ def test_writers_that_create_a_new_file_together_all_succeed(tmp_path: Path) -> 
         _, err = p.communicate(timeout=120)
         assert p.returncode == 0, err
     with sqlite3.connect(db) as raw:
-        assert raw.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        assert raw.execute("PRAGMA user_version").fetchone()[0] == SQLITE.version
 
 
 def test_a_version_1_database_is_upgraded_in_place_and_keeps_its_runs(tmp_path: Path) -> None:
-    from gpuvs.store.schema import MIGRATIONS
+    from gpuvs.store.schema import tables
     db = tmp_path / "v1.sqlite"
     with sqlite3.connect(db) as raw:
-        for statement in MIGRATIONS[0]:
+        for statement in tables(SQLITE, reason=False):  # as version 1 made them
             raw.execute(statement)
         raw.execute("INSERT INTO runs VALUES ('old', '2026-01-01T00:00:00+0000', NULL, "
                     "'finished', '{}', '{}', 'fp', '0.1.0')")
@@ -334,4 +334,57 @@ def test_a_version_1_database_is_upgraded_in_place_and_keeps_its_runs(tmp_path: 
         old = s.get_run("old")
     assert (old.status, old.reason) == ("finished", "")
     with sqlite3.connect(db) as raw:
-        assert raw.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 2
+        assert raw.execute("PRAGMA user_version").fetchone()[0] == SQLITE.version == 2
+
+
+# --- a corrupt file: one line for every command, and nothing written into it ------------
+
+def _corrupt_store(path: Path) -> bytes:
+    """A store of 300 cases whose middle table leaf page is overwritten with random bytes:
+    a page that an append to the end of the table never passes through. Its bytes."""
+    import random
+
+    with SqliteStore(path) as s:
+        s.create_run(a_run("r1"))
+        for i in range(300):
+            s.save("r1", Measurement(case(i + 1), Status.OK, samples=(1e-3, 2e-3, 3e-3)))
+    with sqlite3.connect(path) as raw:
+        raw.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        size = raw.execute("PRAGMA page_size").fetchone()[0]
+    data = bytearray(path.read_bytes())
+    leaves = [n for n in range(2, len(data) // size) if data[n * size] == 0x0D]
+    victim = leaves[len(leaves) // 2]
+    data[victim * size:(victim + 1) * size] = random.Random(7).randbytes(size)
+    path.write_bytes(bytes(data))
+    return bytes(data)
+
+
+def test_a_corrupt_file_is_refused_before_anything_is_written_into_it(tmp_path: Path) -> None:
+    from tests.test_cli_input import QUICK, invoke, one_line_error
+    db = tmp_path / "corrupt.sqlite"
+    before = _corrupt_store(db)
+    # It ran, wrote a run into the corrupt file and exited 0.
+    result = invoke("run", "-w", "matmul", "-s", "64", *QUICK, "--passes", "1", "--db",
+                    str(db))
+    one_line_error(result, f"cannot open the results database {db}: it is corrupt (")
+    assert "gpuvs writes nothing into it; `sqlite3 " in result.output
+    assert db.read_bytes() == before
+
+
+@pytest.mark.parametrize("command", [["runs"], ["show", "r1"], ["export", "r1", "-o", "-"],
+                                     ["report", "r1", "-o", "{tmp}/r.html"],
+                                     ["compare", "r1", "r1"]])
+def test_every_command_reading_a_corrupt_file_is_one_line(command: list[str],
+                                                          tmp_path: Path) -> None:
+    from tests.test_cli_input import invoke, one_line_error
+    db = tmp_path / "corrupt.sqlite"
+    _corrupt_store(db)
+    args = [a.format(tmp=tmp_path) for a in command]
+    one_line_error(invoke(*args, "--db", str(db)), f"the results database {db}: ")
+
+
+def test_a_file_that_is_no_sqlite_database_is_refused_in_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "not.sqlite"
+    path.write_bytes(b"SQLite format 3\x00" + b"\xff" * 200)  # the magic, then no header
+    with pytest.raises(StoreError, match="it is not a SQLite database"):
+        open_store(str(path), reading=True)

@@ -8,26 +8,83 @@ out: those are results); 1 a run with a wrong result or a crashed case; 2 bad us
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from typer.core import TyperGroup
 
 from gpuvs.errors import GpuvsError, Interrupted, UsageError
 from gpuvs.report.console import console
 
+EXIT_FAILED_RUN, EXIT_USAGE = 1, 2
+EXIT_INTERRUPTED = 130  # as a shell reports a command ended by Ctrl-C
+
+
+class OneLineErrors(TyperGroup):
+    """The `gpuvs` group, whose parser's own errors (a value that is not a number, an
+    unknown option, a missing argument) print as one line, as gpuvs's errors do, instead
+    of click's usage, hint and message on three: an error is one line in a terminal and
+    in a CI log alike. Everything else is click's: help, exit codes, Ctrl-C."""
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        standalone = kwargs.get("standalone_mode", True)
+        kwargs["standalone_mode"] = False
+        try:
+            code = super().main(*args, **kwargs)
+        except _click_exception() as e:
+            parsed: Any = e
+            if type(e).__name__ == "NoArgsIsHelpError":  # `gpuvs` alone: the help
+                parsed.show()
+            else:
+                print_error(_parser_message(e))
+            if not standalone:
+                raise
+            sys.exit(parsed.exit_code)
+        except typer.Abort:
+            if not standalone:
+                raise
+            console(stderr=True).print("aborted", markup=False)
+            sys.exit(EXIT_FAILED_RUN)
+        if not standalone:
+            return code
+        sys.exit(code if isinstance(code, int) else 0)
+
+
+def _click_exception() -> type[Exception]:
+    """click's ClickException, which typer vendors from 0.28 on and re-exported before."""
+    base: type[Exception] = next(c for c in typer.BadParameter.__mro__
+                                 if c.__name__ == "ClickException")
+    return base
+
+
+def _parser_message(e: Any) -> str:
+    """click's message, and where to read what the command accepts."""
+    ctx = getattr(e, "ctx", None)
+    path = " ".join(["gpuvs", *ctx.command_path.split()[1:]]) if ctx is not None else ""
+    hint = f"; `{path} --help` lists what it accepts" if path else ""
+    return f"{e.format_message().rstrip('.')}{hint}"
+
+
+def print_error(message: str) -> None:
+    """One red line on stderr: what every deliberate error of gpuvs looks like."""
+    from rich.markup import escape
+
+    console(stderr=True).print(f"[red]error:[/red] {escape(one_line(message))}",
+                               soft_wrap=True)
+
+
 app = typer.Typer(
+    cls=OneLineErrors,
     help="Is the GPU faster than the CPU for this work, by how much, from what size on, "
          "and why? gpuvs runs the same workload on NumPy, PyTorch (CPU and CUDA), CuPy and "
          "JAX, times each case correctly (synchronised, device events, warm-up, CIs) in "
          "isolated workers, and saves every result as it finishes.",
     no_args_is_help=True, add_completion=False, rich_markup_mode=None,
 )
-
-EXIT_FAILED_RUN, EXIT_USAGE = 1, 2
-EXIT_INTERRUPTED = 130  # as a shell reports a command ended by Ctrl-C
 
 
 @contextmanager
@@ -40,10 +97,7 @@ def usage_errors() -> Iterator[None]:
                                    highlight=False)
         raise typer.Exit(EXIT_INTERRUPTED) from None
     except GpuvsError as e:
-        from rich.markup import escape
-
-        console(stderr=True).print(f"[red]error:[/red] {escape(one_line(str(e)))}",
-                                   soft_wrap=True)
+        print_error(str(e))
         raise typer.Exit(EXIT_USAGE) from None
 
 
@@ -62,13 +116,28 @@ def one_line(text: str) -> str:
                      for part in text.splitlines() if part.strip())
 
 
-def split(values: list[str] | None) -> tuple[str, ...]:
-    """Repeated options and comma lists alike: `-b numpy,torch -b jax`."""
+def split(values: list[str] | None, flag: str = "", accepted: str = "") -> tuple[str, ...]:
+    """Repeated options and comma lists alike: `-b numpy,torch -b jax`. A `flag` given
+    with nothing in it (`-b ''`) is refused, naming `accepted`: read as not given, it
+    would have run every backend."""
+    if flag and any(not item.strip(" ,") for item in values or ()):
+        raise UsageError(f"{flag} was given an empty value; accepted: {accepted}")
     return tuple(v.strip() for item in values or () for v in item.split(",") if v.strip())
 
 
+DEVICES = "cpu, cuda, cuda:N"
+SIZES = "a list (1000,4096) or a range START:STOP[:FACTOR] (1e3:1e7, 64:4096:2)"
+def _not_empty(value: str | None) -> str | None:
+    """An option given as '' is refused where it is read, whatever the command does next
+    (a dry run opens no store, and would have let `--db ''` pass)."""
+    if value is not None and not value.strip():
+        raise typer.BadParameter("an empty value; give a SQLite path or a "
+                                 "postgresql://USER@HOST/DB URL")
+    return value
+
+
 DbOption = Annotated[str | None, typer.Option(
-    "--db", metavar="PATH",
+    "--db", metavar="PATH", callback=_not_empty,
     help="Results database (SQLite path). Default: $GPUVS_DB, else the user data directory.")]
 
 
@@ -156,11 +225,17 @@ def build_config(workloads: tuple[str, ...], variant: list[str] | None,
                   passes: int | None = None, axis: list[str] | None = None,
                   full_suite: bool = False, energy: bool = False,
                   cpu_watts: float | None = None, price: list[str] | None = None) -> Any:
+    from gpuvs import backends
     from gpuvs import config as cfg
+    from gpuvs.workloads.base import ITEMSIZE
     return cfg.build({
-        "workloads": workloads, "variants": split(variant), "backends": split(backend),
-        "devices": split(device), "dtypes": split(dtype),
-        "sizes": cfg.parse_sizes(split(sizes)), "budget_s": budget, "timeout_s": timeout,
+        "workloads": workloads, "variants": split(variant, "--variant", ", ".join(
+            cfg.VARIANTS)),
+        "backends": split(backend, "-b/--backend", ", ".join(backends.names())),
+        "devices": split(device, "-d/--device", DEVICES),
+        "dtypes": split(dtype, "--dtype", ", ".join(ITEMSIZE)),
+        "sizes": cfg.parse_sizes(split(sizes, "-s/--sizes", SIZES)),
+        "budget_s": budget, "timeout_s": timeout,
         "criterion": criterion, "cold": cold or None, "passes": passes,
         "axes": tuple(axis or ()), "full_suite": full_suite or None,
         "energy": energy or None, "cpu_watts": cpu_watts,
@@ -270,7 +345,9 @@ def check_writable(*paths: Path | None) -> None:
     line at once, not after the whole run."""
     import os
 
+    from gpuvs.store.export import refuse_special
     for path in filter(None, paths):
+        refuse_special(path)
         if path.is_dir():
             raise UsageError(f"{path} is a directory; give a file path")
         parent = next((p for p in path.absolute().parents if p.exists()), None)
@@ -278,6 +355,19 @@ def check_writable(*paths: Path | None) -> None:
             raise UsageError(f"cannot write {path}: {parent} is a file, not a directory")
         if not os.access(parent, os.W_OK):
             raise UsageError(f"cannot write {path}: {parent} is not writable")
+
+
+FILE_STEM_MAX = 100
+
+
+def file_stem(name: str) -> str:
+    """A file name made from data — a run id read from a JSON file or a shared store —
+    that stays in the working directory: letters, digits, `.`, `_` and `-` only, no
+    leading dot, at most FILE_STEM_MAX characters. A run id `../../x` or `/tmp/x` once
+    wrote outside it and created directories on the way."""
+    import re
+
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", name).lstrip(".")[:FILE_STEM_MAX] or "run"
 
 
 def write_report(path: Path, record: Any, measurements: list[Any], ceilings: list[Any]) -> None:

@@ -51,7 +51,8 @@ def ceilings(
     with usage_errors():
         check_format(fmt)
         store = open_store(db)
-        names = split(backend) or registry.names()
+        names = (split(backend, "-b/--backend", ", ".join(registry.names()))
+                 or registry.names())
         for name in names:
             registry.get(name)
         if save_profile:  # a bad name is said before minutes of measuring, not after

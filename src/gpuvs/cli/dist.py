@@ -86,7 +86,9 @@ def collectives(
         dist_spec.positive("--timeout", timeout)
         dist_spec.positive("--setup-timeout", setup_timeout)
         setup = dist_spec.resolve(backend, nproc, launched)
-        cases = dist_spec.collective_cases(setup, split(sizes), split(collective))
+        cases = dist_spec.collective_cases(
+            setup, split(sizes, "-s/--sizes", dist_spec.SIZES),
+            split(collective, "-c/--collective", ", ".join(dist_spec.COLLECTIVES)))
         spec = dist_spec.Spec("collectives", setup, cases, samples=samples, budget_s=budget,
                          timeout_s=timeout, setup_timeout_s=setup_timeout, launched=launched,
                          extra={"sizes": sorted({c.size for c in cases}),

@@ -70,7 +70,11 @@ def _since(text: str | None) -> datetime | None:
     if found:
         n, unit = int(found.group(1)), found.group(2)
         days = {"d": n, "h": n / 24, "w": 7 * n}[unit]
-        return datetime.now(timezone.utc) - timedelta(days=days)
+        try:
+            return datetime.now(timezone.utc) - timedelta(days=days)
+        except OverflowError:  # past timedelta's 999,999,999 days, or before year 1
+            raise UsageError(f"--since {text!r} reaches back before the year 1; give a "
+                             "span such as 7d, 12h, 2w, or a date") from None
     try:
         when = datetime.fromisoformat(text)
     except ValueError:

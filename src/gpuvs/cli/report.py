@@ -12,6 +12,7 @@ from gpuvs.cli.app import (
     DbOption,
     app,
     console,
+    file_stem,
     open_store,
     stored_ceilings,
     usage_errors,
@@ -53,7 +54,7 @@ def report(
         return
     with usage_errors():
         record, measurements, ceilings = load_run(run_id, from_json, db)
-        path = output or Path(f"{record.run_id}.html")
+        path = output or Path(f"{file_stem(record.run_id)}.html")
         write_report(path, record, measurements, ceilings)
     console().print(f"wrote {path}")
 
@@ -72,7 +73,7 @@ def plot(
     from gpuvs.report.plots import all_plots
     with usage_errors():
         record, measurements, ceilings = load_run(run_id, from_json, db)
-        folder = png or Path(f"{record.run_id}-plots")
+        folder = png or Path(f"{file_stem(record.run_id)}-plots")
         plots = all_plots(measurements, ceilings)
         for p in plots:
             write_file(folder / f"{p.name}.png", to_png(p), "plot")

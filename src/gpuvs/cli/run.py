@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -49,6 +50,9 @@ from gpuvs.model import RunKind
 ReportOpt = Annotated[Path | None, typer.Option(
     "--report", metavar="PATH",
     help="Also write the run's HTML report here (as `gpuvs report` does).")]
+YesOpt = Annotated[bool, typer.Option(
+    "--yes", help=f"Start a plan of more than {plan.CONFIRM_CASES} cases (without it, such a "
+                  "plan is refused: --dry-run shows it first).")]
 
 
 @app.command()
@@ -60,7 +64,7 @@ def run(
     json_path: JsonOpt = None, resume: ResumeOpt = None, cold: ColdOpt = False,
     report_path: ReportOpt = None, passes: PassesOpt = None, axis: AxisOpt = None,
     dry_run: DryRunOpt = False, fmt: FormatOpt = "plain", energy: EnergyOpt = False,
-    cpu_watts: CpuWattsOpt = None, price: PriceOpt = None,
+    cpu_watts: CpuWattsOpt = None, price: PriceOpt = None, yes: YesOpt = False,
     full_suite: Annotated[bool, typer.Option(
         "--all", help="Every workload of the default suite at all its sizes and shapes "
                       "(minutes to an hour), instead of the first-answer suite: square "
@@ -81,6 +85,8 @@ def run(
                  "-a": axis, "--all": full_suite or None, "--energy": energy or None,
                  "--cpu-watts": cpu_watts, "--price": price}
         clashing = [flag for flag, value in given.items() if value not in (None, [])]
+        if resume is not None and not resume.strip():
+            raise UsageError("--resume was given an empty value; give a run id or latest")
         if resume and clashing:
             raise UsageError(f"--resume finishes a run with the settings it was started with; "
                              f"drop {', '.join(clashing)} (or start a new run without "
@@ -93,12 +99,11 @@ def run(
                                  f"`gpuvs {run_record.kind} --refresh` measures it again")
             config = cfg.RunConfig(**_config_fields(run_record.config)).validate()
         else:
-            config = build_config(split(workload), variant, backend, device, dtype, sizes,
+            config = build_config(split(workload, "-w/--workload", "the names `gpuvs list` "
+                                        "shows"), variant, backend, device, dtype, sizes,
                                    budget, timeout, criterion, cold, passes, axis, full_suite,
                                    energy, cpu_watts, price)
-        if dry_run:
-            print_plan(plan.expand(config), config)
-            raise typer.Exit(0)
+        _dry_run_or_confirm(config, dry_run, yes or run_record is not None)
         store = store or open_store(db)
     raise typer.Exit(_execute(store, config, run_record, json_path, report_path, fmt=fmt))
 
@@ -112,7 +117,7 @@ def sweep(
     json_path: JsonOpt = None, cold: ColdOpt = False, report_path: ReportOpt = None,
     passes: PassesOpt = None, axis: AxisOpt = None, dry_run: DryRunOpt = False,
     fmt: FormatOpt = "plain", energy: EnergyOpt = False, cpu_watts: CpuWattsOpt = None,
-    price: PriceOpt = None,
+    price: PriceOpt = None, yes: YesOpt = False,
     refine: Annotated[bool, typer.Option(
         "--refine/--no-refine",
         help="Add sizes around each crossover until it is bracketed within --factor.")] = False,
@@ -122,19 +127,27 @@ def sweep(
 ) -> None:
     """Sweep one workload over sizes and report where the GPU starts to win."""
     with usage_errors():
-        if refine and not factor > 1:
+        if refine and not (math.isfinite(factor) and factor > 1):
             raise UsageError(f"--factor must be a number above 1; got {factor}")
         check_format(fmt)
         check_writable(json_path, report_path)
         config = build_config((workload,), variant, backend, device, dtype, sizes, budget,
                                timeout, criterion, cold, passes, axis, False, energy,
                                cpu_watts, price)
-        if dry_run:
-            print_plan(plan.expand(config), config)
-            raise typer.Exit(0)
+        _dry_run_or_confirm(config, dry_run, yes)
         store = open_store(db)
     raise typer.Exit(_execute(store, config, None, json_path, report_path,
                               factor if refine else None, fmt))
+
+
+def _dry_run_or_confirm(config: Any, dry_run: bool, yes: bool) -> None:
+    """--dry-run prints the plan and ends the command; a plan too large needs --yes (a
+    resumed run was confirmed when it started)."""
+    cases = plan.expand(config)
+    if dry_run:
+        print_plan(cases, config)
+        raise typer.Exit(0)
+    plan.confirm(cases, yes)
 
 
 def _resumed(store: Any, resume: str) -> Any:

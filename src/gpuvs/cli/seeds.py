@@ -8,6 +8,7 @@ from typing import Annotated, Any
 import typer
 
 from gpuvs.cli.app import (
+    DEVICES,
     CpuWattsOpt,
     DbOption,
     DeviceOpt,
@@ -74,7 +75,7 @@ def seeds(
     from gpuvs.seeds.base import SeedOptions
     with usage_errors():
         check_format(fmt)
-        chosen = _chosen(split(seed))
+        chosen = _chosen(split(seed, "--seed", "0 to 4, or 000 to 004"))
         if epochs < 0:
             raise UsageError(f"--epochs must be 0 or more; got {epochs}")
         if data is not None:  # the whole archive, read now: not a table over crashed cases
@@ -85,8 +86,8 @@ def seeds(
             load_cifar100(str(data))
         options = SeedOptions(quick=quick, cifar=str(data) if data else None, epochs=epochs,
                               compile=compile_step)
-        config = cfg.build({"devices": split(device), "timeout_s": timeout,
-                            "budget_s": budget, "energy": energy or None,
+        config = cfg.build({"devices": split(device, "-d/--device", DEVICES),
+                            "timeout_s": timeout, "budget_s": budget, "energy": energy or None,
                             "cpu_watts": cpu_watts}, defaults={"budget_s": BUDGET_S})
         cases = _cases(chosen, options, config.devices)
         if dry_run:

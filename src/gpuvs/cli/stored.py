@@ -14,6 +14,7 @@ from gpuvs.cli.app import (
     check_format,
     console,
     emit_tables,
+    file_stem,
     open_store,
     stored_ceilings,
     usage_errors,
@@ -87,7 +88,7 @@ def export(
             sys.stdout.write(text)
             sys.stdout.flush()
             return
-        path = Path(output) if output else Path(f"{record.run_id}.{format}")
+        path = Path(output) if output else Path(f"{file_stem(record.run_id)}.{format}")
         write_file(path, text, "export")
     console(stderr=True).print(f"wrote {path}", markup=False, highlight=False)
 

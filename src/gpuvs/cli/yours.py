@@ -13,6 +13,8 @@ from typing import Annotated, Any
 import typer
 
 from gpuvs.cli.app import (
+    DEVICES,
+    SIZES,
     BudgetOpt,
     DbOption,
     FormatOpt,
@@ -67,15 +69,16 @@ def run_file(
     last lines are quoted if it dies); a case that dies is recorded crashed, one that
     outlives --timeout is killed and recorded timeout, and a fresh worker runs the rest.
     """
-    from gpuvs.config import RunConfig, check_devices, parse_sizes
+    from gpuvs.config import RunConfig, check_devices, check_tolerance, parse_sizes
     from gpuvs.yours.run_file import Request, script
 
     with usage_errors():
         check_format(fmt)
         check_writable(json_path)
         script(target)  # the shape and the file, before a worker starts
-        chosen = parse_sizes(split(sizes))
-        devices = check_devices(split(device) or ("cpu", "cuda"))
+        chosen = parse_sizes(split(sizes, "-s/--sizes", SIZES))
+        devices = check_devices(split(device, "-d/--device", DEVICES) or ("cpu", "cuda"))
+        check_tolerance(tolerance)
         given = {"budget_s": budget, "timeout_s": timeout}
         config = RunConfig(**{k: v for k, v in given.items() if v is not None}).validate()
         store = open_store(db)

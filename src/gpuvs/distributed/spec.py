@@ -26,11 +26,21 @@ DEFAULT_CPU_NPROC = 2
 # moves in well under a second, so a CPU run stays short.
 DEFAULT_SIZES = {"cuda": "1KiB:1GiB:4", "cpu": "1KiB:64MiB:4"}
 DEFAULT_FACTOR = 4
+SIZES = "bytes: a list (4096,64KiB) or a range START:STOP[:FACTOR] (1KiB:1GiB:4)"
 FLOAT32_BYTES = 4
 UNITS = {"": 1, "b": 1, "k": 1024, "kib": 1024, "m": 1024**2, "mib": 1024**2,
          "g": 1024**3, "gib": 1024**3}
 _SIZE = re.compile(r"^\s*(\d+)\s*([a-zA-Z]*)\s*$")
 RANK_VARIABLES = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE")
+# A Gloo rank is a Python process with torch loaded (290 MB resident on the 2-core test
+# box after `import torch.distributed`), plus its buffers: 400 MiB each, with margin.
+GLOO_RANK_BYTES = 400 * 2**20
+# Each rank spends about 2 s of CPU importing torch and joining the group: 8 ranks per
+# core start within half of the default --setup-timeout (120 s).
+GLOO_RANKS_PER_CORE = 8
+# The largest byte size a case may have: past any device's memory, and exact as the
+# store's 64-bit integer.
+MAX_BYTES = 2**40
 
 
 @dataclass(frozen=True)
@@ -87,6 +97,8 @@ def resolve(backend: str | None, nproc: int | None, launched: bool) -> Setup:
     if backend is not None and backend not in BACKENDS:
         raise UsageError(f"unknown backend {backend!r}; accepted: {', '.join(BACKENDS)}")
     world = _launched_world(nproc) if launched else None
+    if backend == "gloo" and world is None:  # before torch's import: said at once
+        check_host_runs(nproc or DEFAULT_CPU_NPROC)
     try:
         import torch
         import torch.distributed as dist
@@ -97,7 +109,8 @@ def resolve(backend: str | None, nproc: int | None, launched: bool) -> Setup:
     gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
     chosen = backend or ("nccl" if gpus else "gloo")
     if chosen == "gloo":
-        return Setup("gloo", "cpu", world or nproc or DEFAULT_CPU_NPROC)
+        return _gloo(world or nproc or DEFAULT_CPU_NPROC, checked=world is not None
+                     or backend == "gloo")
     if not gpus:
         raise UsageError("--backend nccl needs a CUDA device and this machine has none; "
                          "use --backend gloo")
@@ -111,6 +124,31 @@ def resolve(backend: str | None, nproc: int | None, launched: bool) -> Setup:
     return Setup("nccl", "cuda", n)
 
 
+def _gloo(nproc: int, checked: bool) -> Setup:
+    """Gloo's ranks, counted against the host unless `checked` already (or launched by
+    the user's torchrun, which started them)."""
+    if not checked:
+        check_host_runs(nproc)
+    return Setup("gloo", "cpu", nproc)
+
+
+def check_host_runs(nproc: int) -> None:
+    """Gloo ranks are processes of this host: refuse more than its cores and memory can
+    start (GLOO_RANKS_PER_CORE, GLOO_RANK_BYTES each), in one line, before torchrun
+    starts any — 100,000 of them once ran for five minutes into the OOM killer."""
+    import psutil
+
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
+        os.cpu_count() or 1)
+    free = psutil.virtual_memory().available
+    most = max(1, min(cores * GLOO_RANKS_PER_CORE, free // GLOO_RANK_BYTES))
+    if nproc > most:
+        raise UsageError(
+            f"--nproc {nproc} with gloo: this host runs at most {most} ranks "
+            f"({GLOO_RANKS_PER_CORE} per core on {cores} cores; {free / 2**30:.1f} GiB of "
+            f"memory free, about {GLOO_RANK_BYTES // 2**20} MiB a rank)")
+
+
 def _launched_world(nproc: int | None) -> int:
     """WORLD_SIZE as the user's torchrun set it; --nproc, if given, must agree."""
     missing = [v for v in RANK_VARIABLES if v not in os.environ]
@@ -118,7 +156,11 @@ def _launched_world(nproc: int | None) -> int:
         raise UsageError(f"--launched expects torchrun's {', '.join(missing)} in the "
                          "environment; start gpuvs with `torchrun --nproc-per-node N -m gpuvs "
                          "dist … --launched`, or drop --launched")
-    world = int(os.environ["WORLD_SIZE"])
+    text = os.environ["WORLD_SIZE"]
+    if not text.strip().isdigit() or int(text) < 1:
+        raise UsageError(f"WORLD_SIZE {text!r} is not a whole number from 1; --launched "
+                         "reads it from torchrun")
+    world = int(text)
     if nproc is not None and nproc != world:
         raise UsageError(f"--nproc {nproc} disagrees with torchrun's WORLD_SIZE {world}")
     return world
@@ -132,6 +174,9 @@ def parse_bytes(text: str) -> int:
         raise UsageError(f"size {text!r} is not a byte count; write e.g. 4096, 64KiB, 16MiB, "
                          "1GiB")
     n = int(m.group(1)) * UNITS[unit]
+    if n > MAX_BYTES:
+        raise UsageError(f"size {text!r} is more than 1 TiB; write e.g. 4096, 64KiB, 16MiB, "
+                         "1GiB")
     if n < FLOAT32_BYTES or n % FLOAT32_BYTES:
         raise UsageError(f"size {text!r} is not a whole number of float32 elements (a "
                          f"positive multiple of {FLOAT32_BYTES} bytes)")

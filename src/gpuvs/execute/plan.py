@@ -24,6 +24,9 @@ CASE_OVERHEAD_S = 0.3
 WORKER_START_S = 2.0
 # A plan expected to take longer than this says so before it starts.
 LONG_PLAN_S = 180.0
+# A plan of more cases than this starts only with --yes: `gpuvs run --all` is 227 cases,
+# and `-s 1:1e6:1.001` once planned 23,733 — a typo that would have measured for a day.
+CONFIRM_CASES = 1000
 
 
 def expand(config: RunConfig) -> tuple[Case, ...]:
@@ -38,6 +41,13 @@ def expand(config: RunConfig) -> tuple[Case, ...]:
     if not kept:
         raise UsageError(_why_empty(names, config, cases, axes))
     return kept
+
+
+def confirm(cases: tuple[Case, ...], yes: bool) -> None:
+    """A plan above CONFIRM_CASES cases is refused unless the user said --yes."""
+    if len(cases) > CONFIRM_CASES and not yes:
+        raise UsageError(f"this plan has {len(cases):,} cases, more than {CONFIRM_CASES:,}; "
+                         "--dry-run shows it, -w, -s or -a narrow it, --yes starts it")
 
 
 def estimate_s(cases: tuple[Case, ...], config: RunConfig) -> float:

@@ -16,6 +16,7 @@ from gpuvs import units
 from gpuvs.distributed.bandwidth import busbw
 from gpuvs.model import Measurement, Status
 from gpuvs.report.dist_tables import bases, collective_groups, efficiency, scaling_groups
+from gpuvs.report.draw import shown
 
 WIDTH_IN, HEIGHT_IN = 9.0, 3.6
 
@@ -34,7 +35,7 @@ def scaling_svg(ms: Iterable[Measurement]) -> str:
     rate, eff, split = fig.subplots(1, 3)
     _split_bars(split, groups)
     for (backend, device, mode, batch), every in groups.items():
-        label = f"{backend} {device}, {mode}, batch {batch}"
+        label = shown(f"{backend} {device}, {mode}, batch {batch}")
         series = [m for m in every if not m.case.param("round")]  # N = 1 again: its bounds
         ns = [m.case.size for m in series]
         line = rate.plot(ns, [m.counters["samples_per_s"] for m in series], "o-", label=label)
@@ -66,9 +67,9 @@ def _split_bars(ax: Any, groups: dict[Any, list[Measurement]]) -> None:
         xs = [ns.index(n) - 0.4 + width * (i + 0.5) for n in ns if n in at]
         compute = [1e3 * at[n].counters.get("compute_s", 0.0) for n in ns if n in at]
         comm = [1e3 * at[n].counters.get("comm_s", 0.0) for n in ns if n in at]
-        bars = ax.bar(xs, compute, width, label=f"compute · {backend} {device}, {mode}")
+        bars = ax.bar(xs, compute, width, label=shown(f"compute · {backend} {device}, {mode}"))
         ax.bar(xs, comm, width, bottom=compute, color=bars.patches[0].get_facecolor(),
-               alpha=0.45, hatch="//", label=f"comm · {backend} {device}, {mode}")
+               alpha=0.45, hatch="//", label=shown(f"comm · {backend} {device}, {mode}"))
     ax.set_xticks(range(len(ns)), [str(n) for n in ns])
     ax.set_xlabel("ranks (N)")
     ax.set_ylabel("ms per step")
@@ -96,7 +97,7 @@ def bandwidth_svg(ms: Iterable[Measurement]) -> str:
         sizes = [m.counters.get("bytes", float(m.case.size)) for m in series]
         rates = [busbw(name, b, m.summary.median, n) / 1e9  # type: ignore[union-attr]
                  for b, m in zip(sizes, series, strict=True)]
-        ax.plot(sizes, rates, "o-", label=f"{name} · {backend} · {n} × {device}")
+        ax.plot(sizes, rates, "o-", label=shown(f"{name} · {backend} · {n} × {device}"))
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: units.nbytes(x)))

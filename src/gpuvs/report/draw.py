@@ -21,6 +21,11 @@ FIGSIZE = (5.0, 3.3)  # inches: about half a laptop-screen page wide, fonts legi
 ROOFLINE_FIGSIZE = (8.0, 4.4)  # full width: the legend goes beside the axes
 LEGEND_INSIDE_MAX = 2  # series whose legend may sit inside the axes
 PNG_DPI = 200
+# A title, label or legend entry (`shown`), per line: the longest gpuvs draws is about
+# 120 characters ("Two GRU forwards as the post's first timing (autograd on, first
+# call), by hidden size, float32 · as written · torch cpu").
+TEXT_MAX, TEXT_LINES = 160, 3
+ID_MAX = 200  # characters of an SVG id: a plot's number and NAME_MAX
 T = TypeVar("T")
 
 
@@ -31,9 +36,24 @@ def to_svg(plot: Plot) -> str:
         fig.savefig(buf, format="svg", metadata={"Date": None})
         return buf.getvalue()
 
-    text = _saved(plot, {"svg.hashsalt": plot.name, "svg.id": plot.name,
-                         "svg.fonttype": "path"}, svg)
-    return _scoped_ids(text[text.index("<svg"):], plot.name)
+    ident = element_id(plot.name)
+    text = _saved(plot, {"svg.hashsalt": ident, "svg.id": ident, "svg.fonttype": "path"}, svg)
+    return _scoped_ids(text[text.index("<svg"):], ident)
+
+
+def element_id(name: str) -> str:
+    """A plot's name as an SVG id: letters, digits and dashes only. The page inlines the
+    SVG unescaped, and a name may come from a run file (a workload called `"><script>`)."""
+    return re.sub(r"[^A-Za-z0-9_-]+", "-", name)[:ID_MAX].strip("-") or "plot"
+
+
+def shown(text: str) -> str:
+    """Text drawn on a plot: at most TEXT_LINES lines of TEXT_MAX characters (a 10 KB name
+    drawn as glyph paths once made a 316 MB page), each `$` literal — Matplotlib reads
+    text between two as mathematics, and a name such as `${a}{b$` raised instead."""
+    lines = [line if len(line) <= TEXT_MAX else line[:TEXT_MAX - 1] + "…"
+             for line in text.split("\n")[:TEXT_LINES]]
+    return "\n".join(lines).replace("$", r"\$")
 
 
 def _scoped_ids(svg: str, prefix: str) -> str:
@@ -44,9 +64,9 @@ def _scoped_ids(svg: str, prefix: str) -> str:
     element of the page with that id, which may belong to another figure.
     """
     root_end = svg.index(">") + 1  # the root keeps its id: the plot's name (svg.id)
-    body = re.sub(r'\bid="([^"]+)"', rf'id="{prefix}-\1"', svg[root_end:])
-    body = re.sub(r'href="#([^"]+)"', rf'href="#{prefix}-\1"', body)
-    body = re.sub(r"url\(#([^)]+)\)", rf"url(#{prefix}-\1)", body)
+    body = re.sub(r'\bid="([^"]+)"', lambda m: f'id="{prefix}-{m[1]}"', svg[root_end:])
+    body = re.sub(r'href="#([^"]+)"', lambda m: f'href="#{prefix}-{m[1]}"', body)
+    body = re.sub(r"url\(#([^)]+)\)", lambda m: f"url(#{prefix}-{m[1]})", body)
     return svg[:root_end] + body
 
 
@@ -154,14 +174,16 @@ def _draw(ax: Any, plot: Plot) -> None:
     for s in plot.series:
         _draw_series(ax, s)
     for mark in plot.marks:
-        ax.axvline(mark.x, color=mark.color, linestyle=":", linewidth=1.2, label=mark.label)
+        ax.axvline(mark.x, color=mark.color, linestyle=":", linewidth=1.2,
+                   label=shown(mark.label))
     if plot.unity:
         ax.axhline(1.0, color="#333333", linewidth=0.8, label="1× (as fast)")
-    ax.set_title(plot.title, fontsize=8.5, loc="left")
-    ax.set_xlabel(plot.xlabel, fontsize=8)
-    ax.set_ylabel(plot.ylabel, fontsize=8)
+    ax.set_title(shown(plot.title), fontsize=8.5, loc="left")
+    ax.set_xlabel(shown(plot.xlabel), fontsize=8)
+    ax.set_ylabel(shown(plot.ylabel), fontsize=8)
     if plot.xlabels:
-        ax.set_xticks(range(len(plot.xlabels)), plot.xlabels, rotation=30, ha="right")
+        ax.set_xticks(range(len(plot.xlabels)), [shown(x) for x in plot.xlabels],
+                      rotation=30, ha="right")
         ax.set_xlim(-0.5, len(plot.xlabels) - 0.5)
     else:
         _ticks(ax.xaxis, ax.get_xlim(), plot.xunit)
@@ -196,23 +218,24 @@ def _ticks(axis: Any, limits: tuple[float, float], unit: str) -> None:
 
 
 def _draw_series(ax: Any, s: Series) -> None:
+    label = shown(s.label)
     if s.style == "points":
-        ax.scatter(s.x, s.y, color=s.color, marker=s.marker, s=22, label=s.label,
+        ax.scatter(s.x, s.y, color=s.color, marker=s.marker, s=22, label=label,
                    edgecolors="white", linewidths=0.4, zorder=3)
         if s.low and s.high:  # each point's 95 % CI as an error bar
             ax.errorbar(s.x, s.y, yerr=([y - lo for y, lo in zip(s.y, s.low, strict=True)],
                                         [hi - y for y, hi in zip(s.y, s.high, strict=True)]),
                         fmt="none", ecolor=s.color, elinewidth=1.2, capsize=3)
     elif s.style == "ceiling":
-        ax.plot(s.x, s.y, color=s.color, linewidth=1.6, label=s.label)
+        ax.plot(s.x, s.y, color=s.color, linewidth=1.6, label=label)
     elif s.style == "predicted":  # the model's numbers: dashed, hollow, a lighter band
         ax.plot(s.x, s.y, color=s.color, marker=s.marker, markersize=4.5,
                 markerfacecolor="white", linestyle=(0, (5, 2.5)), linewidth=1.4,
-                label=s.label)
+                label=label)
         if s.low and s.high:
             ax.fill_between(s.x, s.low, s.high, color=s.color, alpha=0.1, linewidth=0)
     else:
         ax.plot(s.x, s.y, color=s.color, marker=s.marker, markersize=3.5,
-                linestyle="--" if s.style == "dashed" else "-", linewidth=1.4, label=s.label)
+                linestyle="--" if s.style == "dashed" else "-", linewidth=1.4, label=label)
         if s.low and s.high:
             ax.fill_between(s.x, s.low, s.high, color=s.color, alpha=0.2, linewidth=0)

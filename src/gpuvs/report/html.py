@@ -28,6 +28,9 @@ from gpuvs.report.verdict import series_table, verdict_table
 from gpuvs.table import Table
 
 TEMPLATE = "report.html.j2"
+# The most characters of one text a page shows (`capped`): the longest sentence gpuvs
+# writes, a note under a table's row, is about 400.
+TEXT_MAX = 1000
 # Columns of numbers: right-aligned so that digits line up.
 NUMERIC = frozenset({"size", "threads", "time ±CI", "wall", "GPU busy", "throughput", "of peak",
                      "GPU vs CPU", "from size", "by (95 % CI)", "per call ±CI",
@@ -88,12 +91,25 @@ def render_html(run: Run, measurements: Iterable[Measurement],
 
 
 def jinja() -> Any:
-    """The templates of every gpuvs page, autoescaped, strict about missing values."""
+    """The templates of every gpuvs page, autoescaped, strict about missing values, and
+    every text they show cut at TEXT_MAX characters (`capped`)."""
     from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
     return Environment(loader=PackageLoader("gpuvs.report", "templates"),
                        autoescape=select_autoescape(("html.j2",), default=True),
-                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+                       finalize=capped)
+
+
+def capped(value: Any) -> Any:
+    """A text the page shows, cut at TEXT_MAX characters with the cut stated where it is
+    made: names and notes come from run files and stores anyone may have written, and a
+    10 KB workload name once made a 316 MB page. The SVG of a plot (Markup) is not text."""
+    from markupsafe import Markup
+
+    if not isinstance(value, str) or isinstance(value, Markup) or len(value) <= TEXT_MAX:
+        return value
+    return f"{value[:TEXT_MAX]}… [cut at {TEXT_MAX:,} of {len(value):,} characters]"
 
 
 def _page(run: Run, ms: list[Measurement], ceilings: Sequence[Ceiling]) -> dict[str, Any]:

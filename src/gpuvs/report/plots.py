@@ -35,6 +35,7 @@ CEILING_COLOR = "#777777"
 CPU_BASELINE = "numpy"  # without a GPU, CPU backends are compared with NumPy's
 ROOFLINE = "roofline"
 ENERGY = "energy"
+NAME_MAX = 160  # characters of a plot's name (its file's stem, its SVG id) after its number
 
 
 @dataclass(frozen=True)
@@ -99,7 +100,7 @@ def all_plots(measurements: Iterable[Measurement], ceilings: Sequence[Ceiling] =
 
 
 def _numbered(i: int, p: Plot) -> Plot:
-    slug = re.sub(r"[^a-z0-9]+", "-", p.name.lower()).strip("-")
+    slug = re.sub(r"[^a-z0-9]+", "-", p.name.lower())[:NAME_MAX].strip("-")
     return dataclasses.replace(p, name=f"{i:02d}-{slug}")
 
 

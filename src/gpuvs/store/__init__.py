@@ -9,6 +9,7 @@ import os
 from pathlib import Path
 
 from gpuvs.errors import StoreError
+from gpuvs.store.export import shorten
 from gpuvs.store.sql import SqlStore
 from gpuvs.store.sqlite import SqliteStore
 
@@ -38,16 +39,21 @@ def open_store(location: str | None = None, reading: bool = False) -> SqlStore:
         from gpuvs.store.postgres import PostgresStore
         return PostgresStore(chosen)
     path = _path(chosen) if chosen else default_location()
-    if reading and not path.exists():
+    try:
+        missing = reading and not path.exists()
+    except OSError as e:  # a name too long, a path through a file
+        raise StoreError(f"cannot open the results database {shorten(str(path))}: "
+                         f"{e.strerror or e}; pass --db PATH or set GPUVS_DB to a file") from None
+    if missing:
         raise StoreError(f"no results database at {path}; `gpuvs run` stores runs there "
                          "(or pass --db PATH / set GPUVS_DB to the file that has them)")
-    return SqliteStore(path, create_dirs=not chosen)
+    return SqliteStore(path, create_dirs=not chosen, writing=not reading)
 
 
 def _path(location: str) -> Path:
     scheme, sep, rest = location.partition("://")
     if not sep:
-        return Path(location).expanduser()
+        return _expanded(location)
     dialect = scheme.lower().split("+")[0]  # postgresql+psycopg://, sqlite+pysqlite://
     if dialect != "sqlite":
         # Name the scheme only: the rest of a server URL may hold a password.
@@ -58,7 +64,18 @@ def _path(location: str) -> Path:
     if not path:
         raise StoreError(f"results database {location!r} names no file; use a SQLite path "
                          "or sqlite:///PATH")
-    return Path(path).expanduser()
+    return _expanded(path)
+
+
+def _expanded(path: str) -> Path:
+    """`~/x` and `~ann/x` as the shell expands them; a user that does not exist is bad
+    input, not a RuntimeError."""
+    try:
+        return Path(path).expanduser()
+    except RuntimeError:
+        user = path.partition("/")[0]
+        raise StoreError(f"results database {shorten(path)!r}: {user} names no user's home "
+                         "directory; give the path without ~, or with ~/") from None
 
 
 __all__ = ["ENV_VAR", "SqlStore", "SqliteStore", "default_location", "open_store"]

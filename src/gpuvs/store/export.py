@@ -5,7 +5,9 @@ config, environment, raw samples and the machine's measured ceilings."""
 from __future__ import annotations
 
 import json
+import math
 import os
+import stat
 import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, fields
@@ -19,6 +21,10 @@ from gpuvs.model import Ceiling, Environment, Measurement, Run
 
 FORMAT_VERSION = 1
 SHARED_MODE = 0o644
+# The largest size a case may have: the stores' 64-bit signed integer.
+MAX_SIZE = 2**63 - 1
+# How much of a value read from a file an error message quotes.
+SHOWN_IN_ERRORS = 80
 
 
 def run_document(run: Run, measurements: Iterable[Measurement],
@@ -40,7 +46,8 @@ def run_document(run: Run, measurements: Iterable[Measurement],
 def run_from_document(doc: Any) -> tuple[Run, list[Measurement]]:
     """The run and its measurements back from `run_document`'s output (parsed JSON).
 
-    A document that is not one raises UsageError naming what is missing or wrong.
+    A document that is not one raises UsageError naming what is missing or wrong: the
+    file is untrusted, and its numbers are checked as `measurement_from` checks them.
     """
     try:
         _check_version(doc)
@@ -49,21 +56,67 @@ def run_from_document(doc: Any) -> tuple[Run, list[Measurement]]:
                   Environment(str(e["fingerprint"]), dict(e["facts"])), str(r["status"]),
                   None if r.get("finished_at") is None else str(r["finished_at"]),
                   str(r.get("reason", "")))
-        return run, [Measurement.from_dict(m) for m in doc["measurements"]]
+        return run, [measurement_from(m) for m in doc["measurements"]]
     except KeyError as err:
         raise UsageError(f"not a gpuvs run export: it has no {err.args[0]!r}") from None
-    except (TypeError, ValueError, AttributeError) as err:
+    except (TypeError, ValueError, AttributeError, ArithmeticError) as err:
         raise UsageError(f"not a gpuvs run export: {err}") from None
 
 
+def measurement_from(d: Any) -> Measurement:
+    """A measurement read back from a file or a server, which anyone may have written:
+    ValueError (or TypeError, KeyError) where it is not one gpuvs could have measured —
+    a size past the store's 64-bit integer, a time that is zero, negative or not finite
+    (the statistics divide by them), a count below its floor."""
+    m = Measurement.from_dict(d)
+    where = f"case {shorten(m.case.key)!r}"
+    if not 0 <= m.case.size <= MAX_SIZE:
+        raise ValueError(f"{where}: size {shorten(str(m.case.size))} is out of range "
+                         f"(0 to {MAX_SIZE})")
+    for name in ("samples", "wall_samples", "graph_samples"):
+        bad = next((x for x in getattr(m, name) if not (math.isfinite(x) and x > 0)), None)
+        if bad is not None:
+            raise ValueError(f"{where}: {name} holds {bad!r}; a time is a positive, finite "
+                             "number of seconds")
+    first = m.first_call_s
+    if first is not None and not (_is_number(first) and math.isfinite(first) and first >= 0):
+        raise ValueError(f"{where}: first_call_s is {shorten(repr(first))}; a time is a "
+                         "finite number of seconds from 0")
+    bad_counter = next((k for k, v in m.counters.items() if not math.isfinite(v)), None)
+    if bad_counter is not None:
+        raise ValueError(f"{where}: counter {shorten(bad_counter)!r} is not finite")
+    if m.loops < 1 or m.warmups < 0:
+        raise ValueError(f"{where}: loops {m.loops}, warmups {m.warmups}; loops count from "
+                         "1, warm-up calls from 0")
+    return m
+
+
 def ceilings_from_document(doc: Mapping[str, Any]) -> list[Ceiling]:
-    """The ceilings stored with the run; none in documents written before they were."""
+    """The ceilings stored with the run; none in documents written before they were. A
+    ceiling's value is a positive, finite rate or cost."""
     names = {f.name for f in fields(Ceiling)}
     try:
-        return [Ceiling(**{k: v for k, v in c.items() if k in names})
-                for c in doc.get("ceilings", ())]
+        found = [Ceiling(**{k: v for k, v in c.items() if k in names})
+                 for c in doc.get("ceilings", ())]
     except (TypeError, AttributeError) as err:
         raise UsageError(f"not a gpuvs run export: bad 'ceilings': {err}") from None
+    for c in found:
+        texts = {f.name for f in fields(Ceiling) if f.type in ("str", str)}
+        if not (_is_number(c.value) and math.isfinite(c.value) and c.value > 0) or not all(
+                isinstance(getattr(c, f), str) for f in texts) or not isinstance(
+                c.contended, bool):
+            raise UsageError(f"not a gpuvs run export: bad 'ceilings': "
+                             f"{shorten(repr(c))}; a ceiling's value is a positive number")
+    return found
+
+
+def shorten(text: str, most: int = SHOWN_IN_ERRORS) -> str:
+    """A value from a file as a message shows it: at most `most` characters."""
+    return text if len(text) <= most else f"{text[:most]}… ({len(text):,} characters)"
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _check_version(doc: Any) -> None:
@@ -81,8 +134,11 @@ def load_json(path: Path) -> tuple[Run, list[Measurement], list[Ceiling]]:
         doc = json.loads(path.read_text(encoding="utf-8"))
     except OSError as err:
         raise UsageError(f"cannot read {path}: {err.strerror or err}") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise UsageError(f"{path} is not JSON: {err}") from None
+    except RecursionError:
+        raise UsageError(f"{path} is not a gpuvs run export: it nests arrays or objects "
+                         "too deeply") from None
+    except ValueError as err:  # not UTF-8, not JSON, an integer of 4,300 digits or more
+        raise UsageError(f"{path} is not JSON: {shorten(str(err))}") from None
     try:
         run, measurements = run_from_document(doc)
         return run, measurements, ceilings_from_document(doc)
@@ -94,8 +150,10 @@ def write_atomic(path: Path, content: str | bytes) -> None:
     """Readers see the old file or the new one, never half of one.
 
     The temporary file is private (0600); the result gets the mode of the file it replaces,
-    else the usual 0644, since a report or an export is written to be shared.
+    else the usual 0644, since a report or an export is written to be shared. Only a
+    regular file is replaced (`refuse_special`).
     """
+    refuse_special(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     mode = path.stat().st_mode & 0o777 if path.exists() else SHARED_MODE
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
@@ -109,6 +167,22 @@ def write_atomic(path: Path, content: str | bytes) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def refuse_special(path: Path) -> None:
+    """A symbolic link, a FIFO, a device or a socket at `path` is refused in one line:
+    the rename that makes a write atomic would put a regular file in its place — a link
+    to a report elsewhere, a pipe a reader waits on, /dev/null — and say "wrote"."""
+    try:
+        mode = path.lstat().st_mode
+    except OSError:  # nothing there (or nothing to see): the write itself will say
+        return
+    kind = ("a symbolic link" if stat.S_ISLNK(mode) else "a FIFO" if stat.S_ISFIFO(mode)
+            else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+            else "a socket" if stat.S_ISSOCK(mode) else "")
+    if kind:
+        raise UsageError(f"{path} is {kind}; gpuvs writes regular files only, so it would "
+                         "be replaced: give the path of a regular file or a new one")
 
 
 def write_json(path: Path, run: Run, measurements: Iterable[Measurement],

@@ -87,9 +87,10 @@ class RunHandle:
             self.store.finish_run(self.run_id, "interrupted", now(), reason)
 
     def fail(self, reason: str) -> None:
-        """The run cannot go on (its store failed mid-run); every case recorded stays."""
+        """The run cannot go on (its store failed mid-run); every case recorded stays. The
+        store is asked once, not waited for: it has just failed."""
         if self.created:
-            self.store.finish_run(self.run_id, "failed", now(), reason)
+            self.store.finish_run(self.run_id, "failed", now(), reason, patience=0.0)
 
     def stored(self) -> Run:
         """The run as the store holds it now (status and finish time included)."""
@@ -106,10 +107,12 @@ def guarded(run: RunHandle, how_to_finish: str,
       finish it (`how_to_finish`, a sentence). SIGTERM is turned into the same exception
       as Ctrl-C while the block runs (from the main thread only, where Python delivers
       signals).
-    - A storage failure (a full disk, a lock held too long, a corrupt file) ends it as
-      `failed` with the reason, where the store can still say so, and the `StoreError`
-      goes on, naming what was kept. So does bad input found mid-run (`UsageError`: a
-      builder of run-file's inputs that raised at the third size).
+    - A storage failure (a full disk, a lock held too long, a corrupt file, a server
+      gone past the store's patience) ends it as `failed` with the reason, where the
+      store can still say so, and the `StoreError` goes on, naming what was kept and how
+      to finish it (`--resume latest` finds a failed run as it finds an interrupted one).
+      So does bad input found mid-run (`UsageError`: a builder of run-file's inputs that
+      raised at the third size).
 
     Either way the cases recorded so far stay. `finished` counts the cases that need
     nothing more (a case stored after its first pass of two is measured again by
@@ -142,8 +145,9 @@ def guarded(run: RunHandle, how_to_finish: str,
             run.fail(str(e))
             marked = f"run {run.run_id} is marked failed"
         except StoreError:
-            marked = f"run {run.run_id} could not even be marked failed"
-        raise StoreError(f"{e}; {marked}; every case finished before it is kept") from None
+            marked = f"run {run.run_id} could not be marked failed (it reads running)"
+        raise StoreError(f"{e}; {marked}; every case finished before it is kept. "
+                         f"{how_to_finish}") from None
     finally:
         if main:
             signal.signal(signal.SIGTERM, previous)
@@ -178,11 +182,11 @@ def resume_run(store: Any, run_id: str) -> RunHandle:
 
 
 def latest_unfinished(store: Any, kind: RunKind) -> Run | None:
-    """The most recent run of `kind` that stopped before its last case (interrupted, or
-    still `running` because its process was killed outright): what `--resume latest`
-    finishes."""
+    """The most recent run of `kind` that stopped before its last case (interrupted,
+    failed by its store, or still `running` because its process was killed outright):
+    what `--resume latest` finishes."""
     for record in store.runs(200):
-        if record.kind is kind and record.status in ("interrupted", "running"):
+        if record.kind is kind and record.status in ("interrupted", "failed", "running"):
             found: Run = record
             return found
     return None

@@ -31,7 +31,7 @@ from typing import Any
 
 from gpuvs import backends
 from gpuvs.analysis.speedup import END_TO_END, RESIDENT, data_of
-from gpuvs.config import KEYWORDS, RunConfig, check_devices
+from gpuvs.config import KEYWORDS, RunConfig, check_devices, check_tolerance
 from gpuvs.errors import BackendUnavailable, UsageError, WrongResult
 from gpuvs.execute import policy
 from gpuvs.machine import watches
@@ -85,6 +85,7 @@ def run(fn: Callable[..., object], args: tuple[Any, ...], kwargs: Mapping[str, A
     if not callable(fn):
         raise UsageError(f"compare needs a function to call; got {type(fn).__name__} {fn!r}")
     RunConfig(budget_s=budget_s, criterion=criterion, devices=devices).validate(KEYWORDS)
+    check_tolerance(tolerance, "tolerance")
     settings = _Settings(fn, name or function_name(fn), budget_s, tolerance, criterion,
                          source_hash(fn), on_result, on_start, on_plan, on_again)
     settings.fn, prefix = _unbound(fn)
