@@ -30,6 +30,23 @@ EXIT_FAILED_RUN, EXIT_USAGE = 1, 2
 EXIT_INTERRUPTED = 130  # as a shell reports a command ended by Ctrl-C
 
 
+def _print_version(asked: bool) -> None:
+    if asked:
+        from gpuvs._version import __version__
+        console().print(f"gpuvs {__version__}", markup=False, highlight=False)
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _options(
+    version: Annotated[bool, typer.Option(
+        "--version", callback=_print_version, is_eager=True,
+        help="Print gpuvs's version and exit.")] = False,
+) -> None:
+    """The options of `gpuvs` itself, before any command: `gpuvs --version` answers as
+    every installed Python tool does, so a bug report can name the version it ran."""
+
+
 @contextmanager
 def usage_errors() -> Iterator[None]:
     """Every deliberate gpuvs error becomes one red line and exit code 2."""
