@@ -52,6 +52,31 @@ def test_pyproject_table_is_read_and_flags_win(tmp_path: Path) -> None:
     assert c.budget_s == 2.0 and c.backends == ("numpy",)
 
 
+def test_the_projects_pyproject_is_found_from_a_directory_below_it(tmp_path: Path) -> None:
+    """Run from `tests/` or `src/pkg/`, gpuvs reads the project's `[tool.gpuvs]`, as
+    pytest reads its own settings; a pyproject.toml without the table is passed over,
+    and the search ends at the repository's root."""
+    root = tmp_path / "project"
+    below = root / "src" / "pkg"
+    below.mkdir(parents=True)
+    (root / "pyproject.toml").write_text("[tool.gpuvs]\nbudget_s = 0.25\n")
+    (root / "src" / "pyproject.toml").write_text("[project]\nname = 'pkg'\n")
+    assert config.project_pyproject(below) == root / "pyproject.toml"
+    (root / ".git").mkdir()
+    (tmp_path / "pyproject.toml").write_text("[tool.gpuvs]\nbudget_s = 9.0\n")
+    assert config.project_pyproject(below) == root / "pyproject.toml"
+    (root / "pyproject.toml").write_text("[project]\nname = 'project'\n")
+    assert config.project_pyproject(below) is None  # not the one above the repository
+
+
+def test_a_command_below_the_project_root_takes_its_settings(tmp_path: Path,
+                                                             monkeypatch) -> None:
+    (tmp_path / "pyproject.toml").write_text("[tool.gpuvs]\nbudget_s = 0.25\n")
+    (tmp_path / "tests").mkdir()
+    monkeypatch.chdir(tmp_path / "tests")
+    assert config.build({}).budget_s == 0.25
+
+
 def test_unknown_pyproject_key_is_refused(tmp_path: Path) -> None:
     p = tmp_path / "pyproject.toml"
     p.write_text("[tool.gpuvs]\nbudgett = 1\n")
