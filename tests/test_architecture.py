@@ -25,7 +25,7 @@ ALLOWED: dict[str, set[str]] = {
     "units": set(),
     "stats": set(),
     "table": set(),
-    "model": {"stats"},
+    "model": {"stats", "units"},
     "registry": {"errors"},
     # measuring one case: the protocol, its criteria, caveats and watches
     "measuring": {"errors", "model", "stats"},
