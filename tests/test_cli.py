@@ -99,6 +99,25 @@ def test_list_and_env_describe_what_is_here() -> None:
     assert "numpy" in env.output
 
 
+def test_env_prints_each_reason_as_written_brackets_included() -> None:
+    """A reason is text, not markup: rich read `[jax]` in "pip install 'gpuvs[jax]'" as a
+    style and printed "pip install 'gpuvs'"."""
+    from gpuvs import backends
+    from gpuvs.machine import env
+    reasons = [r["reason"] for r in env.backend_rows(backends.REGISTRY.all())
+               if not r["available"]]
+    shown = invoke("env").output
+    for reason in reasons:
+        assert reason in shown
+
+
+def test_version_answers_as_an_installed_tool_does() -> None:
+    from gpuvs import __version__
+    result = invoke("--version")
+    assert result.exit_code == 0
+    assert result.output.strip() == f"gpuvs {__version__}"
+
+
 @pytest.mark.usefixtures("worker_env")
 def test_a_run_killed_halfway_keeps_its_cases_and_resume_finishes_it(db) -> None:
     # Calls of 20-100 ms, and a criterion no case meets within the budget: every case
