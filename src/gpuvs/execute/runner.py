@@ -40,6 +40,8 @@ PASS_CAVEATS = frozenset({Caveat.CONTENDED, Caveat.THROTTLED, Caveat.TF32_ON,
 # pause, at most this many times; if it stays contended it is stored with the caveat.
 CONTENDED_RETRIES = 1
 CONTENDED_PAUSE_S = 2.0
+# Counters of what the parent waited for a case, which merged passes add up.
+SUMMED_COUNTERS = ("runner_s", "start_s", "contended_retries")
 
 
 class Recorder(Protocol):
@@ -188,9 +190,19 @@ class Pool:
         self.replaying: dict[str, Worker] = {}  # the replay process in use, by backend
         self.waiting: dict[tuple[str, str, str], Worker] = {}  # by (backend, post, device)
         self.retired: list[Worker] = []
+        # Seconds spent waiting for workers to start or wind down: a case's `start_s`,
+        # which a plan's estimate counts once per run, not as that case's own cost.
+        self.waited_s = 0.0
 
     def worker_for(self, case: Case) -> Worker:
         """The ready worker that runs `case`, once every starting worker is ready."""
+        t0 = time.perf_counter()
+        try:
+            return self._worker_for(case)
+        finally:
+            self.waited_s += time.perf_counter() - t0
+
+    def _worker_for(self, case: Case) -> Worker:
         if not self._started:
             self._started = True
             self._start_ahead()
@@ -333,18 +345,22 @@ def merged(first: Measurement, later: Measurement) -> Measurement:
     """One case from two passes: samples in the order taken, the first pass's first call,
     loops and what only it measured (kernel counts, parts, busy time), the later pass's
     other counters, and the caveats judged on all the samples (plus those only a pass
-    could see: contention, throttling, TF32). A later pass that failed
-    is the case's outcome: a number that could not be taken again is not kept."""
+    could see: contention, throttling, TF32). What the parent waited for the case
+    (`runner_s`, `start_s`) adds up over its passes: what the case cost the run, which a
+    later plan's estimate reads. A later pass that failed is the case's outcome: a
+    number that could not be taken again is not kept."""
     if later.status is not Status.OK:
         return later
     samples = (*first.samples, *later.samples)
     seen = {cv for cv in (*first.caveats, *later.caveats) if cv in PASS_CAVEATS}
     found = caveats_of(samples, first.first_call_s,
                        Caveat.BUDGET_EXHAUSTED not in later.caveats)
+    waited = {k: first.counters[k] + later.counters[k] for k in SUMMED_COUNTERS
+              if k in first.counters and k in later.counters}
     return replace(first, samples=samples,
                    wall_samples=(*first.wall_samples, *later.wall_samples),
                    warmups=first.warmups + later.warmups,
-                   counters={**first.counters, **later.counters,
+                   counters={**first.counters, **later.counters, **waited,
                              "passes": first.counters.get("passes", 1.0) + 1},
                    caveats=tuple(dict.fromkeys((*found, *sorted(seen)))))
 
@@ -367,15 +383,17 @@ def _precheck(case: Case, oom_series: dict[Case, int]) -> Measurement | None:
 def _dispatch(case: Case, pool: Pool, request_base: dict[str, Any],
               config: RunConfig) -> Measurement:
     """The case run in its worker; `runner_s` is what it cost as the parent saw it: the
-    worker's `case_s` plus starting workers where they were started for it."""
-    t0 = time.perf_counter()
+    worker's `case_s` plus starting workers where they were started for it, which
+    `start_s` says apart."""
+    t0, waited = time.perf_counter(), pool.waited_s
     m = _answered(case, pool, request_base, config)
     retries = 0
     while Caveat.CONTENDED in m.caveats and retries < CONTENDED_RETRIES:
         time.sleep(CONTENDED_PAUSE_S)  # let whatever else runs finish, then measure again
         retries += 1
         m = _answered(case, pool, request_base, config)
-    counters = {**m.counters, "runner_s": time.perf_counter() - t0}
+    counters = {**m.counters, "runner_s": time.perf_counter() - t0,
+                "start_s": pool.waited_s - waited}
     if retries:
         counters["contended_retries"] = float(retries)
     return replace(m, counters=counters)
