@@ -73,6 +73,21 @@ def test_run_measures_saves_and_prints_a_table_then_show_prints_it_again(db, tmp
 
 
 @pytest.mark.usefixtures("worker_env")
+def test_a_plan_measured_before_is_estimated_from_what_it_cost(db) -> None:
+    """The estimate reads this machine's stored cases: the same plan again is estimated
+    from them, not from the model; a larger size of the series follows their trend."""
+    args = ["-w", "matmul", "-a", "shape=square", "--passes", "1", *QUICK, "--db", db]
+    assert invoke("run", "-s", "64,128", *args).exit_code == 0
+    again = invoke("run", "-s", "64,128", *args, "--dry-run")
+    assert "from this machine's past runs;" in again.output, again.output
+    larger = invoke("run", "-s", "64,128,256", *args, "--dry-run")
+    assert "from this machine's past runs;" in larger.output, larger.output
+    other = invoke("run", "-w", "elementwise", "-s", "1e3", "-b", "numpy", "-d", "cpu",
+                   "--db", db, "--dry-run")
+    assert "a model: no past run of these cases" in other.output, other.output
+
+
+@pytest.mark.usefixtures("worker_env")
 def test_gpu_cases_on_a_cpu_machine_are_unavailable_with_the_reason(db) -> None:
     pytest.importorskip("torch")
     import torch

@@ -230,3 +230,16 @@ def test_a_dry_run_or_a_refused_resume_creates_no_database(tmp_path) -> None:
     one_line_error(invoke("run", "--resume", "latest", "--all", "--db", str(db)),
                    "drop --all")
     assert not db.exists()
+
+
+def test_a_dry_run_names_each_axis_a_workload_adds(tmp_path) -> None:
+    """`-w matmul` is measured whole: its plan says it holds seed 000's shape beside the
+    square one, instead of adding it quietly, and where its estimate comes from."""
+    result = invoke("run", "-w", "matmul", "-s", "256:1024:2", "--dry-run",
+                    "--db", str(tmp_path / "never.sqlite"))
+    assert result.exit_code == 0, result.output
+    assert "shape seed000, square" in result.output
+    assert "a model: no past run of these cases on this machine" in result.output
+    square = invoke("run", "-w", "matmul", "-s", "256:1024:2", "-a", "shape=square",
+                    "--dry-run", "--db", str(tmp_path / "never.sqlite"))
+    assert "shape square;" in square.output or square.output.rstrip().endswith("shape square")

@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -114,20 +113,3 @@ def test_a_run_that_names_nothing_is_the_first_answer_suite_and_all_is_everythin
     everything = plan.expand(RunConfig(full_suite=True, devices=("cpu",)))
     assert {c.workload for c in everything} == set(workloads.default_suite())
     assert len(everything) > 2 * len(first)
-
-
-def test_a_plans_estimate_counts_only_the_cases_that_may_run_here() -> None:
-    """Cases of an absent GPU or framework are decided at once; the rest cost their
-    budget in all and a little per pass, and each pass starts its workers."""
-    config = RunConfig(workloads=("matmul",), backends=("numpy",), sizes=(64, 128),
-                       devices=("cpu",), budget_s=1.0, passes=2, axes=("shape=square",))
-    cpu = plan.expand(config)
-    assert plan.estimate_s(cpu, config) == pytest.approx(
-        2 * (1.0 + 2 * plan.CASE_OVERHEAD_S) + 2 * plan.WORKER_START_S)
-    from gpuvs.backends.base import machine_has_gpu
-    if not machine_has_gpu():  # CUDA cases here are decided at once, without a worker
-        with_gpu = plan.expand(replace(config, backends=("numpy", "torch"),
-                                       devices=("cpu", "cuda")))
-        assert len(with_gpu) > len(cpu)
-        assert plan.estimate_s(with_gpu, config) == pytest.approx(
-            4 * (1.0 + 2 * plan.CASE_OVERHEAD_S) + 4 * plan.WORKER_START_S)

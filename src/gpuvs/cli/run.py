@@ -34,6 +34,7 @@ from gpuvs.cli.app import (
     estimate_line,
     narration,
     open_store,
+    plan_estimate,
     print_plan,
     split,
     stored_ceilings,
@@ -93,7 +94,8 @@ def run(
             config = build_config(split(workload), variant, backend, device, dtype, sizes,
                                    budget, timeout, criterion, cold, passes, axis, full_suite)
         if dry_run:
-            print_plan(plan.expand(config), config)
+            cases = plan.expand(config)
+            print_plan(cases, config, plan_estimate(cases, config, store, db))
             raise typer.Exit(0)
         store = store or open_store(db)
     raise typer.Exit(_execute(store, config, run_record, json_path, report_path, fmt=fmt))
@@ -124,7 +126,8 @@ def sweep(
         config = build_config((workload,), variant, backend, device, dtype, sizes, budget,
                                timeout, criterion, cold, passes, axis)
         if dry_run:
-            print_plan(plan.expand(config), config)
+            cases = plan.expand(config)
+            print_plan(cases, config, plan_estimate(cases, config, db=db))
             raise typer.Exit(0)
         store = open_store(db)
     raise typer.Exit(_execute(store, config, None, json_path, report_path,
@@ -153,15 +156,16 @@ def _execute(store: Any, config: Any, run_record: Any, json_path: Path | None,
     from collections import Counter
 
     from gpuvs.execute import runner
-    from gpuvs.machine import contention
+    from gpuvs.machine import contention, env
     began = contention.snapshot()  # what other processes do from here is named below
     from gpuvs.report.layout import result_tables, status_line
     from gpuvs.report.verdict import answer_table
     from gpuvs.store.runs import RunHandle, guarded, start_run
     with usage_errors():
         cases = plan.expand(config)
+    environment = env.collect()  # once: the estimate's history and the run's record
     if run_record is None:
-        run = start_run(store, RunKind.SWEEP, config.to_dict())
+        run = start_run(store, RunKind.SWEEP, config.to_dict(), environment)
         skip: frozenset[str] = frozenset()
     else:
         run = RunHandle(store, run_record)
@@ -177,9 +181,10 @@ def _execute(store: Any, config: Any, run_record: Any, json_path: Path | None,
     if plan.first_answer(config):
         out.print("the first-answer suite: square matrix products and x *= 5 over sizes; "
                   "`gpuvs run --all` runs every workload", markup=False, highlight=False)
-    if plan.estimate_s(tuple(todo), config) > plan.LONG_PLAN_S:
-        out.print(f"this plan takes {estimate_line(todo, config)}; `--dry-run` lists it, "
-                  "and -w, -s or -a narrow it", markup=False, highlight=False)
+    estimated = plan_estimate(todo, config, store, environment=environment)
+    if estimated.long:
+        out.print(f"this plan takes {estimate_line(estimated, config)}; `--dry-run` lists "
+                  "it, and -w, -s or -a narrow it", markup=False, highlight=False)
     counts: Counter[str] = Counter()
     rounds = 0
     def finished() -> int:

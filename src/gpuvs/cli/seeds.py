@@ -18,8 +18,10 @@ from gpuvs.cli.app import (
     check_format,
     console,
     emit_tables,
+    estimate_line,
     narration,
     open_store,
+    plan_estimate,
     print_plan,
     split,
     usage_errors,
@@ -89,7 +91,7 @@ def seeds(
                             "budget_s": budget}, defaults={"budget_s": BUDGET_S})
         cases = _cases(chosen, options, config.devices)
         if dry_run:
-            print_plan(cases, config)
+            print_plan(cases, config, plan_estimate(cases, config, db=db))
             raise typer.Exit(0)
         store = open_store(db)
     raise typer.Exit(_run(store, config, cases, chosen, options, json_path, fmt))
@@ -119,16 +121,23 @@ def _run(store: Any, config: Any, cases: list[Any], chosen: tuple[str, ...], opt
 
     from gpuvs import units
     from gpuvs.execute import runner
+    from gpuvs.machine import env
     from gpuvs.model import RunKind
     from gpuvs.report.layout import status_line
     from gpuvs.report.seed_tables import seed_tables
     from gpuvs.store.runs import guarded, start_run
+    environment = env.collect()  # once: the estimate's history and the run's record
     run = start_run(store, RunKind.SEEDS, {
         "seeds": list(chosen), **asdict(options), "budget_s": config.budget_s,
-        "timeout_s": config.timeout_s, "devices": list(config.devices)})
+        "timeout_s": config.timeout_s, "devices": list(config.devices),
+        "passes": config.passes}, environment)
     out = narration(fmt)
     out.print(f"run {run.run_id}: seeds {', '.join(chosen)}, {len(cases)} cases"
               + (" (--quick)" if options.quick else ""))
+    estimated = plan_estimate(cases, config, store, environment=environment)
+    if estimated.long:
+        out.print(f"this plan takes {estimate_line(estimated, config)}; `--dry-run` lists "
+                  "it, and --seed or --quick narrow it", markup=False, highlight=False)
     started = time.monotonic()
     again = f"`gpuvs seeds {' '.join(chosen)}` measures them again."
     with usage_errors(), guarded(run, again), progress(len(cases), out.stderr) as advance:

@@ -16,14 +16,6 @@ from gpuvs.model import Case, Params
 
 # What a case without the parameter has: data left on the device.
 AXIS_DEFAULTS = {"data": "resident"}
-# What a measured case costs beyond its sampling budget in each pass (warm-up, the check
-# against the reference, saving), and a worker's start-up (importing its framework): on
-# a 2-core CPU the first-answer suite's 22 measured cases took 30 s at budget 1 s. A call
-# longer than the budget costs more, a case whose CI tightens early less: an estimate.
-CASE_OVERHEAD_S = 0.3
-WORKER_START_S = 2.0
-# A plan expected to take longer than this says so before it starts.
-LONG_PLAN_S = 180.0
 
 
 def expand(config: RunConfig) -> tuple[Case, ...]:
@@ -38,15 +30,6 @@ def expand(config: RunConfig) -> tuple[Case, ...]:
     if not kept:
         raise UsageError(_why_empty(names, config, cases, axes))
     return kept
-
-
-def estimate_s(cases: tuple[Case, ...], config: RunConfig) -> float:
-    """Roughly how long the plan takes: the cases that may run here (not those of an
-    absent backend or GPU) at their budget and overheads, and each pass's workers."""
-    measured = [c for c in cases if not backends.get(c.backend).absent(c.device)]
-    workers = len({c.backend for c in measured}) * config.passes
-    return (len(measured) * (config.budget_s + config.passes * CASE_OVERHEAD_S)
-            + workers * WORKER_START_S)
 
 
 def first_answer(config: RunConfig) -> bool:

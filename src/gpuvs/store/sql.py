@@ -10,7 +10,7 @@ measured, and several processes — several machines, with PostgreSQL — write 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from datetime import datetime, timezone
 from typing import Any, ClassVar
@@ -22,6 +22,8 @@ from gpuvs.model import Environment, Measurement, Run
 # itself failed mid-run, reason recorded); aborted is what older gpuvs wrote.
 RUN_STATUSES = ("running", "finished", "interrupted", "failed", "aborted")
 RECENT_IN_ERRORS = 5
+# The most stored cases a plan's estimate reads: the newest runs of its workloads.
+HISTORY_LIMIT = 5000
 
 _RUN_COLUMNS = ("run_id, started_at, finished_at, status, config, environment, fingerprint, "
                 "reason")
@@ -145,6 +147,22 @@ class SqlStore:
         rows = self._x(self._conn, "SELECT data FROM measurements WHERE run_id = ? ORDER BY id",
                        (run_id,))
         return [Measurement.from_dict(json.loads(r[0])) for r in rows]
+
+    def history(self, fingerprint: str, workloads: Sequence[str], limit: int = HISTORY_LIMIT
+                ) -> list[tuple[dict[str, Any], Measurement]]:
+        """The cases of these workloads that finished `ok` on this set-up (`fingerprint`),
+        newest first, each with its run's config: what a plan's estimate learns from (the
+        time each case cost, at the budget its run gave it). Other set-ups' cases say
+        nothing about this machine's pace."""
+        if not workloads:
+            return []
+        marks = ", ".join("?" for _ in workloads)
+        rows = self._x(self._conn, "SELECT r.config, m.data FROM measurements m JOIN runs r "
+                       "ON r.run_id = m.run_id WHERE r.fingerprint = ? AND m.status = 'ok' "
+                       f"AND m.workload IN ({marks}) ORDER BY m.id DESC LIMIT ?",
+                       (fingerprint, *workloads, limit))
+        return [(json.loads(config), Measurement.from_dict(json.loads(data)))
+                for config, data in rows]
 
     def finished_keys(self, run_id: str) -> set[str]:
         """Every case the run already recorded, whatever its status: what --resume skips."""
