@@ -97,6 +97,8 @@ def run(
             cases = plan.expand(config)
             print_plan(cases, config, plan_estimate(cases, config, store, db))
             raise typer.Exit(0)
+        if run_record is None:
+            plan.check_gpu_here(config)
         store = store or open_store(db)
     raise typer.Exit(_execute(store, config, run_record, json_path, report_path, fmt=fmt))
 
@@ -129,6 +131,7 @@ def sweep(
             cases = plan.expand(config)
             print_plan(cases, config, plan_estimate(cases, config, db=db))
             raise typer.Exit(0)
+        plan.check_gpu_here(config)
         store = open_store(db)
     raise typer.Exit(_execute(store, config, None, json_path, report_path,
                               factor if refine else None, fmt))

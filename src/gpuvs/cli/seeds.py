@@ -93,6 +93,8 @@ def seeds(
         if dry_run:
             print_plan(cases, config, plan_estimate(cases, config, db=db))
             raise typer.Exit(0)
+        from gpuvs.execute.plan import check_gpu_here
+        check_gpu_here(config)
         store = open_store(db)
     raise typer.Exit(_run(store, config, cases, chosen, options, json_path, fmt))
 

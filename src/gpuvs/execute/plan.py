@@ -32,6 +32,22 @@ def expand(config: RunConfig) -> tuple[Case, ...]:
     return kept
 
 
+def check_gpu_here(config: RunConfig) -> None:
+    """A run that asks only for CUDA devices on a machine that shows none would store a
+    run of unavailable cases and exit 0: refused before anything is stored, naming what
+    runs here. Asked beside the CPU, the GPU's cases are said unavailable as usual."""
+    from gpuvs.backends.base import machine_has_gpu
+
+    if {d.partition(":")[0] for d in config.devices} != {"cuda"} or machine_has_gpu():
+        return
+    here = [name for name in config.backends or backends.names()
+            if "cpu" in backends.get(name).device_kinds
+            and backends.get(name).unavailable_reason("cpu") is None]
+    runs = f"-d cpu runs {', '.join(here)}" if here else "no backend runs on its CPU either"
+    raise UsageError(f"-d {', '.join(config.devices)}: this machine shows no NVIDIA device, "
+                     f"so no case would run; here {runs}")
+
+
 def first_answer(config: RunConfig) -> bool:
     """Whether the run is the first-answer suite: no workload, variant or axis named and
     no --all. A user who names any of them gets every case that matches it; `--all` gets
