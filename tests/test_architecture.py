@@ -50,8 +50,9 @@ ALLOWED: dict[str, set[str]] = {
               "measuring", "model", "report", "stats", "store", "units", "workloads"},
     # the public faces
     "api": {"backends", "config", "errors", "machine", "measuring", "model", "yours"},
-    "cli": {"analysis", "backends", "config", "distributed", "errors", "execute", "machine",
-            "measuring", "model", "report", "seeds", "store", "units", "workloads", "yours"},
+    "cli": {"_version", "analysis", "backends", "config", "distributed", "errors", "execute",
+            "machine", "measuring", "model", "report", "seeds", "store", "units", "workloads",
+            "yours"},
     "__main__": {"cli"},
     ROOT: {"_version", "api", "model", "yours"},
 }
