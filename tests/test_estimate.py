@@ -126,6 +126,18 @@ def test_a_busy_machine_measures_each_case_again_after_a_pause() -> None:
     assert cases_s([case], past=past, busy=True) == pytest.approx(2 * 2.5 + CONTENDED_PAUSE_S)
 
 
+def test_a_case_that_ran_out_of_time_last_time_costs_its_timeout_again() -> None:
+    """Its series' trend says nothing of a case that never answered; the run after it
+    measured the rest, and a later one that did answer counts instead."""
+    case = square(4096)
+    hung = Measurement(case, Status.TIMEOUT, reason="no result within the 300 s timeout",
+                       counters={"runner_s": 301.0})
+    past = (est.Past(hung, 1.0, 2), stored(square(2048), 0.4, 4.5))
+    assert cases_s([case], past=past) == pytest.approx(301.0)
+    answered = (stored(case, 3.2, 20.0), *past)  # newer than the timeout
+    assert cases_s([case], past=answered) == pytest.approx(20.0)
+
+
 def test_cases_that_cannot_run_here_cost_nothing() -> None:
     from gpuvs.backends.base import machine_has_gpu
     if machine_has_gpu():
@@ -157,7 +169,8 @@ def test_the_probe_returns_this_machines_rates() -> None:
 
 def test_the_store_gives_the_estimate_only_this_set_ups_finished_cases(tmp_path: Path
                                                                         ) -> None:
-    """Another machine's pace, or a case that failed, says nothing about this one's."""
+    """Another machine's pace, or a case decided at once, says nothing about this one's;
+    a case that ran out of time does."""
     with open_store(str(tmp_path / "r.sqlite")) as store:
         for run_id, fingerprint in (("here", "f-here"), ("there", "f-there")):
             store.create_run(Run(run_id, "2026-11-26T00:00:00+00:00",
@@ -165,8 +178,10 @@ def test_the_store_gives_the_estimate_only_this_set_ups_finished_cases(tmp_path:
                                  Environment(fingerprint, {})))
             store.save(run_id, stored(square(1024), 0.02, 2.0).measurement)
             store.save(run_id, Measurement(square(2048), Status.OOM, reason="out of memory"))
+            store.save(run_id, Measurement(square(4096), Status.TIMEOUT, reason="300 s"))
         store.save("here", Measurement(
             Case("elementwise", "correct", "numpy", "cpu", "float32", 1000, (("op", "ones"),)),
             Status.OK, samples=(1e-6,) * 3))
         rows = store.history("f-here", ["matmul"])
-    assert [(config["budget_s"], m.case) for config, m in rows] == [(0.5, square(1024))]
+    assert [(config["budget_s"], m.case) for config, m in rows] == [
+        (0.5, square(4096)), (0.5, square(1024))]  # newest first

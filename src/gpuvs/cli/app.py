@@ -267,10 +267,12 @@ def _past(store: Any, db: str | None, fingerprint: str, workloads: list[str]) ->
 
 
 def estimate_line(estimated: Any, config: Any) -> str:
-    """'about 4 min (from this machine's past runs for 40 of 54 cases; budget 1 s a case,
-    2 passes)'."""
+    """'about 4 min 50 s (from this machine's past runs for 40 of 54 cases; budget 1 s a
+    case, 2 passes)': to 10 s below ten minutes, to the minute above."""
     seconds = estimated.seconds
-    about = (f"about {seconds / 60:.0f} min" if seconds >= 90 else
+    minutes, rest = divmod(round(seconds / 10) * 10, 60)
+    about = (f"about {seconds / 60:.0f} min" if seconds >= 600 else
+             f"about {minutes} min" + (f" {rest} s" if rest else "") if seconds >= 90 else
              f"about {max(seconds, 1):.0f} s")
     known, measured = estimated.from_history, estimated.measured
     source = ("no case can run here" if not measured else

@@ -5,13 +5,14 @@ every case its budget and 0.3 s, while an 8192³ product on a 2-core CPU is seco
 call, and a call longer than the budget is timed three times (first call, warm-up kept as
 a sample, one more) besides its float64 reference. A case's cost here is, in this order:
 
-1. **from its series' stored cases** — the same workload, variant, backend, device, dtype
+1. **from its own last run**, where that ran out of time: the timeout again;
+2. **from its series' stored cases** — the same workload, variant, backend, device, dtype
    and parameters, measured on this set-up (the environment fingerprint) at this size or
    others: what the nearest stored size cost (every pass as the parent waited for it,
    `runner_s`, less workers starting, `start_s`), moved by what the model says changes
    between there and here: the call time (the series' trend over size, a power law
    through its two nearest sizes), the budget, the passes;
-2. **from the model** alone, for a series never stored: the call time its work predicts
+3. **from the model** alone, for a series never stored: the call time its work predicts
    at this machine's rates (`Rates`: FLOPs and bytes ÷ a quick NumPy probe on the CPU,
    nominal figures on a GPU), plus how far the model missed this machine's stored cases
    (the median of their residuals).
@@ -34,7 +35,7 @@ from dataclasses import dataclass, replace
 from gpuvs import backends, workloads
 from gpuvs.config import RunConfig
 from gpuvs.execute.runner import CONTENDED_PAUSE_S, CONTENDED_RETRIES, PASS_MAX_CASE_S
-from gpuvs.model import Case, Measurement
+from gpuvs.model import Case, Measurement, Status
 
 # A plan expected to take longer than this says so before it starts.
 LONG_PLAN_S = 180.0
@@ -132,6 +133,11 @@ def estimate(cases: Sequence[Case], config: RunConfig, past: Sequence[Past] = ()
              rates: Rates = Rates(), busy: bool = False) -> Estimate:
     """The plan's seconds: each case that may run here (`case_s`), its workers' start-ups
     and the command's own work; with `busy`, each case once more after a pause."""
+    timed_out = {}
+    for p in reversed(past):  # oldest first: the newest record of a case wins
+        timed_out[p.measurement.case.key] = (p.cost_s if p.measurement.status is
+                                             Status.TIMEOUT else None)
+    past = [p for p in past if p.measurement.status is Status.OK]
     series = _by_series(past)
     residual = _median([p.cost_s - _at(p.measurement.case, p.call_s, p.budget_s, p.passes,
                                        rates) for p in past]) if past else 0.0
@@ -139,8 +145,10 @@ def estimate(cases: Sequence[Case], config: RunConfig, past: Sequence[Past] = ()
     total, known = 0.0, 0
     for case in measured:
         stored = series.get(case.series, [])
-        known += bool(stored)
-        if stored:
+        known += bool(stored) or timed_out.get(case.key) is not None
+        if (hung := timed_out.get(case.key)) is not None:  # it ran out of time last time
+            cost = hung
+        elif stored:
             cost = _from_series(case, stored, config, rates)
         else:
             model = case_model_s(case, _call_s(case, rates), config, rates)

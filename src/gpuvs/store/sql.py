@@ -150,15 +150,16 @@ class SqlStore:
 
     def history(self, fingerprint: str, workloads: Sequence[str], limit: int = HISTORY_LIMIT
                 ) -> list[tuple[dict[str, Any], Measurement]]:
-        """The cases of these workloads that finished `ok` on this set-up (`fingerprint`),
-        newest first, each with its run's config: what a plan's estimate learns from (the
-        time each case cost, at the budget its run gave it). Other set-ups' cases say
-        nothing about this machine's pace."""
+        """The cases of these workloads that finished `ok`, or ran out of time, on this
+        set-up (`fingerprint`), newest first, each with its run's config: what a plan's
+        estimate learns from (the time each case cost, at the budget its run gave it; a
+        case that timed out is likely to again). Other set-ups' cases, and cases decided
+        at once (unavailable, skipped), say nothing about this machine's pace."""
         if not workloads:
             return []
         marks = ", ".join("?" for _ in workloads)
         rows = self._x(self._conn, "SELECT r.config, m.data FROM measurements m JOIN runs r "
-                       "ON r.run_id = m.run_id WHERE r.fingerprint = ? AND m.status = 'ok' "
+                       "ON r.run_id = m.run_id WHERE r.fingerprint = ? AND m.status IN ('ok', 'timeout') "
                        f"AND m.workload IN ({marks}) ORDER BY m.id DESC LIMIT ?",
                        (fingerprint, *workloads, limit))
         return [(json.loads(config), Measurement.from_dict(json.loads(data)))
