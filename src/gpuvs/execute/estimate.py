@@ -5,7 +5,7 @@ every case its budget and 0.3 s, while an 8192³ product on a 2-core CPU is seco
 call, and a call longer than the budget is timed three times (first call, warm-up kept as
 a sample, one more) besides its float64 reference. A case's cost here is, in this order:
 
-1. **from its own last run**, where that ran out of time: the timeout again;
+1. **from its own last run**, where that ran out of time: this run's timeout;
 2. **from its series' stored cases** — the same workload, variant, backend, device, dtype
    and parameters, measured on this set-up (the environment fingerprint) at this size or
    others: what the nearest stored size cost (every pass as the parent waited for it,
@@ -131,12 +131,12 @@ class Estimate:
 
 def estimate(cases: Sequence[Case], config: RunConfig, past: Sequence[Past] = (),
              rates: Rates = Rates(), busy: bool = False) -> Estimate:
-    """The plan's seconds: each case that may run here (`case_s`), its workers' start-ups
-    and the command's own work; with `busy`, each case once more after a pause."""
-    timed_out = {}
+    """The plan's seconds: each case that may run here, its workers' start-ups and the
+    command's own work; with `busy`, each case once more after a pause. `past` is newest
+    first, as the store gives it."""
+    timed_out: dict[str, bool] = {}
     for p in reversed(past):  # oldest first: the newest record of a case wins
-        timed_out[p.measurement.case.key] = (p.cost_s if p.measurement.status is
-                                             Status.TIMEOUT else None)
+        timed_out[p.measurement.case.key] = p.measurement.status is Status.TIMEOUT
     past = [p for p in past if p.measurement.status is Status.OK]
     series = _by_series(past)
     residual = _median([p.cost_s - _at(p.measurement.case, p.call_s, p.budget_s, p.passes,
@@ -145,9 +145,9 @@ def estimate(cases: Sequence[Case], config: RunConfig, past: Sequence[Past] = ()
     total, known = 0.0, 0
     for case in measured:
         stored = series.get(case.series, [])
-        known += bool(stored) or timed_out.get(case.key) is not None
-        if (hung := timed_out.get(case.key)) is not None:  # it ran out of time last time
-            cost = hung
+        known += bool(stored) or timed_out.get(case.key, False)
+        if timed_out.get(case.key):  # it ran out of time last time: expect it to again
+            cost = config.timeout_s
         elif stored:
             cost = _from_series(case, stored, config, rates)
         else:

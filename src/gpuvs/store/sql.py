@@ -159,7 +159,8 @@ class SqlStore:
             return []
         marks = ", ".join("?" for _ in workloads)
         rows = self._x(self._conn, "SELECT r.config, m.data FROM measurements m JOIN runs r "
-                       "ON r.run_id = m.run_id WHERE r.fingerprint = ? AND m.status IN ('ok', 'timeout') "
+                       "ON r.run_id = m.run_id WHERE r.fingerprint = ? "
+                       "AND m.status IN ('ok', 'timeout') "
                        f"AND m.workload IN ({marks}) ORDER BY m.id DESC LIMIT ?",
                        (fingerprint, *workloads, limit))
         return [(json.loads(config), Measurement.from_dict(json.loads(data)))
