@@ -31,7 +31,7 @@ def square(size: int) -> Case:
 
 def stored(case: Case, call_s: float, cost_s: float, *, start_s: float = 0.0,
            retries: float = 0.0, budget_s: float = 1.0, passes: int = 2) -> est.Past:
-    counters = {"runner_s": cost_s + start_s, "start_s": start_s}
+    counters = {"runner_s": cost_s + start_s, "start_s": start_s, "passes": float(passes)}
     if retries:
         counters["contended_retries"] = retries
     m = Measurement(case, Status.OK, samples=(call_s,) * 5, counters=counters)
@@ -40,9 +40,8 @@ def stored(case: Case, call_s: float, cost_s: float, *, start_s: float = 0.0,
 
 def cases_s(cases: list[Case], config: RunConfig = CONFIG, past: tuple[est.Past, ...] = (),
             busy: bool = False) -> float:
-    """The estimate less what does not depend on the cases' own costs."""
-    fixed = est.start_s(cases, config.passes, RATES) + est.COMMAND_S * RATES.slowdown
-    return est.estimate(cases, config, past, RATES, busy).seconds - fixed
+    """The estimate less its workers' start-ups and the command's own work."""
+    return est.estimate(cases, config, past, RATES, busy).cases_s
 
 
 def test_a_case_stored_before_costs_what_it_cost_then() -> None:
@@ -117,13 +116,15 @@ def test_the_model_is_moved_by_how_far_it_missed_this_machines_other_cases() -> 
     assert (e.measured, e.from_history) == (1, 0)
 
 
-def test_a_busy_machine_measures_each_case_again_after_a_pause() -> None:
-    """A stored case measured twice for contention cost its pass twice and a pause: it is
-    counted once, and measured again only where the machine is busy now."""
+def test_a_busy_machine_measures_each_pass_again_after_a_pause() -> None:
+    """A stored case whose two passes were each measured again for contention paid them
+    twice and two pauses: it is counted once, and measured again only where the machine
+    is busy now."""
     case = square(1024)
-    past = (stored(case, 0.02, cost_s=2 * 2.5 + CONTENDED_PAUSE_S, retries=1.0),)
+    twice = 2 * 2.5 + 2 * CONTENDED_PAUSE_S
+    past = (stored(case, 0.02, cost_s=twice, retries=2.0),)
     assert cases_s([case], past=past) == pytest.approx(2.5)
-    assert cases_s([case], past=past, busy=True) == pytest.approx(2 * 2.5 + CONTENDED_PAUSE_S)
+    assert cases_s([case], past=past, busy=True) == pytest.approx(twice)
 
 
 def test_a_case_that_ran_out_of_time_last_time_costs_the_timeout_again() -> None:
@@ -145,7 +146,7 @@ def test_cases_that_cannot_run_here_cost_nothing() -> None:
     gpu = Case("matmul", "correct", "torch", "cuda:0", "float32", 4096, (("shape", "square"),))
     huge = square(10**7)  # 10⁷ × 10⁷ floats: more than any host holds
     e = est.estimate([gpu, huge], CONFIG, (), RATES)
-    assert e.measured == 0 and e.seconds == pytest.approx(est.COMMAND_S)
+    assert e.measured == 0 and e.seconds == e.command_s == pytest.approx(est.COMMAND_S)
 
 
 def test_workers_start_together_and_share_the_cores() -> None:
@@ -155,9 +156,22 @@ def test_workers_start_together_and_share_the_cores() -> None:
     assert max(est.WORKER_START_S.values()) <= one_core <= starts
 
 
+def test_workers_take_as_long_to_start_as_they_did_here_before() -> None:
+    """On a loaded machine a run's pool took a minute to start: the stored waits, where
+    longer than the model's start-ups, are what the next run's start costs."""
+    case = square(64)
+    model = est.start_s([case], CONFIG.passes, RATES)
+    assert est.estimate([case], CONFIG, (), RATES).workers_s == pytest.approx(model)
+    past = (stored(square(128), 1e-5, 1.0, start_s=model + 40.0),
+            stored(square(256), 1e-5, 1.0, start_s=model + 60.0),
+            stored(square(512), 1e-5, 1.0, start_s=0.0))  # waited for nothing
+    slow = est.estimate([case], CONFIG, past, RATES)
+    assert slow.workers_s == pytest.approx(model + 50.0)
+
+
 def test_a_plan_past_three_minutes_is_long() -> None:
-    assert est.Estimate(est.LONG_PLAN_S + 1, 10, 0).long
-    assert not est.Estimate(est.LONG_PLAN_S - 1, 10, 0).long
+    assert est.Estimate(est.LONG_PLAN_S - 10, 8.0, 3.0, 10, 0).long
+    assert not est.Estimate(est.LONG_PLAN_S - 20, 8.0, 3.0, 10, 0).long
 
 
 def test_the_probe_returns_this_machines_rates() -> None:

@@ -17,13 +17,17 @@ a sample, one more) besides its float64 reference. A case's cost here is, in thi
    nominal figures on a GPU), plus how far the model missed this machine's stored cases
    (the median of their residuals).
 
+Workers' start-ups count once per run: the model's (imports, devices; shared by the
+cores) or, if longer, the median of what this machine's stored runs waited for theirs.
+
 The model (`case_model_s`): each pass a first call, a warm-up (its share of the budget,
 or one call kept as a sample when a call outlasts the budget), sampling (its share of
 the budget, or one more call) and fresh inputs; the first pass also the float64
 reference; a case whose first pass takes over the runner's `PASS_MAX_CASE_S` runs once;
 a post's replay costs `REPLAY_S`. Then the workers' start-ups and the command's own work.
-On a busy machine a case that other processes disturbed is measured again after a pause
-(`runner.CONTENDED_RETRIES`), so every case is counted that many more times.
+On a busy machine a pass that other processes disturbed is measured again after a pause
+(`runner.CONTENDED_RETRIES`), so every case is counted that many more times, with the
+pauses; its stored cost has them taken out, since the machine may be quiet next time.
 """
 
 from __future__ import annotations
@@ -53,13 +57,18 @@ MIN_SAMPLES = 3
 REFERENCE_CALLS = 2.0
 # Fresh inputs each pass, and the reference's: random numbers and copies, bytes a second.
 PREPARE_BYTES_PER_S = 1e9
-# A post's replay: its own timing (`%timeit`'s runs, a cell's `%%time`), about this long.
+# A post's replay: its own timing, about this long on a quiet machine — `%timeit`'s seven
+# runs of 0.2 to 2 s each (a call ×10 loops until a run lasts 0.2 s), or one `%%time`
+# call; which one, and the call's time, only preparing the case tells.
 REPLAY_S = 2.0
 # Importing a framework and starting its device, per worker process, on one core.
 WORKER_START_S = {"numpy": 1.0, "torch": 4.0, "cupy": 4.0, "jax": 4.0}
 GPU_START_S = 3.0
-# The command's own work: imports, the environment, the store, the tables at the end.
-COMMAND_S = 3.0
+# The command's own work: imports, the environment, the probe, the tables at the end.
+COMMAND_S = 5.0
+# A case that waited this long for workers was waiting for a run's pool to start (or a
+# dead worker's replacement): what starting them takes on this machine, stored.
+MIN_START_S = 1.0
 # Past cases read per size of a series: the newest few, their median.
 NEWEST = 3
 # Nominal GPU rates for a series never stored on a GPU: most of its cases cost their
@@ -108,21 +117,28 @@ class Past:
 
     @property
     def cost_s(self) -> float:
-        """What the case cost its run once, workers' start-ups and a retry taken out: a
-        case measured again for contention paid its pass twice and a pause."""
+        """What the case cost its run, workers' start-ups and retries taken out: a pass
+        measured again for contention was paid twice, after a pause."""
         c = self.measurement.counters
-        retries = c.get("contended_retries", 0.0)
+        retries, passes = c.get("contended_retries", 0.0), c.get("passes", 1.0)
         waited = c.get("runner_s", c.get("case_s", 0.0)) - c.get("start_s", 0.0)
-        return max(waited - retries * CONTENDED_PAUSE_S, 0.0) / (1.0 + retries)
+        return max(waited - retries * CONTENDED_PAUSE_S, 0.0) * passes / (passes + retries)
 
 
 @dataclass(frozen=True)
 class Estimate:
-    """A plan's expected seconds, and how many of its measured cases the store knew."""
+    """A plan's expected seconds — its cases', its workers' start-ups and the command's
+    own — and how many of its measured cases the store knew."""
 
-    seconds: float
-    measured: int     # cases that may run here (not those of an absent backend or GPU)
+    cases_s: float
+    workers_s: float
+    command_s: float
+    measured: int      # cases that may run here (not those of an absent backend or GPU)
     from_history: int  # of which, cases whose series this machine's store holds
+
+    @property
+    def seconds(self) -> float:
+        return self.cases_s + self.workers_s + self.command_s
 
     @property
     def long(self) -> bool:
@@ -134,6 +150,8 @@ def estimate(cases: Sequence[Case], config: RunConfig, past: Sequence[Past] = ()
     """The plan's seconds: each case that may run here, its workers' start-ups and the
     command's own work; with `busy`, each case once more after a pause. `past` is newest
     first, as the store gives it."""
+    started = _median([s for p in past if (s := p.measurement.counters.get("start_s", 0.0))
+                       >= MIN_START_S])
     timed_out: dict[str, bool] = {}
     for p in reversed(past):  # oldest first: the newest record of a case wins
         timed_out[p.measurement.case.key] = p.measurement.status is Status.TIMEOUT
@@ -153,11 +171,13 @@ def estimate(cases: Sequence[Case], config: RunConfig, past: Sequence[Past] = ()
         else:
             model = case_model_s(case, _call_s(case, rates), config, rates)
             cost = max(model + residual, model / 2)
-        if busy:  # measured again after a pause, as most cases of a busy machine are
-            cost = cost * (1 + CONTENDED_RETRIES) + CONTENDED_RETRIES * CONTENDED_PAUSE_S
+        if busy:  # each pass measured again after a pause, as most of a busy machine's are
+            runs = 1 if (case.variant == "as_written"
+                         or cost > PASS_MAX_CASE_S * config.passes) else config.passes
+            cost = cost * (1 + CONTENDED_RETRIES) + CONTENDED_RETRIES * runs * CONTENDED_PAUSE_S
         total += cost
-    seconds = total + start_s(measured, config.passes, rates) + COMMAND_S * rates.slowdown
-    return Estimate(seconds, len(measured), known)
+    workers_s = max(start_s(measured, config.passes, rates), started) if measured else 0.0
+    return Estimate(total, workers_s, COMMAND_S * rates.slowdown, len(measured), known)
 
 
 def case_model_s(case: Case, call_s: float, config: RunConfig, rates: Rates) -> float:
@@ -290,7 +310,7 @@ def _call_s(case: Case, rates: Rates) -> float:
 def _at(case: Case, call_s: float, budget_s: float, passes: int, rates: Rates) -> float:
     """The model's cost of `case` over its passes at this budget."""
     if case.variant == "as_written":
-        return REPLAY_S + CASE_OVERHEAD_S * rates.slowdown
+        return (REPLAY_S + CASE_OVERHEAD_S) * rates.slowdown
     share = budget_s / passes
     w = workloads.get(case.workload)
     prepare = w.host_memory_needed(case.size, case.params, case.dtype) / PREPARE_BYTES_PER_S
