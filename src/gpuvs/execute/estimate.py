@@ -14,8 +14,8 @@ a sample, one more) besides its float64 reference. A case's cost here is, in thi
    through its two nearest sizes), the budget, the passes;
 3. **from the model** alone, for a series never stored: the call time its work predicts
    at this machine's rates (`Rates`: FLOPs and bytes ÷ a quick NumPy probe on the CPU,
-   nominal figures on a GPU), plus how far the model missed this machine's stored cases
-   (the median of their residuals).
+   nominal figures on a GPU), times how far the model missed this machine's stored
+   cases (the median of their costs over the model's, within MISSED_MIN and MISSED_MAX).
 
 Workers' start-ups count once per run: the model's (imports, devices; shared by the
 cores) or, if longer, the median of what this machine's stored runs waited for theirs.
@@ -27,7 +27,10 @@ reference; a case whose first pass takes over the runner's `PASS_MAX_CASE_S` run
 a post's replay costs `REPLAY_S`. Then the workers' start-ups and the command's own work.
 On a busy machine a pass that other processes disturbed is measured again after a pause
 (`runner.CONTENDED_RETRIES`), so every case is counted that many more times, with the
-pauses; its stored cost has them taken out, since the machine may be quiet next time.
+pauses, and about half the passes split or drift and are measured again with three
+times their budget (`protocol.measure_again_if_split`; BUSY_AGAIN). A stored cost has
+the retries taken out, and the model reads a stored case measured again as such: the
+machine may be quiet next time.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ from dataclasses import dataclass, replace
 from gpuvs import backends, workloads
 from gpuvs.config import RunConfig
 from gpuvs.execute.runner import CONTENDED_PAUSE_S, CONTENDED_RETRIES, PASS_MAX_CASE_S
+from gpuvs.measuring.protocol import REMEASURE_BUDGET_FACTOR
 from gpuvs.model import Case, Measurement, Status
 
 # A plan expected to take longer than this says so before it starts.
@@ -57,10 +61,11 @@ MIN_SAMPLES = 3
 REFERENCE_CALLS = 2.0
 # Fresh inputs each pass, and the reference's: random numbers and copies, bytes a second.
 PREPARE_BYTES_PER_S = 1e9
-# A post's replay: its own timing, about this long on a quiet machine — `%timeit`'s seven
-# runs of 0.2 to 2 s each (a call ×10 loops until a run lasts 0.2 s), or one `%%time`
-# call; which one, and the call's time, only preparing the case tells.
-REPLAY_S = 2.0
+# A post's replay: its own timing, about this long on average on a quiet machine —
+# `%timeit`'s seven runs of 0.2 to 2 s each (a call ×10 loops until a run lasts 0.2 s:
+# seed 000's took 14 s), or one `%%time` call (0.1 to 4 s); which one, and the call's
+# time, only preparing the case tells.
+REPLAY_S = 4.0
 # Importing a framework and starting its device, per worker process, on one core.
 WORKER_START_S = {"numpy": 1.0, "torch": 4.0, "cupy": 4.0, "jax": 4.0}
 GPU_START_S = 3.0
@@ -71,6 +76,12 @@ COMMAND_S = 5.0
 MIN_START_S = 1.0
 # Past cases read per size of a series: the newest few, their median.
 NEWEST = 3
+# On a busy machine about half the passes split or drift and are measured again with
+# three times their budget (38 of 58 cases of a `run --all` at 1 s here, 7 of 53 of a
+# `seeds --quick` at 0.1 s, whose few samples seldom show it).
+BUSY_AGAIN = 0.5
+# How far this machine's stored cases may move the model for the others: a factor.
+MISSED_MIN, MISSED_MAX = 0.5, 4.0
 # Nominal GPU rates for a series never stored on a GPU: most of its cases cost their
 # budget share, and this keeps a large one from counting as free.
 GPU_FLOPS = 2e13
@@ -116,6 +127,13 @@ class Past:
         return s.median if s is not None else 0.0
 
     @property
+    def model_s(self) -> float:
+        """What the model says the case cost then: its call time, its run's budget and
+        passes, and whether a pass was measured again."""
+        again = 1.0 if "remeasured" in self.measurement.counters else 0.0
+        return _at(self.measurement.case, self.call_s, self.budget_s, self.passes, again)
+
+    @property
     def cost_s(self) -> float:
         """What the case cost its run, workers' start-ups and retries taken out: a pass
         measured again for contention was paid twice, after a pause."""
@@ -157,8 +175,10 @@ def estimate(cases: Sequence[Case], config: RunConfig, past: Sequence[Past] = ()
         timed_out[p.measurement.case.key] = p.measurement.status is Status.TIMEOUT
     past = [p for p in past if p.measurement.status is Status.OK]
     series = _by_series(past)
-    residual = _median([p.cost_s - _at(p.measurement.case, p.call_s, p.budget_s, p.passes,
-                                       rates) for p in past]) if past else 0.0
+    # How far the model missed this machine's stored cases, as a factor: their costs
+    # scale with the budget (a case measured again with three times it), as the model's do.
+    missed = min(max(_median([p.cost_s / model for p in past if (model := p.model_s) > 0])
+                     or 1.0, MISSED_MIN), MISSED_MAX)
     measured = [c for c in cases if _may_run(c)]
     total, known = 0.0, 0
     for case in measured:
@@ -167,10 +187,9 @@ def estimate(cases: Sequence[Case], config: RunConfig, past: Sequence[Past] = ()
         if timed_out.get(case.key):  # it ran out of time last time: expect it to again
             cost = config.timeout_s
         elif stored:
-            cost = _from_series(case, stored, config, rates)
+            cost = _from_series(case, stored, config, rates, busy)
         else:
-            model = case_model_s(case, _call_s(case, rates), config, rates)
-            cost = max(model + residual, model / 2)
+            cost = missed * case_model_s(case, _call_s(case, rates), config, busy)
         if busy:  # each pass measured again after a pause, as most of a busy machine's are
             runs = 1 if (case.variant == "as_written"
                          or cost > PASS_MAX_CASE_S * config.passes) else config.passes
@@ -180,9 +199,10 @@ def estimate(cases: Sequence[Case], config: RunConfig, past: Sequence[Past] = ()
     return Estimate(total, workers_s, COMMAND_S * rates.slowdown, len(measured), known)
 
 
-def case_model_s(case: Case, call_s: float, config: RunConfig, rates: Rates) -> float:
-    """What the model says a case costs over its passes when one call takes `call_s`."""
-    return _at(case, call_s, config.budget_s, config.passes, rates)
+def case_model_s(case: Case, call_s: float, config: RunConfig, busy: bool = False) -> float:
+    """What the model says a case costs over its passes when one call takes `call_s`; on
+    a busy machine, some passes measured again (BUSY_AGAIN)."""
+    return _at(case, call_s, config.budget_s, config.passes, BUSY_AGAIN if busy else 0.0)
 
 
 def start_s(cases: Sequence[Case], passes: int, rates: Rates) -> float:
@@ -260,15 +280,16 @@ def _by_series(past: Sequence[Past]) -> dict[Case, list[Past]]:
     return out
 
 
-def _from_series(case: Case, stored: list[Past], config: RunConfig, rates: Rates) -> float:
+def _from_series(case: Case, stored: list[Past], config: RunConfig, rates: Rates,
+                 busy: bool) -> float:
     """The nearest stored size's cost, moved by the model's difference between there (its
-    call time, its run's budget and passes) and here (the trend's call time, this run's)."""
+    call time, its run's budget and passes, whether it was measured again) and here (the
+    trend's call time, this run's budget and passes, the machine now)."""
     sizes = sorted({p.measurement.case.size for p in stored},
                    key=lambda s: (abs(math.log(s / case.size)), s))
     nearest = [p for p in stored if p.measurement.case.size == sizes[0]][:NEWEST]
-    then = _median([p.cost_s - _at(p.measurement.case, p.call_s, p.budget_s, p.passes, rates)
-                    for p in nearest])
-    now = case_model_s(case, _trend_call_s(case, stored, rates), config, rates)
+    then = _median([p.cost_s - p.model_s for p in nearest])
+    now = case_model_s(case, _trend_call_s(case, stored, rates), config, busy)
     return max(now + then, now / 2)
 
 
@@ -307,27 +328,34 @@ def _call_s(case: Case, rates: Rates) -> float:
     return work_s + (rates.cpu_call_floor_s if work_s >= THREADED_CALL_S else 0.0)
 
 
-def _at(case: Case, call_s: float, budget_s: float, passes: int, rates: Rates) -> float:
-    """The model's cost of `case` over its passes at this budget."""
+def _at(case: Case, call_s: float, budget_s: float, passes: int, again: float = 0.0) -> float:
+    """The model's cost of `case` over its passes at this budget; `again`, the chance that
+    a pass is measured again with REMEASURE_BUDGET_FACTOR times its budget, on fresh inputs
+    and reference (its samples split or drifted: 1 for a stored case that was)."""
     if case.variant == "as_written":
-        return (REPLAY_S + CASE_OVERHEAD_S) * rates.slowdown
+        return REPLAY_S + CASE_OVERHEAD_S
     share = budget_s / passes
     w = workloads.get(case.workload)
     prepare = w.host_memory_needed(case.size, case.params, case.dtype) / PREPARE_BYTES_PER_S
-    first = _pass_s(call_s, share, rates) + REFERENCE_CALLS * call_s + prepare
-    if first > PASS_MAX_CASE_S or passes == 1:
+
+    def one(first: bool) -> float:
+        # a later pass makes fresh inputs only: no reference (`samples_only`)
+        made = prepare + REFERENCE_CALLS * call_s if first else prepare / 3
+        return (CASE_OVERHEAD_S + made + _protocol_s(call_s, share)
+                + again * (made + _protocol_s(call_s, REMEASURE_BUDGET_FACTOR * share)))
+
+    first = one(True)
+    if first > PASS_MAX_CASE_S or passes == 1:  # the runner's rule: a long case runs once
         return first
-    return first + (passes - 1) * (_pass_s(call_s, share, rates) + prepare / 3)
+    return first + (passes - 1) * one(False)
 
 
-def _pass_s(call_s: float, share: float, rates: Rates) -> float:
-    """One pass of the protocol: the first call, the warm-up, the samples."""
+def _protocol_s(call_s: float, share: float) -> float:
+    """The protocol's calls in one pass: the first call, the warm-up, the samples."""
     if call_s >= share:  # the warm-up call is kept as a sample, and one more is taken
-        calls = 3 * call_s
-    else:
-        calls = (call_s + min(WARMUP_SHARE * share, WARMUP_CALLS * call_s)
-                 + max(SAMPLING_SHARE * share, MIN_SAMPLES * call_s))
-    return calls + CASE_OVERHEAD_S * rates.slowdown
+        return 3 * call_s
+    return (call_s + min(WARMUP_SHARE * share, WARMUP_CALLS * call_s)
+            + max(SAMPLING_SHARE * share, MIN_SAMPLES * call_s))
 
 
 def _worker_start_s(backend: str, device: str) -> float:
