@@ -199,6 +199,7 @@ def test_export_writes_json_that_round_trips_and_a_tidy_csv(db, tmp_path) -> Non
     assert [m.case.size for m in again] == [100, 200] and all(m.samples for m in again)
     rows = list(csv.DictReader(as_csv.open()))
     assert [r["size"] for r in rows] == ["100", "200"]
+    assert {r["started_at"] for r in rows} == {doc["run"]["started_at"]}  # rows line up in time
     assert float(rows[0]["median_s"]) == pytest.approx(again[0].summary.median)
     bad = invoke("export", "latest", "-f", "xml", "--db", db)
     assert bad.exit_code == 2 and "unknown format 'xml'; accepted: json, csv" in bad.output

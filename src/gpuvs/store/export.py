@@ -114,10 +114,11 @@ def write_json(path: Path, run: Run, measurements: Iterable[Measurement],
     write_atomic(path, json_text(run, measurements, ceilings))
 
 
-CSV_COLUMNS = ("run_id", "workload", "variant", "backend", "device", "dtype", "size", "params",
-               "status", "reason", "median_s", "ci_low_s", "ci_high_s", "p25_s", "p75_s",
-               "mean_s", "std_s", "min_s", "n", "loops", "wall_median_s", "first_call_s",
-               "timer", "flops", "bytes_moved", "threads", "caveats",
+# When the run started, beside its id: rows of many runs line up in time in pandas.
+CSV_COLUMNS = ("run_id", "started_at", "workload", "variant", "backend", "device", "dtype",
+               "size", "params", "status", "reason", "median_s", "ci_low_s", "ci_high_s",
+               "p25_s", "p75_s", "mean_s", "std_s", "min_s", "n", "loops", "wall_median_s",
+               "first_call_s", "timer", "flops", "bytes_moved", "threads", "caveats",
                # The environment, so rows from many runs and machines group in pandas:
                "machine", "gpu", "driver", "cpu", "numpy", "torch", "cupy", "jax",
                "git_commit", "git_dirty", "fingerprint")
@@ -142,7 +143,8 @@ def csv_rows(run: Run, measurements: Iterable[Measurement]) -> list[dict[str, An
     """One tidy row per case (statistics derived from the samples), for pandas, with the
     run's environment on every row."""
     environment = environment_columns(run)
-    return [{"run_id": run.run_id, **case_row(m), **environment} for m in measurements]
+    return [{"run_id": run.run_id, "started_at": run.started_at, **case_row(m), **environment}
+            for m in measurements]
 
 
 def case_row(m: Measurement) -> dict[str, Any]:
