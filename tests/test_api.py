@@ -17,6 +17,18 @@ def test_measure_times_any_callable_on_the_cpu() -> None:
     assert m.first_call_s is not None
 
 
+def test_a_measurement_prints_as_one_line_not_its_samples() -> None:
+    """`print(gpuvs.measure(...))` reads like a timing, as torch users expect: what was
+    timed, the median with its CI, how many samples, the first call."""
+    m = gpuvs.measure(lambda: spin(5e-4), budget_s=0.2, name="spin")
+    shown = repr(m)
+    assert "\n" not in shown and str(m) == shown
+    assert shown.startswith("Measurement(spin on cpu: median ")
+    assert "(95 % CI)" in shown and f"{len(m.samples)} samples of" in shown
+    assert "first call" in shown
+    assert str(m.samples[0]) not in shown
+
+
 def test_measure_runs_the_check_once_outside_timing() -> None:
     def check(out: object) -> None:
         if out != 4:

@@ -73,6 +73,21 @@ def test_run_measures_saves_and_prints_a_table_then_show_prints_it_again(db, tmp
 
 
 @pytest.mark.usefixtures("worker_env")
+def test_a_plan_measured_before_is_estimated_from_what_it_cost(db) -> None:
+    """The estimate reads this machine's stored cases: the same plan again is estimated
+    from them, not from the model; a larger size of the series follows their trend."""
+    args = ["-w", "matmul", "-a", "shape=square", "--passes", "1", *QUICK, "--db", db]
+    assert invoke("run", "-s", "64,128", *args).exit_code == 0
+    again = invoke("run", "-s", "64,128", *args, "--dry-run")
+    assert "from this machine's past runs;" in again.output, again.output
+    larger = invoke("run", "-s", "64,128,256", *args, "--dry-run")
+    assert "from this machine's past runs;" in larger.output, larger.output
+    other = invoke("run", "-w", "elementwise", "-s", "1e3", "-b", "numpy", "-d", "cpu",
+                   "--db", db, "--dry-run")
+    assert "a model: no past run of these cases" in other.output, other.output
+
+
+@pytest.mark.usefixtures("worker_env")
 def test_gpu_cases_on_a_cpu_machine_are_unavailable_with_the_reason(db) -> None:
     pytest.importorskip("torch")
     import torch
@@ -97,6 +112,25 @@ def test_list_and_env_describe_what_is_here() -> None:
     env = invoke("env")
     assert env.exit_code == 0, env.output
     assert "numpy" in env.output
+
+
+def test_env_prints_each_reason_as_written_brackets_included() -> None:
+    """A reason is text, not markup: rich read `[jax]` in "pip install 'gpuvs[jax]'" as a
+    style and printed "pip install 'gpuvs'"."""
+    from gpuvs import backends
+    from gpuvs.machine import env
+    reasons = [r["reason"] for r in env.backend_rows(backends.REGISTRY.all())
+               if not r["available"]]
+    shown = invoke("env").output
+    for reason in reasons:
+        assert reason in shown
+
+
+def test_version_answers_as_an_installed_tool_does() -> None:
+    from gpuvs import __version__
+    result = invoke("--version")
+    assert result.exit_code == 0
+    assert result.output.strip() == f"gpuvs {__version__}"
 
 
 @pytest.mark.usefixtures("worker_env")
@@ -165,6 +199,7 @@ def test_export_writes_json_that_round_trips_and_a_tidy_csv(db, tmp_path) -> Non
     assert [m.case.size for m in again] == [100, 200] and all(m.samples for m in again)
     rows = list(csv.DictReader(as_csv.open()))
     assert [r["size"] for r in rows] == ["100", "200"]
+    assert {r["started_at"] for r in rows} == {doc["run"]["started_at"]}  # rows line up in time
     assert float(rows[0]["median_s"]) == pytest.approx(again[0].summary.median)
     bad = invoke("export", "latest", "-f", "xml", "--db", db)
     assert bad.exit_code == 2 and "unknown format 'xml'; accepted: json, csv" in bad.output

@@ -377,3 +377,34 @@ def test_an_output_onto_a_link_a_fifo_or_a_device_is_refused_not_replaced(kind, 
                    f"{where} is {word}")  # before the run, not after it
     assert where.is_symlink() if kind == "symlink" else not where.is_file()
     assert target.read_text() == "kept"
+
+
+@pytest.mark.parametrize("command", [["run", "-w", "matmul"], ["sweep", "matmul"],
+                                     ["seeds", "--seed", "0"]])
+def test_cuda_alone_without_a_gpu_is_refused_before_a_run_is_stored(command, tmp_path
+                                                                    ) -> None:
+    """`-d cuda` here would have stored a run of unavailable cases and exited 0: one line
+    naming what runs here, exit 2, no database. Beside the CPU, the GPU's cases are
+    still said unavailable in the run (test_cli), and a dry run plans them."""
+    from gpuvs.backends.base import machine_has_gpu
+    if machine_has_gpu():
+        pytest.skip("this machine has a CUDA device")
+    db = tmp_path / "never.sqlite"
+    one_line_error(invoke(*command, "-d", "cuda", "--db", str(db)),
+                   "-d cuda: this machine shows no NVIDIA device, so no case would run; "
+                   "here -d cpu runs numpy")
+    assert not db.exists()
+    assert invoke(*command, "-d", "cuda", "--dry-run", "--db", str(db)).exit_code == 0
+
+
+def test_a_dry_run_names_each_axis_a_workload_adds(tmp_path) -> None:
+    """`-w matmul` is measured whole: its plan says it holds seed 000's shape beside the
+    square one, instead of adding it quietly, and where its estimate comes from."""
+    result = invoke("run", "-w", "matmul", "-s", "256:1024:2", "--dry-run",
+                    "--db", str(tmp_path / "never.sqlite"))
+    assert result.exit_code == 0, result.output
+    assert "shape seed000, square" in result.output
+    assert "a model: no past run of these cases on this machine" in result.output
+    square = invoke("run", "-w", "matmul", "-s", "256:1024:2", "-a", "shape=square",
+                    "--dry-run", "--db", str(tmp_path / "never.sqlite"))
+    assert "shape square;" in square.output or square.output.rstrip().endswith("shape square")

@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -52,6 +51,31 @@ def test_pyproject_table_is_read_and_flags_win(tmp_path: Path) -> None:
     assert c.budget_s == 2.0 and c.backends == ("numpy",)
 
 
+def test_the_projects_pyproject_is_found_from_a_directory_below_it(tmp_path: Path) -> None:
+    """Run from `tests/` or `src/pkg/`, gpuvs reads the project's `[tool.gpuvs]`, as
+    pytest reads its own settings; a pyproject.toml without the table is passed over,
+    and the search ends at the repository's root."""
+    root = tmp_path / "project"
+    below = root / "src" / "pkg"
+    below.mkdir(parents=True)
+    (root / "pyproject.toml").write_text("[tool.gpuvs]\nbudget_s = 0.25\n")
+    (root / "src" / "pyproject.toml").write_text("[project]\nname = 'pkg'\n")
+    assert config.project_pyproject(below) == root / "pyproject.toml"
+    (root / ".git").mkdir()
+    (tmp_path / "pyproject.toml").write_text("[tool.gpuvs]\nbudget_s = 9.0\n")
+    assert config.project_pyproject(below) == root / "pyproject.toml"
+    (root / "pyproject.toml").write_text("[project]\nname = 'project'\n")
+    assert config.project_pyproject(below) is None  # not the one above the repository
+
+
+def test_a_command_below_the_project_root_takes_its_settings(tmp_path: Path,
+                                                             monkeypatch) -> None:
+    (tmp_path / "pyproject.toml").write_text("[tool.gpuvs]\nbudget_s = 0.25\n")
+    (tmp_path / "tests").mkdir()
+    monkeypatch.chdir(tmp_path / "tests")
+    assert config.build({}).budget_s == 0.25
+
+
 def test_unknown_pyproject_key_is_refused(tmp_path: Path) -> None:
     p = tmp_path / "pyproject.toml"
     p.write_text("[tool.gpuvs]\nbudgett = 1\n")
@@ -89,20 +113,3 @@ def test_a_run_that_names_nothing_is_the_first_answer_suite_and_all_is_everythin
     everything = plan.expand(RunConfig(full_suite=True, devices=("cpu",)))
     assert {c.workload for c in everything} == set(workloads.default_suite())
     assert len(everything) > 2 * len(first)
-
-
-def test_a_plans_estimate_counts_only_the_cases_that_may_run_here() -> None:
-    """Cases of an absent GPU or framework are decided at once; the rest cost their
-    budget in all and a little per pass, and each pass starts its workers."""
-    config = RunConfig(workloads=("matmul",), backends=("numpy",), sizes=(64, 128),
-                       devices=("cpu",), budget_s=1.0, passes=2, axes=("shape=square",))
-    cpu = plan.expand(config)
-    assert plan.estimate_s(cpu, config) == pytest.approx(
-        2 * (1.0 + 2 * plan.CASE_OVERHEAD_S) + 2 * plan.WORKER_START_S)
-    from gpuvs.backends.base import machine_has_gpu
-    if not machine_has_gpu():  # CUDA cases here are decided at once, without a worker
-        with_gpu = plan.expand(replace(config, backends=("numpy", "torch"),
-                                       devices=("cpu", "cuda")))
-        assert len(with_gpu) > len(cpu)
-        assert plan.estimate_s(with_gpu, config) == pytest.approx(
-            4 * (1.0 + 2 * plan.CASE_OVERHEAD_S) + 4 * plan.WORKER_START_S)

@@ -241,6 +241,22 @@ def test_the_interval_covers_both_passes_and_a_disagreement_is_named() -> None:
     assert merged(first, crashed) is crashed
 
 
+def test_what_a_case_cost_the_run_adds_up_over_its_passes() -> None:
+    """`runner_s` of a merged case is every pass's wait, not the last one's: a later plan's
+    estimate reads it as what the case costs (`start_s`, workers starting, apart)."""
+    from gpuvs.execute.runner import merged
+    c = case("test_spin", 1)
+    first = Measurement(c, Status.OK, samples=(1.0,) * 5,
+                        counters={"case_s": 2.0, "runner_s": 6.5, "start_s": 4.0,
+                                  "contended_retries": 1.0})
+    later = Measurement(c, Status.OK, samples=(1.0,) * 5,
+                        counters={"case_s": 0.5, "runner_s": 0.6, "start_s": 0.0})
+    counters = merged(first, later).counters
+    assert counters["case_s"] == 0.5  # the pass's own, which decides the next pass
+    assert counters["runner_s"] == pytest.approx(7.1)
+    assert (counters["start_s"], counters["contended_retries"]) == (4.0, 1.0)
+
+
 def test_a_case_stored_between_its_passes_is_not_complete_for_resume() -> None:
     from gpuvs.execute.runner import complete
     first = Measurement(case("test_linear"), Status.OK, samples=(1e-3,) * 5,

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "gpuvs"
-STRICT = ("model.py", "measuring", "stats.py", "execute/plan.py", "analysis",
-          "execute/policy.py", "execute/supervisor.py", "machine/watches.py", "table.py",
-          "_version.py", "store/runs.py", "report/layout.py")
+STRICT = ("model.py", "measuring", "stats.py", "execute/plan.py", "execute/estimate.py",
+          "analysis", "execute/policy.py", "execute/supervisor.py", "machine/watches.py",
+          "table.py", "_version.py", "store/runs.py", "report/layout.py")
 
 
 def test_core_modules_type_check_strictly(tmp_path: Path) -> None:

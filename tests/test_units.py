@@ -13,3 +13,13 @@ def test_seconds_bytes_and_rates() -> None:
     assert units.seconds(None) == "—"
     assert units.nbytes(3 * 1024**3) == "3 GiB"
     assert units.rate(3.2e12, "FLOP/s") == "3.2 TFLOP/s"
+
+
+def test_a_ci_wider_than_its_median_is_not_printed_as_a_figure() -> None:
+    """'±15725.6%' read as a measured number; past ±100 % the CI only says the median is
+    unknown to within its own size."""
+    assert units.seconds_ci(0.0123, 0.004) == "12.3 ms ±0.4%"
+    assert units.seconds_ci(0.0123, 0.999) == "12.3 ms ±99.9%"
+    assert units.seconds_ci(0.0123, 157.256) == "12.3 ms ±>100%"
+    assert units.seconds_ci(0.0, float("inf")) == "0 ns ±>100%"
+    assert units.seconds_ci(0.0123, float("nan")) == "12.3 ms ±>100%"

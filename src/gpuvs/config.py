@@ -249,35 +249,62 @@ def check_prices(prices: Sequence[Sequence[Any]]) -> tuple[tuple[str, float], ..
     return tuple(out.items())
 
 
-def from_pyproject(path: Path = Path("pyproject.toml")) -> dict[str, Any]:
-    """The `[tool.gpuvs]` table of the user's pyproject.toml, or {}."""
-    if not path.is_file():
-        return {}
+def project_pyproject(start: Path | None = None) -> Path | None:
+    """The project's pyproject.toml that holds a `[tool.gpuvs]` table: the nearest one in
+    `start` (the current directory) or a directory above it, as pytest finds its own
+    settings, so that a command run from `tests/` or `src/pkg/` reads the project's. The
+    search stops at the repository's root (a directory with `.git`): a pyproject.toml
+    above it belongs to another project."""
+    here = (start or Path.cwd()).absolute()
+    for directory in (here, *here.parents):
+        candidate = directory / "pyproject.toml"
+        if candidate.is_file() and "gpuvs" in _toml(candidate).get("tool", {}):
+            return candidate
+        if (directory / ".git").exists():
+            break
+    return None
+
+
+def _toml(path: Path) -> dict[str, Any]:
+    """A TOML file's contents; one line naming the file when it cannot be read."""
     if sys.version_info >= (3, 11):
         import tomllib
     else:  # pragma: no cover - Python 3.10
         import tomli as tomllib
     try:
         with path.open("rb") as f:
-            table = tomllib.load(f).get("tool", {}).get("gpuvs", {})
+            return tomllib.load(f)
     except tomllib.TOMLDecodeError as e:
-        raise UsageError(f"{path} is not valid TOML: {e}") from None
+        raise UsageError(f"{_shown(path)} is not valid TOML: {e}") from None
     except UnicodeDecodeError as e:
-        raise UsageError(f"{path} is not valid TOML: byte {e.start} is not UTF-8, which "
-                         "TOML files must be") from None
+        raise UsageError(f"{_shown(path)} is not valid TOML: byte {e.start} is not UTF-8, "
+                         "which TOML files must be") from None
     except RecursionError:
-        raise UsageError(f"{path} is not TOML gpuvs reads: its arrays or tables are nested "
-                         "too deeply") from None
+        raise UsageError(f"{_shown(path)} is not TOML gpuvs reads: its arrays or tables are "
+                         "nested too deeply") from None
     except OSError as e:
-        raise UsageError(f"cannot read {path}: {e.strerror or e}") from None
+        raise UsageError(f"cannot read {_shown(path)}: {e.strerror or e}") from None
+
+
+def _shown(path: Path) -> Path:
+    """A file in the current directory by its name, as the user sees it; others whole."""
+    return Path(path.name) if path.absolute().parent == Path.cwd() else path
+
+
+def from_pyproject(path: Path) -> dict[str, Any]:
+    """The `[tool.gpuvs]` table of the user's pyproject.toml, or {}."""
+    if not path.is_file():
+        return {}
+    table = _toml(path).get("tool", {}).get("gpuvs", {})
+    shown = _shown(path)
     if not isinstance(table, dict):
-        raise UsageError(f"[tool.gpuvs] in {path} must be a table of settings")
+        raise UsageError(f"[tool.gpuvs] in {shown} must be a table of settings")
     kinds = {f.name: f.type for f in fields(RunConfig)}
     unknown = sorted(set(table) - set(kinds))
     if unknown:
-        raise UsageError(f"unknown key {unknown[0]!r} in [tool.gpuvs] of {path}; "
+        raise UsageError(f"unknown key {unknown[0]!r} in [tool.gpuvs] of {shown}; "
                          f"known: {', '.join(sorted(kinds))}")
-    return {k: _prices_table(v, path) if k == "prices" else _typed(k, v, str(kinds[k]), path)
+    return {k: _prices_table(v, shown) if k == "prices" else _typed(k, v, str(kinds[k]), shown)
             for k, v in table.items()}
 
 
@@ -322,9 +349,12 @@ def _bad(where: str, value: Any, accepted: str) -> Any:
     raise UsageError(f"{where} must be {accepted}; got {value!r}")
 
 
-def build(flags: Mapping[str, Any], pyproject: Path = Path("pyproject.toml"),
+def build(flags: Mapping[str, Any], pyproject: Path | None = None,
           defaults: Mapping[str, Any] | None = None) -> RunConfig:
     """RunConfig's defaults, overridden by the command's own (`defaults`: a seeds run's
-    shorter budget), by `[tool.gpuvs]`, then by the flags that were given."""
+    shorter budget), by `[tool.gpuvs]` (of `pyproject`, else the project's:
+    `project_pyproject`), then by the flags that were given."""
     given = {k: v for k, v in flags.items() if v not in (None, ())}
-    return RunConfig(**(dict(defaults or {}) | from_pyproject(pyproject) | given)).validate()
+    found = pyproject if pyproject is not None else project_pyproject()
+    table = from_pyproject(found) if found is not None else {}
+    return RunConfig(**(dict(defaults or {}) | table | given)).validate()

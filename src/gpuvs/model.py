@@ -15,7 +15,7 @@ from functools import cached_property
 from types import MappingProxyType
 from typing import Any
 
-from gpuvs import stats
+from gpuvs import stats, units
 
 Params = tuple[tuple[str, str], ...]
 
@@ -157,6 +157,24 @@ class Measurement:
     @cached_property
     def graph_summary(self) -> stats.Summary | None:
         return stats.summarize(self.graph_samples) if self.graph_samples else None
+
+    def __repr__(self) -> str:
+        """One line, as a timing prints in PyTorch: what was timed, the median with its
+        95 % CI, the samples behind it and the first call. The samples themselves stay in
+        `samples`; the dataclass's own repr printed every one of them."""
+        c = self.case
+        what = c.key if c.size or c.dtype else f"{c.workload} on {c.device}"
+        s = self.summary
+        said = [] if self.status is Status.OK else [str(self.status), *filter(None, [self.reason])]
+        if s is not None:
+            wall = self.wall_summary
+            said += [f"median {units.seconds_ci(s.median, s.ci_halfwidth_rel)} (95 % CI)",
+                     f"{s.n} samples of {self.loops} call{'s' if self.loops > 1 else ''}",
+                     *([f"wall {units.seconds(wall.median)}"] if wall else []),
+                     *([f"first call {units.seconds(self.first_call_s)}"]
+                       if self.first_call_s is not None else []),
+                     *(str(cv) for cv in self.caveats)]
+        return f"Measurement({what}: {', '.join(said)})"
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -19,8 +19,16 @@ def seconds(s: float | None) -> str:
     return _scaled(s, ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns")))
 
 
+# Past this half-width the CI says only that the median is unknown to within its own size:
+# '±15725.6%' would print noise as if it were a measured figure.
+CI_REL_SHOWN_MAX = 1.0
+
+
 def seconds_ci(median: float, rel: float) -> str:
-    """'12.3 ms ±0.4%': a median and the half-width of its CI, relative to it."""
+    """'12.3 ms ±0.4%': a median and the half-width of its CI, relative to it; a CI wider
+    than the median itself is '12.3 ms ±>100%'."""
+    if not rel <= CI_REL_SHOWN_MAX:  # NaN and inf too
+        return f"{seconds(median)} ±>{100 * CI_REL_SHOWN_MAX:.0f}%"
     return f"{seconds(median)} ±{100 * rel:.1f}%"
 
 

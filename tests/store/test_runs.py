@@ -1,7 +1,7 @@
 """A run's lifecycle, from its one owner: created at once, each case committed as it is
-recorded, then finished or interrupted (the line that says so counting the cases that
-need nothing more, not every row a first pass stored); its kind in its config, a sweep's
-left implicit as sweeps have always been stored."""
+recorded, then finished or interrupted (the line that says so counting the cases by
+status, as `gpuvs runs` does, and naming those a first pass stored); its kind in its
+config, a sweep's left implicit as sweeps have always been stored."""
 
 from __future__ import annotations
 
@@ -46,15 +46,24 @@ def test_a_sweep_is_stored_without_a_kind_and_reads_back_as_one(tmp_path: Path) 
     assert (stored.status, stored.reason) == ("interrupted", "SIGINT after 3 of 9 cases")
 
 
-def test_an_interrupted_run_says_how_many_cases_are_finished(tmp_path: Path) -> None:
+def test_an_interrupted_run_counts_its_cases_as_gpuvs_runs_does(tmp_path: Path) -> None:
+    """Cases are counted by status, as `gpuvs runs` counts them (an interrupt once said
+    18 while `runs` showed 30 ok); those that ran one pass of two are named apart."""
     with open_store(str(tmp_path / "r.sqlite")) as store:
         run = start_run(store, RunKind.SWEEP, {})
+        with pytest.raises(Interrupted, match="no case was recorded. finish it."), \
+                guarded(run, "finish it."):
+            raise KeyboardInterrupt
         for size in (64, 128, 256):
             run.record(_case(size))
-        with pytest.raises(Interrupted, match="its 1 finished cases are kept"), \
-                guarded(run, "finish it.", finished=lambda: 1):
+        run.record(Measurement(Case("matmul", "correct", "torch", "cuda:0", "float32", 64),
+                               Status.UNAVAILABLE, reason="no CUDA device"))
+        with pytest.raises(Interrupted, match=re.escape(
+                "its recorded cases are kept: 3 ok (2 of them after their first pass only, "
+                "which --resume measures again), 1 unavailable. finish it.")), \
+                guarded(run, "finish it.", finished=lambda: 2):
             raise KeyboardInterrupt
-        with pytest.raises(Interrupted, match="its 3 finished cases are kept"), \
-                guarded(run, "finish it."):  # by default, every recorded case
+        with pytest.raises(Interrupted, match="kept: 3 ok, 1 unavailable. finish it."), \
+                guarded(run, "finish it."):  # by default, every recorded case is complete
             raise KeyboardInterrupt
         assert store.get_run(run.run_id).status == "interrupted"

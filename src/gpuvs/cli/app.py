@@ -87,6 +87,23 @@ app = typer.Typer(
 )
 
 
+def _print_version(asked: bool) -> None:
+    if asked:
+        from gpuvs._version import __version__
+        console().print(f"gpuvs {__version__}", markup=False, highlight=False)
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _options(
+    version: Annotated[bool, typer.Option(
+        "--version", callback=_print_version, is_eager=True,
+        help="Print gpuvs's version and exit.")] = False,
+) -> None:
+    """The options of `gpuvs` itself, before any command: `gpuvs --version` answers as
+    every installed Python tool does, so a bug report can name the version it ran."""
+
+
 @contextmanager
 def usage_errors() -> Iterator[None]:
     """Every deliberate gpuvs error becomes one red line and exit code 2."""
@@ -308,10 +325,10 @@ def stored_ceilings(store: Any, record: Any) -> list[Any]:
     return read(store.measurements(found.run_id)) if found else []
 
 
-def print_plan(cases: Sequence[Any], config: Any) -> None:
+def print_plan(cases: Sequence[Any], config: Any, estimated: Any) -> None:
     """What a run would measure: the case count and its estimated time, then per
-    workload its backends, devices and sizes — for `--dry-run`, before committing an
-    hour to a plan."""
+    workload its backends, devices, sizes and the values of each of its axes — for
+    `--dry-run`, before committing an hour to a plan."""
     from collections import defaultdict
 
     from gpuvs import units
@@ -319,24 +336,70 @@ def print_plan(cases: Sequence[Any], config: Any) -> None:
     by: dict[str, list[Any]] = defaultdict(list)
     for c in cases:
         by[c.workload].append(c)
-    out.print(f"{len(cases)} cases, {estimate_line(cases, config)}; nothing was run "
+    out.print(f"{len(cases)} cases, {estimate_line(estimated, config)}; nothing was run "
               "(--dry-run)", markup=False)
     for name, cs in by.items():
         targets = sorted({f"{c.backend} on {c.device}" for c in cs})
         sizes = sorted({c.size for c in cs})
         shown = ", ".join(units.size(n) for n in sizes[:8]) + (" …" if len(sizes) > 8 else "")
-        out.print(f"  {name}: {len(cs)} cases; {', '.join(targets)}; sizes {shown}",
+        axes: dict[str, set[str]] = defaultdict(set)
+        for c in cs:
+            for k, v in c.params:
+                axes[k].add(v)
+        named = "".join(f"; {k} {', '.join(sorted(v))}" for k, v in sorted(axes.items()))
+        out.print(f"  {name}: {len(cs)} cases; {', '.join(targets)}; sizes {shown}{named}",
                   markup=False, highlight=False)
 
 
-def estimate_line(cases: Sequence[Any], config: Any) -> str:
-    """'about 4 min (a rough estimate at budget 1 s a case, 2 passes)'."""
-    from gpuvs.execute import plan
-    seconds = plan.estimate_s(tuple(cases), config)
-    about = (f"about {seconds / 60:.0f} min" if seconds >= 90 else
+def plan_estimate(cases: Sequence[Any], config: Any, store: Any = None,
+                  db: str | None = None, environment: Any = None) -> Any:
+    """How long the plan takes (`execute.estimate`): from this machine's stored cases of
+    its workloads — in `store`, or at `db` if a store is there (a dry run creates none)
+    — a quick probe of the CPU, and whether the machine is busy now."""
+    from gpuvs.execute.estimate import estimate, quick_rates
+    from gpuvs.machine import contention, env
+    fingerprint = (environment or env.collect()).fingerprint
+    past = _past(store, db, fingerprint, sorted({c.workload for c in cases}))
+    return estimate(tuple(cases), config, past, quick_rates(), contention.loaded())
+
+
+def _past(store: Any, db: str | None, fingerprint: str, workloads: list[str]) -> list[Any]:
+    """This set-up's stored cases of these workloads, with their runs' budget and passes."""
+    from gpuvs.config import RunConfig
+    from gpuvs.errors import StoreError
+    from gpuvs.execute.estimate import Past
+    from gpuvs.store import open_store as open_any
+    opened = store is None
+    if opened:
+        try:
+            store = open_any(db, reading=True)
+        except StoreError:  # no store yet, or none readable: nothing is known
+            return []
+    try:
+        rows = store.history(fingerprint, workloads)
+    finally:
+        if opened:
+            store.close()
+    default = RunConfig()
+    return [Past(m, float(cfg.get("budget_s", default.budget_s)),
+                 int(cfg.get("passes", default.passes))) for cfg, m in rows]
+
+
+def estimate_line(estimated: Any, config: Any) -> str:
+    """'about 4 min 50 s (from this machine's past runs for 40 of 54 cases; budget 1 s a
+    case, 2 passes)': to 10 s below ten minutes, to the minute above."""
+    seconds = estimated.seconds
+    minutes, rest = divmod(round(seconds / 10) * 10, 60)
+    about = (f"about {seconds / 60:.0f} min" if seconds >= 600 else
+             f"about {minutes} min" + (f" {rest} s" if rest else "") if seconds >= 90 else
              f"about {max(seconds, 1):.0f} s")
+    known, measured = estimated.from_history, estimated.measured
+    source = ("no case can run here" if not measured else
+              "from this machine's past runs" if known == measured else
+              f"from this machine's past runs for {known} of {measured} cases" if known else
+              "a model: no past run of these cases on this machine")
     passes = f"{config.passes} pass{'es' if config.passes > 1 else ''}"
-    return f"{about} (a rough estimate at budget {config.budget_s:g} s a case, {passes})"
+    return f"{about} ({source}; budget {config.budget_s:g} s a case, {passes})"
 
 
 def check_writable(*paths: Path | None) -> None:

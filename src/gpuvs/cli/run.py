@@ -37,6 +37,7 @@ from gpuvs.cli.app import (
     energy_header,
     estimate_line,
     open_store,
+    plan_estimate,
     print_plan,
     split,
     stored_ceilings,
@@ -103,7 +104,9 @@ def run(
                                         "shows"), variant, backend, device, dtype, sizes,
                                    budget, timeout, criterion, cold, passes, axis, full_suite,
                                    energy, cpu_watts, price)
-        _dry_run_or_confirm(config, dry_run, yes or run_record is not None)
+        _dry_run_or_confirm(config, dry_run, yes or run_record is not None, store, db)
+        if run_record is None:
+            plan.check_gpu_here(config)
         store = store or open_store(db)
     raise typer.Exit(_execute(store, config, run_record, json_path, report_path, fmt=fmt))
 
@@ -134,18 +137,21 @@ def sweep(
         config = build_config((workload,), variant, backend, device, dtype, sizes, budget,
                                timeout, criterion, cold, passes, axis, False, energy,
                                cpu_watts, price)
-        _dry_run_or_confirm(config, dry_run, yes)
+        _dry_run_or_confirm(config, dry_run, yes, None, db)
+        plan.check_gpu_here(config)
         store = open_store(db)
     raise typer.Exit(_execute(store, config, None, json_path, report_path,
                               factor if refine else None, fmt))
 
 
-def _dry_run_or_confirm(config: Any, dry_run: bool, yes: bool) -> None:
-    """--dry-run prints the plan and ends the command; a plan too large needs --yes (a
+def _dry_run_or_confirm(config: Any, dry_run: bool, yes: bool, store: Any,
+                        db: str | None) -> None:
+    """--dry-run prints the plan and its estimate (from `store`, or the one at `db` if it
+    exists: a dry run creates none) and ends the command; a plan too large needs --yes (a
     resumed run was confirmed when it started)."""
     cases = plan.expand(config)
     if dry_run:
-        print_plan(cases, config)
+        print_plan(cases, config, plan_estimate(cases, config, store, db))
         raise typer.Exit(0)
     plan.confirm(cases, yes)
 
@@ -173,7 +179,7 @@ def _execute(store: Any, config: Any, run_record: Any, json_path: Path | None,
 
     from gpuvs.analysis.cost import Prices
     from gpuvs.execute import runner
-    from gpuvs.machine import contention
+    from gpuvs.machine import contention, env
 
     began = contention.snapshot()  # what other processes do from here is named below
     from gpuvs.report.layout import result_tables, status_line
@@ -182,11 +188,13 @@ def _execute(store: Any, config: Any, run_record: Any, json_path: Path | None,
 
     with usage_errors():
         cases = plan.expand(config)
+    environment = env.collect()  # once: the estimate's history and the run's record
     resumed = RunHandle(store, run_record) if run_record is not None else None
     skip = frozenset(m.case.key for m in resumed.measurements()
                      if runner.complete(m, config.passes)) if resumed else frozenset()
     todo = [c for c in cases if c.key not in skip]
     prices = Prices.of(config.prices)
+    estimated = plan_estimate(todo, config, store, environment=environment)
 
     def header(run_id: str) -> list[str]:
         busy = contention.busy_line(since=began)
@@ -197,9 +205,9 @@ def _execute(store: Any, config: Any, run_record: Any, json_path: Path | None,
             lines.append("the first-answer suite: square matrix products and x *= 5 over "
                          "sizes; `gpuvs run --all` runs every workload")
         lines += energy_header(config)
-        if plan.estimate_s(tuple(todo), config) > plan.LONG_PLAN_S:
-            lines.append(f"this plan takes {estimate_line(todo, config)}; `--dry-run` lists "
-                         "it, and -w, -s or -a narrow it")
+        if estimated.long:
+            lines.append(f"this plan takes {estimate_line(estimated, config)}; `--dry-run` "
+                         "lists it, and -w, -s or -a narrow it")
         return lines
 
     def execute(run: Any, shown: Any) -> Counter[str]:
@@ -223,7 +231,7 @@ def _execute(store: Any, config: Any, run_record: Any, json_path: Path | None,
             f"`gpuvs show {run_id}` prints it again."],
         again="`gpuvs run --resume latest` finishes it.",
         complete=lambda m: runner.complete(m, config.passes),
-        ceilings=lambda run: stored_ceilings(store, run.started)),
+        ceilings=lambda run: stored_ceilings(store, run.started), environment=environment),
         fmt=fmt, json_path=json_path, report_path=report_path, resumed=resumed)
 
 

@@ -20,7 +20,9 @@ from gpuvs.cli.app import (
     app,
     check_format,
     energy_header,
+    estimate_line,
     open_store,
+    plan_estimate,
     print_plan,
     split,
     usage_errors,
@@ -91,8 +93,10 @@ def seeds(
                             "cpu_watts": cpu_watts}, defaults={"budget_s": BUDGET_S})
         cases = _cases(chosen, options, config.devices)
         if dry_run:
-            print_plan(cases, config)
+            print_plan(cases, config, plan_estimate(cases, config, db=db))
             raise typer.Exit(0)
+        from gpuvs.execute.plan import check_gpu_here
+        check_gpu_here(config)
         store = open_store(db)
     raise typer.Exit(_run(store, config, cases, chosen, options, json_path, fmt))
 
@@ -121,10 +125,14 @@ def _run(store: Any, config: Any, cases: list[Any], chosen: tuple[str, ...], opt
 
     from gpuvs import units
     from gpuvs.execute import runner
+    from gpuvs.machine import env
     from gpuvs.model import RunKind
     from gpuvs.report.layout import status_line
     from gpuvs.report.seed_tables import seed_tables
-
+    environment = env.collect()  # once: the estimate's history and the run's record
+    estimated = plan_estimate(cases, config, store, environment=environment)
+    long_plan = ([f"this plan takes {estimate_line(estimated, config)}; `--dry-run` lists "
+                  "it, and --seed or --quick narrow it"] if estimated.long else [])
     started = time.monotonic()
 
     def execute(run: Any, shown: Any) -> Any:
@@ -135,14 +143,14 @@ def _run(store: Any, config: Any, cases: list[Any], chosen: tuple[str, ...], opt
         "seeds", RunKind.SEEDS,
         {"seeds": list(chosen), **asdict(options), "budget_s": config.budget_s,
          "timeout_s": config.timeout_s, "devices": list(config.devices),
-         "energy": config.energy, "cpu_watts": config.cpu_watts},
+         "energy": config.energy, "cpu_watts": config.cpu_watts, "passes": config.passes},
         header=lambda run_id: [f"run {run_id}: seeds {', '.join(chosen)}, {len(cases)} cases"
                                + (" (--quick)" if options.quick else ""),
-                               *energy_header(config)],
+                               *energy_header(config), *long_plan],
         execute=execute, tables=lambda ms, ceilings: seed_tables(ms),
         closing=lambda run_id, counts: [
             f"run {run_id} finished in {units.seconds(time.monotonic() - started)}: "
             f"{status_line(dict(counts))}. `gpuvs show {run_id}` prints every case's table."],
         again=f"`gpuvs seeds {' '.join(chosen)}` measures them again.",
-        complete=lambda m: runner.complete(m, config.passes)),
+        complete=lambda m: runner.complete(m, config.passes), environment=environment),
         fmt=fmt, json_path=json_path)

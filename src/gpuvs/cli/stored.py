@@ -124,21 +124,25 @@ def list_() -> None:
 def env_() -> None:
     """This machine: CPU, BLAS and threads, GPUs, driver, and each backend's availability."""
     from rich.table import Table
+    from rich.text import Text
 
     from gpuvs import backends
     from gpuvs.machine import env
     out = console()
     facts = env.collect()
     t = Table(title=f"environment {facts.fingerprint}", show_header=False, title_justify="left")
+    # Cells are text, not markup: a reason such as "pip install 'gpuvs[jax]'" keeps its
+    # brackets, which rich would read as a style tag and drop.
     for label, value in env.describe(facts):
-        t.add_row(label, value)
+        t.add_row(Text(label), Text(str(value)))
     out.print(t)
     b = Table(title="backends", title_justify="left")
     for col in ("backend", "device", "available", "version / why not"):
         b.add_column(col)
     for row in env.backend_rows(backends.REGISTRY.all()):
-        b.add_row(row["backend"], row["device"], "yes" if row["available"] else "no",
-                  row["version"] if row["available"] else row["reason"])
+        b.add_row(*(Text(str(cell)) for cell in (
+            row["backend"], row["device"], "yes" if row["available"] else "no",
+            row["version"] if row["available"] else row["reason"])))
     out.print(b)
 
 

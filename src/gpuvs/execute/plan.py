@@ -16,14 +16,6 @@ from gpuvs.model import Case, Params
 
 # What a case without the parameter has: data left on the device.
 AXIS_DEFAULTS = {"data": "resident"}
-# What a measured case costs beyond its sampling budget in each pass (warm-up, the check
-# against the reference, saving), and a worker's start-up (importing its framework): on
-# a 2-core CPU the first-answer suite's 22 measured cases took 30 s at budget 1 s. A call
-# longer than the budget costs more, a case whose CI tightens early less: an estimate.
-CASE_OVERHEAD_S = 0.3
-WORKER_START_S = 2.0
-# A plan expected to take longer than this says so before it starts.
-LONG_PLAN_S = 180.0
 # A plan of more cases than this starts only with --yes: `gpuvs run --all` is 227 cases,
 # and `-s 1:1e6:1.001` once planned 23,733 — a typo that would have measured for a day.
 CONFIRM_CASES = 1000
@@ -50,13 +42,20 @@ def confirm(cases: tuple[Case, ...], yes: bool) -> None:
                          "--dry-run shows it, -w, -s or -a narrow it, --yes starts it")
 
 
-def estimate_s(cases: tuple[Case, ...], config: RunConfig) -> float:
-    """Roughly how long the plan takes: the cases that may run here (not those of an
-    absent backend or GPU) at their budget and overheads, and each pass's workers."""
-    measured = [c for c in cases if not backends.get(c.backend).absent(c.device)]
-    workers = len({c.backend for c in measured}) * config.passes
-    return (len(measured) * (config.budget_s + config.passes * CASE_OVERHEAD_S)
-            + workers * WORKER_START_S)
+def check_gpu_here(config: RunConfig) -> None:
+    """A run that asks only for CUDA devices on a machine that shows none would store a
+    run of unavailable cases and exit 0: refused before anything is stored, naming what
+    runs here. Asked beside the CPU, the GPU's cases are said unavailable as usual."""
+    from gpuvs.backends.base import machine_has_gpu
+
+    if {d.partition(":")[0] for d in config.devices} != {"cuda"} or machine_has_gpu():
+        return
+    here = [name for name in config.backends or backends.names()
+            if "cpu" in backends.get(name).device_kinds
+            and backends.get(name).unavailable_reason("cpu") is None]
+    runs = f"-d cpu runs {', '.join(here)}" if here else "no backend runs on its CPU either"
+    raise UsageError(f"-d {', '.join(config.devices)}: this machine shows no NVIDIA device, "
+                     f"so no case would run; here {runs}")
 
 
 def first_answer(config: RunConfig) -> bool:

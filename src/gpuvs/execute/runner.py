@@ -37,6 +37,8 @@ PASS_MAX_CASE_S = 3.0
 # Caveats a pass sees from outside the samples, kept when passes are merged.
 PASS_CAVEATS = frozenset({Caveat.CONTENDED, Caveat.THROTTLED, Caveat.TF32_ON,
                           Caveat.MULTIMODAL, Caveat.DRIFTING})
+# Counters of what the parent waited for a case, which merged passes add up.
+SUMMED_COUNTERS = ("runner_s", "start_s", "contended_retries", "paused_s")
 
 
 class Recorder(Protocol):
@@ -160,9 +162,19 @@ class Pool:
         self.replaying: dict[str, Worker] = {}  # the replay process in use, by backend
         self.waiting: dict[tuple[str, str, str], Worker] = {}  # by (backend, post, device)
         self.retired: list[Worker] = []
+        # Seconds spent waiting for workers to start or wind down: a case's `start_s`,
+        # which a plan's estimate counts once per run, not as that case's own cost.
+        self.waited_s = 0.0
 
     def worker_for(self, case: Case) -> Worker:
         """The ready worker that runs `case`, once every starting worker is ready."""
+        t0 = time.perf_counter()
+        try:
+            return self._worker_for(case)
+        finally:
+            self.waited_s += time.perf_counter() - t0
+
+    def _worker_for(self, case: Case) -> Worker:
         if not self._started:
             self._started = True
             self._start_ahead()
@@ -353,7 +365,9 @@ def merged(first: Measurement, later: Measurement) -> Measurement:
     measured (kernel counts, parts, busy time), the later pass's other counters (peaks:
     the larger), and the caveats judged on all the samples (plus those only a pass could
     see: contention, throttling, TF32; and `process_dependent`, when the passes disagree
-    beyond each one's own interval). A later pass that failed is the case's outcome: a
+    beyond each one's own interval). What the parent waited for the case (`runner_s`,
+    `start_s`) adds up over its passes: what the case cost the run, which a later plan's
+    estimate reads. A later pass that failed is the case's outcome: a
     number that could not be taken again is not kept."""
     if later.status is not Status.OK:
         return later
@@ -367,10 +381,12 @@ def merged(first: Measurement, later: Measurement) -> Measurement:
     medians = stats.group_medians(samples, passes)
     peaks = {k: max(v, first.counters.get(k, v)) for k, v in later.counters.items()
              if k.startswith("peak_")}  # the first pass also built the reference
+    waited = {k: first.counters[k] + later.counters[k] for k in SUMMED_COUNTERS
+              if k in first.counters and k in later.counters}
     return replace(first, samples=samples, passes=passes,
                    wall_samples=(*first.wall_samples, *later.wall_samples),
                    warmups=first.warmups + later.warmups,
-                   counters={**first.counters, **later.counters, **peaks,
+                   counters={**first.counters, **later.counters, **peaks, **waited,
                              "passes": float(len(passes)),
                              "passes_apart": max(medians) / min(medians) - 1},
                    caveats=tuple(dict.fromkeys((*found, *sorted(seen)))))
@@ -391,10 +407,12 @@ def _precheck(case: Case) -> Measurement | None:
 def _dispatch(case: Case, pool: Pool, request_base: dict[str, Any],
               config: RunConfig) -> Measurement:
     """The case run in its worker; `runner_s` is what it cost as the parent saw it: the
-    worker's `case_s` plus starting workers where they were started for it."""
-    t0 = time.perf_counter()
+    worker's `case_s` plus starting workers where they were started for it, which
+    `start_s` says apart."""
+    t0, waited = time.perf_counter(), pool.waited_s
     m = _answered(case, pool, request_base, config)
-    return replace(m, counters={**m.counters, "runner_s": time.perf_counter() - t0})
+    return replace(m, counters={**m.counters, "runner_s": time.perf_counter() - t0,
+                                "start_s": pool.waited_s - waited})
 
 
 def _observe(pool: Pool, done: dict[str, Measurement], request_base: dict[str, Any],

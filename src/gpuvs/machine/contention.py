@@ -88,6 +88,15 @@ def _taken(before: Snapshot, after: Snapshot, demand: float, cores: int | None
     return max(others - (cores - demand) * wall, 0.0), demand * wall, cores
 
 
+def loaded() -> bool:
+    """Whether the 1-minute load is BUSY_LOAD_SHARE of the cores or more: a run started now
+    finds its cases contended, and measures most of them again (a plan's estimate)."""
+    import psutil
+
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
+    return load >= BUSY_LOAD_SHARE * (psutil.cpu_count() or 1)
+
+
 def busy_line(since: Snapshot | None = None) -> str | None:
     """One line naming a busy machine before a run starts (None when it is quiet): the
     load against the cores, or other processes' share of the CPU `since` the command
@@ -96,9 +105,8 @@ def busy_line(since: Snapshot | None = None) -> str | None:
     import psutil
 
     cores = psutil.cpu_count() or 1
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
-    if load >= BUSY_LOAD_SHARE * cores:
-        why = f"load {load:.1f} on {cores} cores"
+    if loaded():
+        why = f"load {os.getloadavg()[0]:.1f} on {cores} cores"
     elif since is not None and contended(since, now := snapshot(), cores, cores):
         # a run may use every core: the machine's share that others took
         why = (f"other processes took {others_share(since, now, cores, cores):.0%} of the "

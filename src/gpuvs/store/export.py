@@ -190,10 +190,11 @@ def write_json(path: Path, run: Run, measurements: Iterable[Measurement],
     write_atomic(path, json_text(run, measurements, ceilings))
 
 
-CSV_COLUMNS = ("run_id", "workload", "variant", "backend", "device", "dtype", "size", "params",
-               "status", "reason", "median_s", "ci_low_s", "ci_high_s", "p25_s", "p75_s",
-               "mean_s", "std_s", "min_s", "n", "loops", "wall_median_s", "first_call_s",
-               "timer", "flops", "bytes_moved", "threads",
+# When the run started, beside its id: rows of many runs line up in time in pandas.
+CSV_COLUMNS = ("run_id", "started_at", "workload", "variant", "backend", "device", "dtype",
+               "size", "params", "status", "reason", "median_s", "ci_low_s", "ci_high_s",
+               "p25_s", "p75_s", "mean_s", "std_s", "min_s", "n", "loops", "wall_median_s",
+               "first_call_s", "timer", "flops", "bytes_moved", "threads",
                # Energy per call (joules; `energy_measured` false: a declared CPU power
                # times the median), above idle, average watts; peak memory in bytes:
                "energy_j", "energy_above_idle_j", "energy_w", "energy_measured",
@@ -222,7 +223,8 @@ def csv_rows(run: Run, measurements: Iterable[Measurement]) -> list[dict[str, An
     """One tidy row per case (statistics derived from the samples), for pandas, with the
     run's environment on every row."""
     environment = environment_columns(run)
-    return [{"run_id": run.run_id, **case_row(m), **environment} for m in measurements]
+    return [{"run_id": run.run_id, "started_at": run.started_at, **case_row(m), **environment}
+            for m in measurements]
 
 
 def case_row(m: Measurement) -> dict[str, Any]:

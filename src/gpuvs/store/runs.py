@@ -15,12 +15,13 @@ import secrets
 import signal
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
 from gpuvs.errors import Interrupted, StoreError, UsageError
-from gpuvs.model import Caveat, Environment, Measurement, Run, RunKind
+from gpuvs.model import Caveat, Environment, Measurement, Run, RunKind, Status
 
 RUN_ID_FORMAT = "%Y%m%d-%H%M%S"
 TIMESTAMP_FORMAT = "%Y-%m-%dT%H:%M:%S%z"
@@ -114,9 +115,10 @@ def guarded(run: RunHandle, how_to_finish: str,
       So does bad input found mid-run (`UsageError`: a builder of run-file's inputs that
       raised at the third size).
 
-    Either way the cases recorded so far stay. `finished` counts the cases that need
-    nothing more (a case stored after its first pass of two is measured again by
-    `--resume`); by default, every recorded case."""
+    Either way the cases recorded so far stay. The message counts them as `gpuvs runs`
+    does, every recorded case, and `finished` says how many of them need nothing more (a
+    case stored after its first pass of two is measured again by `--resume`); by
+    default, all of them."""
     caught: list[str] = []
 
     def terminated(signum: int, frame: Any) -> None:
@@ -130,16 +132,14 @@ def guarded(run: RunHandle, how_to_finish: str,
     except KeyboardInterrupt:
         name = caught[0] if caught else "SIGINT"
         run.interrupt(f"stopped by {name}")
-        saved = finished() if finished is not None else len(run.finished_keys())
-        raise Interrupted(f"run {run.run_id} stopped by {name}; its {saved} finished cases "
-                          f"are kept. {how_to_finish}") from None
+        raise Interrupted(f"run {run.run_id} stopped by {name}; {_kept(run, finished)}. "
+                          f"{how_to_finish}") from None
     except UsageError as e:  # bad input met mid-run (a builder that raised at a size)
         if not run.created:  # before any case: nothing was stored, nothing to say of it
             raise
         run.fail(str(e))
-        saved = len(run.finished_keys())
-        raise UsageError(f"{e}; run {run.run_id} is marked failed, and its {saved} finished "
-                         "cases are kept") from None
+        raise UsageError(f"{e}; run {run.run_id} is marked failed; "
+                         f"{_kept(run, finished)}") from None
     except StoreError as e:
         try:
             run.fail(str(e))
@@ -151,6 +151,21 @@ def guarded(run: RunHandle, how_to_finish: str,
     finally:
         if main:
             signal.signal(signal.SIGTERM, previous)
+
+
+def _kept(run: RunHandle, finished: Callable[[], int] | None) -> str:
+    """'its recorded cases are kept: 30 ok (12 of them after their first pass only, which
+    --resume measures again), 77 unavailable' — counted by status as `gpuvs runs` and the
+    run's last line count them."""
+    counts = Counter(m.status for m in run.measurements())
+    if not counts:
+        return "no case was recorded"
+    partial = sum(counts.values()) - finished() if finished is not None else 0
+    said = [f"{n} {status}" + (f" ({partial} of them after their first pass only, which "
+                                "--resume measures again)"
+                                if status is Status.OK and partial > 0 else "")
+            for status, n in sorted(counts.items(), key=lambda sn: list(Status).index(sn[0]))]
+    return f"its recorded cases are kept: {', '.join(said)}"
 
 
 def start_run(store: Any, kind: RunKind, config: Mapping[str, Any],

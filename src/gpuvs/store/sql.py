@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import suppress
 from datetime import datetime, timezone
 from typing import Any, ClassVar, TypeVar
@@ -32,6 +32,8 @@ RECENT_IN_ERRORS = 5
 # value of the wrong type, a measurement `measurement_from` refuses.
 UNREADABLE = (ValueError, TypeError, KeyError, AttributeError, ArithmeticError,
               RecursionError)
+# The most stored cases a plan's estimate reads: the newest runs of its workloads.
+HISTORY_LIMIT = 5000
 
 _RUN_COLUMNS = ("run_id, started_at, finished_at, status, config, environment, fingerprint, "
                 "reason")
@@ -213,6 +215,24 @@ class SqlStore:
         return self._attempt(f"read the cases of run {run_id!r}", lambda c: [
             measurement_from(self._parsed(r[0])) for r in self._x(
                 c, "SELECT data FROM measurements WHERE run_id = ? ORDER BY id", (run_id,))])
+
+    def history(self, fingerprint: str, workloads: Sequence[str], limit: int = HISTORY_LIMIT
+                ) -> list[tuple[dict[str, Any], Measurement]]:
+        """The cases of these workloads that finished `ok`, or ran out of time, on this
+        set-up (`fingerprint`), newest first, each with its run's config: what a plan's
+        estimate learns from (the time each case cost, at the budget its run gave it; a
+        case that timed out is likely to again). Other set-ups' cases, and cases decided
+        at once (unavailable, skipped), say nothing about this machine's pace."""
+        if not workloads:
+            return []
+        marks = ", ".join("?" for _ in workloads)
+        rows = self._x(self._conn, "SELECT r.config, m.data FROM measurements m JOIN runs r "
+                       "ON r.run_id = m.run_id WHERE r.fingerprint = ? "
+                       "AND m.status IN ('ok', 'timeout') "
+                       f"AND m.workload IN ({marks}) ORDER BY m.id DESC LIMIT ?",
+                       (fingerprint, *workloads, limit))
+        return [(json.loads(config), Measurement.from_dict(json.loads(data)))
+                for config, data in rows]
 
     def finished_keys(self, run_id: str) -> set[str]:
         """Every case the run already recorded, whatever its status: what --resume skips."""
