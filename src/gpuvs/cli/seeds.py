@@ -121,7 +121,7 @@ def _run(store: Any, config: Any, cases: list[Any], chosen: tuple[str, ...], opt
     from gpuvs.execute import runner
     from gpuvs.model import RunKind
     from gpuvs.report.layout import status_line
-    from gpuvs.report.seed_tables import seed_tables
+    from gpuvs.report.seed_tables import seed_answers, seed_tables
     from gpuvs.store.runs import guarded, start_run
     run = start_run(store, RunKind.SEEDS, {
         "seeds": list(chosen), **asdict(options), "budget_s": config.budget_s,
@@ -136,7 +136,7 @@ def _run(store: Any, config: Any, cases: list[Any], chosen: tuple[str, ...], opt
     took = units.seconds(time.monotonic() - started)
     run.finish()
     measurements = run.measurements()
-    emit_tables(seed_tables(measurements), fmt, console())
+    emit_tables([*seed_tables(measurements), seed_answers(measurements)], fmt, console())
     out.print(f"run {run.run_id} finished in {took}: {status_line(counts)}. `gpuvs show "
               f"{run.run_id}` prints every case's table.")
     return wrap_up(out, run, measurements, counts, json_path)
