@@ -10,20 +10,22 @@ safe.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from gpuvs import units
+from gpuvs.analysis.crossover import group_key
 from gpuvs.machine import env
 from gpuvs.measuring.caveats import ADVICE
 from gpuvs.model import Caveat, Ceiling, Measurement, Run, RunKind, Status
 from gpuvs.report.draw import to_svg
-from gpuvs.report.layout import result_tables
+from gpuvs.report.layout import result_tables, sweep_title
 from gpuvs.report.plain import INLINE_MAX
 from gpuvs.report.plots import ROOFLINE, Plot, all_plots
-from gpuvs.report.verdict import series_table, verdict_table
+from gpuvs.report.verdict import nothing_table, series_table, verdict_table
 from gpuvs.table import Table
 
 TEMPLATE = "report.html.j2"
@@ -51,8 +53,11 @@ PROTOCOL = (
 
 @dataclass(frozen=True)
 class TableView:
-    """A layout Table as the template draws it: empty columns dropped, numbers marked,
-    and the sentences of UNDER_ROW columns taken out of the row to go under it."""
+    """A layout Table as the template draws it: empty columns dropped, numbers marked (a
+    number cell's parts, "13.8 GFLOP/s, 27.8 GB/s", one above the other: the column then
+    takes the width of one), and the sentences of UNDER_ROW columns taken out of the row
+    to go under it. A table with columns of numbers is `wide`: it may reach past the
+    measure of the page's text to the window's edge, where a table of sentences wraps."""
 
     title: str
     columns: tuple[str, ...]
@@ -60,6 +65,7 @@ class TableView:
     rows: tuple[tuple[str, ...], ...]
     notes: tuple[str, ...]
     under: tuple[str, ...] = ()  # per row: the line under it ("" for none); () if none
+    wide: bool = False
 
 
 @dataclass(frozen=True)
@@ -67,6 +73,11 @@ class Figure:
     name: str
     svg: Any  # markupsafe.Markup: the only unescaped text on the page
     caption: str
+
+
+NO_CPU = ("No speedup plot: no CPU case of this sweep finished, so its GPU series have "
+          "nothing to be set against.")
+ONE_SERIES = "No speedup plot: only one series finished in this sweep."
 
 
 @dataclass(frozen=True)
@@ -77,6 +88,12 @@ class Sweep:
     # A sweep of GPU against CPU draws time and speedup; one figure means a series is
     # missing. A `gpuvs dist` section draws one figure by design.
     one_figure_by_design: bool = False
+    no_speedup: str = ONE_SERIES  # why, where one figure is drawn and not by design
+
+    @property
+    def anchor(self) -> str:
+        """The section's id: "sweep-square-matrix-product-float32", a link's target."""
+        return "sweep-" + re.sub(r"[^a-z0-9]+", "-", self.title.lower()).strip("-")
 
 
 def render_html(run: Run, measurements: Iterable[Measurement],
@@ -106,7 +123,9 @@ def _page(run: Run, ms: list[Measurement], ceilings: Sequence[Ceiling]) -> dict[
         "kind": run.kind.value,
         "dist": dist,
         "summary": _summary(run, ms),
+        "posts": _posts(run, ms),
         "verdict": None if dist else view(verdict_table(ms)),
+        "nothing": None if dist else view(nothing_table(ms)),
         "series": None if dist else view(series_table(ms)),
         "seeds": [view(t) for t in _seed_tables(run, ms)],
         "sweeps": _dist_sections(ms) if dist else _sweeps(ms, ceilings, plots),
@@ -133,10 +152,22 @@ def view(table: Table) -> TableView:
              and any(len(row[i]) > INLINE_MAX for row in table.rows)]
     inline = [i for i in keep if i not in under]
     columns = tuple(table.columns[i] for i in inline)
-    return TableView(table.title, columns, tuple(c in NUMERIC for c in columns),
-                     tuple(tuple(row[i] for i in inline) for row in table.rows), table.notes,
+    numeric = tuple(c in NUMERIC for c in columns)
+    rows = tuple(tuple(_stacked(row[i]) if n else row[i] for i, n in zip(inline, numeric,
+                                                                          strict=True))
+                 for row in table.rows)
+    return TableView(table.title, columns, numeric, rows, table.notes,
                      tuple(" ".join(row[i] for i in under if row[i]) for row in table.rows)
-                     if under else ())
+                     if under else (), any(numeric))
+
+
+# ", " between a number cell's parts (not inside a CI's brackets or a remark's
+# parentheses), and " (" before the remark: "4.99 µs ±6.2% (unstable, drifting)".
+_PARTS = re.compile(r", (?![^\[\]()]*[\])])| (?=\()")
+
+
+def _stacked(cell: str) -> str:
+    return _PARTS.sub("\n", cell)
 
 
 def _summary(run: Run, ms: Sequence[Measurement]) -> list[tuple[str, str]]:
@@ -148,6 +179,15 @@ def _summary(run: Run, ms: Sequence[Measurement]) -> list[tuple[str, str]]:
                                                  if counts.get(k)))]
 
 
+def _posts(run: Run, ms: Sequence[Measurement]) -> TableView | None:
+    """A seeds run's first screen: the posts answered, one line each (the section's
+    heading says what the table is)."""
+    if run.kind is not RunKind.SEEDS:
+        return None
+    from gpuvs.report.seed_tables import seed_answers
+    return view(replace(seed_answers(ms), title=""))
+
+
 def _seed_tables(run: Run, ms: Sequence[Measurement]) -> list[Table]:
     if run.kind is not RunKind.SEEDS:
         return []
@@ -157,12 +197,19 @@ def _seed_tables(run: Run, ms: Sequence[Measurement]) -> list[Table]:
 
 def _sweeps(ms: Sequence[Measurement], ceilings: Sequence[Ceiling],
             plots: Mapping[str, list[Figure]]) -> list[Sweep]:
-    """Per sweep its plots, then its table of cases and its crossovers."""
+    """Per sweep its plots, then its table of cases and its crossovers. The section's
+    heading names the sweep, so neither its plots' titles nor its tables' captions do."""
     sweeps: dict[str, list[TableView]] = {}
     for table in result_tables(ms, ceilings):
         sweep = table.title.removeprefix("crossover · ")
-        sweeps.setdefault(sweep, []).append(view(table))
-    return [Sweep(title, tuple(plots.get(title, ())), tuple(tables))
+        caption = "crossover" if table.title != sweep else ""
+        sweeps.setdefault(sweep, []).append(view(replace(table, title=caption)))
+    gpu_only = {sweep_title(group_key(m.case)) for m in ms if m.case.device != "cpu"
+                and m.status is Status.OK} - {sweep_title(group_key(m.case)) for m in ms
+                                              if m.case.device == "cpu"
+                                              and m.status is Status.OK}
+    return [Sweep(title, tuple(plots.get(title, ())), tuple(tables),
+                  no_speedup=NO_CPU if title in gpu_only else ONE_SERIES)
             for title, tables in sweeps.items()]
 
 
