@@ -204,13 +204,16 @@ def _sweeps(ms: Sequence[Measurement], ceilings: Sequence[Ceiling],
         sweep = table.title.removeprefix("crossover · ")
         caption = "crossover" if table.title != sweep else ""
         sweeps.setdefault(sweep, []).append(view(replace(table, title=caption)))
-    gpu_only = {sweep_title(group_key(m.case)) for m in ms if m.case.device != "cpu"
-                and m.status is Status.OK} - {sweep_title(group_key(m.case)) for m in ms
-                                              if m.case.device == "cpu"
-                                              and m.status is Status.OK}
+    gpu_only = _finished(ms, on_cpu=False) - _finished(ms, on_cpu=True)
     return [Sweep(title, tuple(plots.get(title, ())), tuple(tables),
                   no_speedup=NO_CPU if title in gpu_only else ONE_SERIES)
             for title, tables in sweeps.items()]
+
+
+def _finished(ms: Sequence[Measurement], on_cpu: bool) -> set[str]:
+    """The sweeps with a case finished on the CPU (or on a device other than the CPU)."""
+    return {sweep_title(group_key(m.case)) for m in ms
+            if m.status is Status.OK and (m.case.device == "cpu") == on_cpu}
 
 
 def _dist_sections(ms: Sequence[Measurement]) -> list[Sweep]:

@@ -83,7 +83,7 @@ def verdict_table(measurements: Iterable[Measurement]) -> Table:
 def nothing_table(measurements: Iterable[Measurement]) -> Table:
     """The sweeps with nothing to compare with, and why: folded under the verdict."""
     rows = tuple((a.sweep, a.text) for a in answers(measurements) if not a.compared)
-    return Table("nothing to compare with", NOTHING_COLUMNS, rows,
+    return Table("", NOTHING_COLUMNS, rows,
                  wrapping=frozenset(NOTHING_COLUMNS))
 
 
