@@ -102,3 +102,27 @@ def test_dataclass_outputs_are_compared_field_by_field() -> None:
     assert wrong.reason is not None and wrong.reason.startswith("output.labels on cuda")
     other = agreement(Pair(np.ones(3), 1), ref, "cuda", "cpu")
     assert other.reason == "output on cuda is a Pair, not a Batch as on cpu"
+
+
+@pytest.mark.gpu
+def test_on_cuda_a_dataclass_and_a_model_output_move_there_and_come_back() -> None:
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    batch = Batch(torch.rand(4, 3), np.arange(4), extras={"out": Output(logits=torch.ones(2))})
+    moved = moving.to_device(batch, "cuda:0", numpy_to_cupy=False)
+    assert moved.images.is_cuda and isinstance(moved.labels, np.ndarray)
+    out = moved.extras["out"]
+    assert type(out) is Output and out.logits.is_cuda and out["logits"] is out.logits
+    back = moving.to_host(moved)
+    assert not back.images.is_cuda and torch.equal(back.images, batch.images)
+    assert not back.extras["out"].logits.is_cuda
+
+
+@pytest.mark.gpu
+def test_on_cuda_numpy_arrays_in_a_dataclass_become_cupy_arrays_and_come_back() -> None:
+    cupy = pytest.importorskip("cupy")
+    batch = Batch(np.ones((4, 3)), np.arange(4))
+    moved = moving.to_device(batch, "cuda:0")
+    assert isinstance(moved.images, cupy.ndarray) and moved.images.device.id == 0
+    back = moving.to_host(moved)
+    assert isinstance(back.images, np.ndarray) and np.array_equal(back.images, batch.images)

@@ -63,3 +63,25 @@ def test_a_seeds_page_opens_with_the_posts_and_folds_the_sweeps_under_them() -> 
     folded = first[first.index('<details class="more">'):]
     assert "<summary>Per sweep: " in folded and "<th>answer</th>" in folded
     assert '<a href="#verdict">the answer</a>' in page
+
+
+def test_every_post_answers_from_a_run_with_a_gpu() -> None:
+    """Every case of every seed finished, on the CPU and on a GPU (as synthetic timings:
+    a GPU case twice as fast as its CPU twin): each post gets its line, its figures and a
+    reason read off them — no post says it needs a GPU."""
+    from gpuvs import seeds
+    from gpuvs.seeds.base import SeedOptions
+
+    ms = []
+    for seed in seeds.REGISTRY.all():
+        for c in seed.cases(SeedOptions(quick=True)):
+            t = 1e-3 * (0.5 if c.device != "cpu" else 1.0) * (1 + c.size % 7 / 10)
+            samples = (t,) if c.variant == "as_written" else tuple(
+                t * (1 + 0.002 * k) for k in range(-10, 11))
+            ms.append(Measurement(c, Status.OK, samples=samples, loops=1, first_call_s=3 * t,
+                                  counters={"kernels": 900.0, "ops": 300.0, "flops": 1e9}))
+    rows = seed_answers(ms).rows
+    assert [r[0][:3] for r in rows] == ["000", "001", "002", "003", "004"]
+    for post, _, method, correct, why in rows:
+        assert "needs a CUDA device" not in why and why, post
+        assert correct[0].isdigit() and method[0].isdigit(), (post, method, correct)
