@@ -77,6 +77,10 @@ def test_a_number_cells_parts_stack_so_its_column_takes_the_width_of_one() -> No
                            "13.8 GFLOP/s\n27.8 GB/s", "39.9× [38.9, 41.6]\n(contended)"),)
     assert table.wide  # numbers: it may reach past the text's measure
     assert not view(Table("", ("sweep", "answer"), (("a", "b, c (d)"),))).wide
+    post = view(Table("", ("post", "it claimed", "correct here", "why"), (
+        ("003", "≈14× (1 h 54 min ÷ 7 min 35 s)", "2× [1.98, 2.02]", "a sentence, long"),)))
+    assert post.rows[0][1:3] == ("≈14×\n(1 h 54 min ÷ 7 min 35 s)", "2× [1.98, 2.02]")
+    assert not post.wide  # its sentences keep to the measure of the page's text
 
 
 def test_short_notes_stay_in_their_column() -> None:

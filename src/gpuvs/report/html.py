@@ -29,11 +29,16 @@ from gpuvs.report.verdict import nothing_table, series_table, verdict_table
 from gpuvs.table import Table
 
 TEMPLATE = "report.html.j2"
-# Columns of numbers: right-aligned so that digits line up.
+# Columns of numbers: right-aligned so that digits line up, never wrapped (a figure's
+# parts stack instead: see TableView). A post's figures are numbers too.
 NUMERIC = frozenset({"size", "threads", "time ±CI", "wall", "GPU busy", "throughput", "of peak",
                      "GPU vs CPU", "from size", "by (95 % CI)", "per call ±CI",
                      "graph replay ±CI", "algbw", "busbw", "loops", "N", "step ±CI",
-                     "samples/s", "compute"})
+                     "samples/s", "compute", "post claims", "as written here",
+                     "correct here", "written ÷ correct", "it claimed", "its method here"})
+# Columns of sentences: a table with one keeps to the measure of the page's text, where
+# they wrap, however wide its numbers.
+PROSE = frozenset({"why", "answer", "reason"})
 # Columns of sentences: each on a full-width line under its row, where it wraps inside
 # the page; as a column beside a dozen columns of numbers it ran out of the page. Short
 # ones (a few caveats' names) stay in their column, as in the plain-text tables.
@@ -56,8 +61,8 @@ class TableView:
     """A layout Table as the template draws it: empty columns dropped, numbers marked (a
     number cell's parts, "13.8 GFLOP/s, 27.8 GB/s", one above the other: the column then
     takes the width of one), and the sentences of UNDER_ROW columns taken out of the row
-    to go under it. A table with columns of numbers is `wide`: it may reach past the
-    measure of the page's text to the window's edge, where a table of sentences wraps."""
+    to go under it. A table with columns of numbers and none of PROSE is `wide`: it may
+    reach past the measure of the page's text to the window's edge."""
 
     title: str
     columns: tuple[str, ...]
@@ -158,7 +163,7 @@ def view(table: Table) -> TableView:
                  for row in table.rows)
     return TableView(table.title, columns, numeric, rows, table.notes,
                      tuple(" ".join(row[i] for i in under if row[i]) for row in table.rows)
-                     if under else (), any(numeric))
+                     if under else (), any(numeric) and not PROSE & set(columns))
 
 
 # ", " between a number cell's parts (not inside a CI's brackets or a remark's
