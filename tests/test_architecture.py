@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "gpuvs"
-HEAVY = ("torch", "cupy", "jax", "matplotlib", "jinja2")
+HEAVY = ("torch", "cupy", "jax", "matplotlib", "jinja2", "scipy")
 ROOT = "gpuvs"  # the package's own __init__
 
 # A unit is a top-level module or subpackage of gpuvs. Each may import the units listed

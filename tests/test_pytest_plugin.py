@@ -8,6 +8,13 @@ from pathlib import Path
 
 import pytest
 
+# Each in-process run below (pytester.runpytest) drops, when it ends, the modules first
+# imported during it. The gate's rank test and the crossover's fit import SciPy, whose C
+# extensions (and NumPy's fft, which it loads) cannot be imported twice in one process:
+# imported here, before any run, they stay loaded across the runs.
+import scipy.optimize  # noqa: F401
+import scipy.stats  # noqa: F401
+
 pytest_plugins = ["pytester"]
 
 BENCH = """

@@ -23,3 +23,13 @@ def test_a_ci_wider_than_its_median_is_not_printed_as_a_figure() -> None:
     assert units.seconds_ci(0.0123, 157.256) == "12.3 ms ±>100%"
     assert units.seconds_ci(0.0, float("inf")) == "0 ns ±>100%"
     assert units.seconds_ci(0.0123, float("nan")) == "12.3 ms ±>100%"
+
+
+def test_a_ratio_shows_its_ci_to_the_digits_that_tell_the_bounds_apart() -> None:
+    assert units.ratio(42.51, 41.02, 43.14) == "42.5× [41, 43.1]"
+    assert units.ratio(1.0213, 1.0194, 1.0231) == "1.021× [1.019, 1.023]"
+    assert units.ratio(1114.2, 1093.7, 1121.9) == "1110× [1090, 1120]"
+
+
+def test_a_single_timing_on_each_side_shows_no_zero_width_interval() -> None:
+    assert units.ratio(7.214, 7.214, 7.214) == "7.21× (single timings: no CI)"

@@ -1,8 +1,8 @@
 """Statistics of samples: summaries, confidence intervals of the median, ratios with CIs.
 
-Everything here is a pure function of numbers (standard library and NumPy only), so it
-is tested on synthetic streams and reused by the stopping criteria, the caveats and
-the analysis alike.
+Everything here is a pure function of numbers (the standard library, NumPy, and SciPy's
+rank test imported where it is used), so it is tested on synthetic streams and reused by
+the stopping criteria, the caveats and the analysis alike.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from statistics import NormalDist
 from typing import Any
 
 import numpy as np
@@ -159,26 +160,13 @@ def median_ci(samples: Sequence[float], confidence: float = CONFIDENCE) -> tuple
     if n == 0:
         return math.nan, math.nan
     # Normal approximation to Binomial(n, 1/2) for the ranks that bracket the median.
-    z = _z(confidence)
+    z = NormalDist().inv_cdf((1 + confidence) / 2)
     half = z * math.sqrt(n) / 2
     lo = max(int(math.floor(n / 2 - half)), 0)
     hi = min(int(math.ceil(n / 2 + half)), n - 1)
     if n < 6:
         lo, hi = 0, n - 1
     return float(a[lo]), float(a[hi])
-
-
-def _z(confidence: float) -> float:
-    # Two-sided normal quantile by bisection on erf: avoids a SciPy import for one number.
-    target = confidence
-    lo, hi = 0.0, 10.0
-    for _ in range(80):
-        mid = (lo + hi) / 2
-        if math.erf(mid / math.sqrt(2)) < target:
-            lo = mid
-        else:
-            hi = mid
-    return (lo + hi) / 2
 
 
 STATISTICS: dict[str, Callable[..., Any]] = {"median": np.median, "mean": np.mean,
@@ -205,26 +193,17 @@ def ratio_ci(numerator: Sequence[float], denominator: Sequence[float],
 
 def mann_whitney_u(a: Sequence[float], b: Sequence[float]) -> tuple[float, float]:
     """(U of `a`, two-sided p-value): the rank test of whether one sample tends to be
-    larger than the other, by the normal approximation with tie and continuity
-    corrections (fine from about eight values a side; gpuvs cases have more)."""
-    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    n1, n2 = x.size, y.size
-    if n1 == 0 or n2 == 0:
+    larger than the other. SciPy's: the exact distribution where both sides are small
+    and untied, else the normal approximation with tie and continuity corrections.
+    SciPy is imported here, not above: `gpuvs compare` and `check` pay for it, no other
+    command does."""
+    from scipy.stats import mannwhitneyu
+
+    if len(a) == 0 or len(b) == 0:
         raise ValueError("the rank test needs samples on both sides")
-    both = np.concatenate([x, y])
-    order = both.argsort(kind="mergesort")
-    ranks = np.empty(both.size)
-    ranks[order] = np.arange(1, both.size + 1)
-    values, inverse, counts = np.unique(both, return_inverse=True, return_counts=True)
-    ranks = np.bincount(inverse, weights=ranks)[inverse] / counts[inverse]  # ties: mean rank
-    u = float(ranks[:n1].sum() - n1 * (n1 + 1) / 2)
-    n = n1 + n2
-    tie_term = float(((counts**3 - counts).sum()) / (n * (n - 1))) if n > 1 else 0.0
-    sigma = math.sqrt(n1 * n2 / 12 * ((n + 1) - tie_term))
-    if sigma == 0:
-        return u, 1.0
-    z = (abs(u - n1 * n2 / 2) - 0.5) / sigma
-    return u, float(min(1.0, math.erfc(max(z, 0.0) / math.sqrt(2))))
+    result = mannwhitneyu(np.asarray(a, dtype=float), np.asarray(b, dtype=float),
+                          alternative="two-sided")
+    return float(result.statistic), float(result.pvalue)
 
 
 def outlier_fraction(samples: Sequence[float]) -> float:

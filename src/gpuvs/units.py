@@ -32,6 +32,28 @@ def seconds_ci(median: float, rel: float) -> str:
     return f"{seconds(median)} ±{100 * rel:.1f}%"
 
 
+SINGLE = "single timings: no CI"
+
+
+def ratio(estimate: float, low: float, high: float) -> str:
+    """'42.5× [41, 43.1]': a ratio with its CI, to as many significant digits (3 to 5) as
+    tell the bounds apart. A CI of no width comes from one timing on each side (a post's
+    own `time.time()`): nothing to resample, so no interval is shown, and it says so."""
+    if low == high:
+        return f"{_digits(estimate, 3)}× ({SINGLE})"
+    digits = next((d for d in (3, 4) if _digits(low, d) != _digits(high, d)), 5)
+    return f"{_digits(estimate, digits)}× [{_digits(low, digits)}, {_digits(high, digits)}]"
+
+
+def _digits(x: float, digits: int) -> str:
+    """`x` to `digits` significant digits, written out where %g would switch to an
+    exponent for a ratio (1110, not 1.11e+03)."""
+    text = f"{x:.{digits}g}"
+    if "e+" not in text:
+        return text
+    return str(round(round(x, digits - 1 - math.floor(math.log10(abs(x))))))
+
+
 def nbytes(b: float) -> str:
     return _scaled(b, ((1024**4, "TiB"), (1024**3, "GiB"), (1024**2, "MiB"), (1024, "KiB"),
                        (1, "B")))

@@ -78,6 +78,16 @@ def test_cost_model_fit_recovers_overhead_and_rate() -> None:
     assert model.throughput == pytest.approx(1e9, rel=1e-6)
 
 
+def test_a_cost_model_keeps_both_terms_non_negative() -> None:
+    """Times flat in work are all overhead (no rate); a pure rate whose noise would pull
+    the intercept below zero gets none: the constrained optimum, not a clamp."""
+    works = np.array([1e3, 1e4, 1e5, 1e6])
+    flat = fit(works, np.array([2.0e-5, 1.9e-5, 2.1e-5, 1.95e-5]))
+    assert flat.throughput == np.inf and 1.9e-5 < flat.t0_s < 2.1e-5
+    rate = fit(works, works / 1e9 * np.array([0.9, 1.0, 1.02, 1.0]))
+    assert rate.t0_s == 0.0 and rate.throughput == pytest.approx(1e9, rel=0.05)
+
+
 def test_refinement_adds_the_midpoint_of_a_wide_bracket_for_every_series() -> None:
     from gpuvs.analysis.refine import refined_cases
     ms = sweep([10**3, 10**4, 10**5, 10**6])  # crossover bracketed by 1e4 and 1e5

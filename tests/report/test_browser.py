@@ -7,11 +7,20 @@ install it) skips these tests — except under CI, where a missing browser is a 
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import os
 
 import pytest
-from benchmarks.report_screenshots import CHROMIUM, LAPTOP_WIDTH, Chromium, main
+from benchmarks.report_screenshots import (
+    CHROMIUM,
+    DOCS,
+    DOCS_SCALE,
+    LAPTOP_WIDTH,
+    Chromium,
+    main,
+    retake_docs,
+)
 from tests.report.samples import CEILINGS, RealRun, gpu_sweep, run
 
 from gpuvs.report.html import render_html
@@ -72,6 +81,32 @@ def test_the_screenshot_script_rejects_an_unknown_run_in_one_line(tmp_path, caps
     open_store(str(tmp_path / "r.sqlite")).close()
     assert main(["nope", str(tmp_path), "--db", str(tmp_path / "r.sqlite")]) == 2
     assert capsys.readouterr().err.startswith("error: unknown run 'nope'")
+
+
+def test_a_docs_screenshot_shows_every_column_at_twice_the_pixels(tmp_path, capsys) -> None:
+    """The H100 matmul sweep's section, from its export in docs/runs: wide enough for its
+    whole table, twice the CSS pixels so that half its size reads as the page."""
+    from PIL import Image
+
+    assert retake_docs(["report-h100-matmul-sweep.png"], tmp_path) == 0
+    said = capsys.readouterr().out
+    assert "tables cut" not in said and f"at {DOCS_SCALE}x" in said
+    shot = Image.open(tmp_path / "report-h100-matmul-sweep.png")
+    assert shot.width >= DOCS_SCALE * LAPTOP_WIDTH and shot.height > 1000
+
+
+def test_a_docs_screenshot_without_its_export_is_skipped_and_says_how_to_make_it(
+        tmp_path, capsys, monkeypatch) -> None:
+    import benchmarks.report_screenshots as shots
+
+    seeds = next(s for s in DOCS if s.png == "report-h100-seeds-verdict.png")
+    monkeypatch.setattr(shots, "DOCS", (dataclasses.replace(
+        seeds, source="docs/runs/not-there.json"),))
+    assert retake_docs([], tmp_path) == 1
+    assert capsys.readouterr().out.startswith(
+        "skipped docs/report-h100-seeds-verdict.png: docs/runs/not-there.json is not there "
+        "yet (on the GPU machine: gpuvs export RUN_ID -f json -o docs/runs/not-there.json)")
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_the_check_sees_a_request_that_leaves_the_page(browser, tmp_path) -> None:

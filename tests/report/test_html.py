@@ -63,10 +63,24 @@ def test_a_cases_note_goes_on_its_own_line_under_its_row_and_wraps_there(page) -
     columns = re.findall(r"<th[^>]*>(.*?)</th>", header)
     assert "note" not in columns
     under = re.findall(r'<tr class="noted">.*?</tr>\n<tr class="under"><td colspan="(\d+)">'
-                       r"<div>(.*?)</div></td></tr>", sweep)
+                       r"<div>(.*?)</div></td></tr>", sweep, re.S)
     assert under and all(int(span) == len(columns) for span, _ in under)
     assert under[0][1].startswith("memory-bound: 0.25 FLOP/byte")
     assert re.search(r"tr\.under div \{[^}]*overflow-wrap: anywhere", page)
+
+
+def test_a_number_cells_parts_stack_so_its_column_takes_the_width_of_one() -> None:
+    table = view(Table("t", ("size", "time ±CI", "throughput", "GPU vs CPU"), (
+        ("1e6", "4.99 µs ±6.2% (unstable, drifting)", "13.8 GFLOP/s, 27.8 GB/s",
+         "39.9× [38.9, 41.6] (contended)"),)))
+    assert table.rows == (("1e6", "4.99 µs ±6.2%\n(unstable, drifting)",
+                           "13.8 GFLOP/s\n27.8 GB/s", "39.9× [38.9, 41.6]\n(contended)"),)
+    assert table.wide  # numbers: it may reach past the text's measure
+    assert not view(Table("", ("sweep", "answer"), (("a", "b, c (d)"),))).wide
+    post = view(Table("", ("post", "it claimed", "correct here", "why"), (
+        ("003", "≈14× (1 h 54 min ÷ 7 min 35 s)", "2× [1.98, 2.02]", "a sentence, long"),)))
+    assert post.rows[0][1:3] == ("≈14×\n(1 h 54 min ÷ 7 min 35 s)", "2× [1.98, 2.02]")
+    assert not post.wide  # its sentences keep to the measure of the page's text
 
 
 def test_short_notes_stay_in_their_column() -> None:

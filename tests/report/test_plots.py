@@ -47,6 +47,12 @@ def test_the_time_plot_has_one_line_per_series_with_ci_bands_and_the_crossovers_
     assert {(m.x, m.label) for m in time.marks} == {
         (1e5, "torch cuda:0 · resident faster from 1e5"),
         (1e6, "torch cuda:0 · end-to-end faster from 1e6")}
+    resident = lines["torch cuda:0 · resident"]
+    ring = next(m for m in time.marks if m.label.startswith("torch cuda:0 · resident"))
+    assert ring.y == resident.y[resident.x.index(1e5)]  # on the series' own point
+    assert time.title == "time per call" and time.subject == SWEEP
+    assert "dashed lines pay the host↔device copies" in time.caption
+    assert "A ring marks the size from which" in time.caption
 
 
 def test_the_speedup_plot_sets_each_gpu_series_against_the_fastest_cpu_with_the_1x_line(
@@ -62,9 +68,16 @@ def test_the_speedup_plot_sets_each_gpu_series_against_the_fastest_cpu_with_the_
 def test_without_a_gpu_cpu_backends_are_set_against_numpy() -> None:
     ms = [measurement(b, "cpu", n) for n in SIZES for b in ("numpy", "torch")]
     speedup = by_kind(all_plots(ms))["speedup"]
-    assert speedup.title == f"speedup over numpy cpu\n{SWEEP}"
+    assert (speedup.title, speedup.subject) == ("speedup over numpy cpu", SWEEP)
     assert [s.label for s in speedup.series] == ["torch cpu"]
-    assert speedup.marks == ()
+    assert speedup.marks == () and "ring" not in speedup.caption
+
+
+def test_a_cpu_sweeps_caption_describes_only_the_lines_it_has() -> None:
+    ms = [measurement(b, "cpu", n) for n in SIZES for b in ("numpy", "torch")]
+    time = by_kind(all_plots(ms))["time"]
+    assert time.caption == ("Median time per call with its 95 % CI band, one line per "
+                            "backend and device.")
 
 
 def test_the_x_axis_says_what_size_counts_in_each_sweep() -> None:
@@ -74,7 +87,7 @@ def test_the_x_axis_says_what_size_counts_in_each_sweep() -> None:
     matmul, scale = all_plots(ms)[:2], all_plots(elementwise)[:2]
     assert {p.xlabel for p in matmul} == {"matrix size n (n×n×n)"}
     assert {p.xlabel for p in scale} == {"elements"}
-    assert scale[0].title == "time per call\nElementwise x·5 in place, float32"
+    assert scale[0].subject == "Elementwise x·5 in place, float32"
 
 
 def test_a_sweep_with_one_series_has_no_speedup_plot() -> None:
@@ -127,6 +140,10 @@ def _width(png: bytes) -> int:
     return int.from_bytes(png[16:20], "big")  # the IHDR chunk's width
 
 
+def _height(png: bytes) -> int:
+    return int.from_bytes(png[20:24], "big")
+
+
 def _zigzag() -> Plot:
     """Two series that cross the whole axes back and forth: no corner is free of data."""
     x = tuple(float(2**i) for i in range(12))
@@ -140,8 +157,31 @@ def test_a_legend_of_one_or_two_series_sits_inside_only_where_it_hides_no_data()
     pytest.importorskip("matplotlib")
     cpu_sweep = [measurement(b, "cpu", n) for n in SIZES for b in ("numpy", "torch")]
     time = all_plots(cpu_sweep)[0]
-    assert len(time.series) == 2 and _width(to_png(time)) == FIGSIZE[0] * PNG_DPI
-    assert _width(to_png(_zigzag())) == ROOFLINE_FIGSIZE[0] * PNG_DPI  # moved beside
+    png = to_png(time)
+    assert len(time.series) == 2 and (_width(png), _height(png)) == (
+        FIGSIZE[0] * PNG_DPI, FIGSIZE[1] * PNG_DPI)
+    moved = to_png(_zigzag())  # below the axes, on a taller figure of the same width
+    assert _width(moved) == FIGSIZE[0] * PNG_DPI and _height(moved) > FIGSIZE[1] * PNG_DPI
+
+
+def test_many_series_put_the_legend_below_the_axes_and_a_roofline_beside_them() -> None:
+    pytest.importorskip("matplotlib")
+    from gpuvs.report.draw import figure
+    time, _, roofline, _ = all_plots(gpu_sweep(), CEILINGS)
+    fig = figure(time)  # three series: below
+    fig.draw_without_rendering()
+    (legend,) = fig.legends
+    assert legend.get_window_extent().y1 <= fig.axes[0].get_window_extent().y0
+    assert _width(to_png(roofline)) == ROOFLINE_FIGSIZE[0] * PNG_DPI
+
+
+def test_a_png_names_what_the_plot_is_of_and_the_page_leaves_that_to_its_heading() -> None:
+    pytest.importorskip("matplotlib")
+    from gpuvs.report.draw import figure
+    time = all_plots(gpu_sweep(), CEILINGS)[0]
+    assert figure(time).axes[0].get_title(loc="left") == f"time per call\n{SWEEP}"
+    # The page's SVG draws no subject: another one changes not a byte of it.
+    assert to_svg(time) == to_svg(replace(time, subject="another sweep"))
 
 
 def test_on_a_callers_axes_a_legend_that_would_hide_data_goes_beside_them() -> None:

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from tests.report.samples import SIZES, gpu_sweep
 
 from gpuvs.model import Case, Caveat, Measurement, Status
-from gpuvs.report.verdict import series_table, verdict_table
+from gpuvs.report.verdict import answer_table, nothing_table, series_table, verdict_table
 
 GPU = "cuda:0"
 Cost = Callable[[int], float]
@@ -94,12 +94,32 @@ def test_a_cpu_only_sweep_says_which_backend_is_fastest_and_by_how_much() -> Non
     assert series_table(sweep({("numpy", "cpu", "resident"): lambda n: 1e-6})).rows == ()
 
 
-def test_a_sweep_with_nothing_to_compare_says_so() -> None:
+def test_a_sweep_with_nothing_to_compare_folds_away_under_the_answers() -> None:
+    compared = sweep({("numpy", "cpu", "resident"): lambda n: 1e-6,
+                      ("torch", "cpu", "resident"): lambda n: 2e-6}, "elementwise",
+                     (("op", "scale"),))
     only = sweep({("numpy", "cpu", "resident"): lambda n: 1e-6})
     failed = [Measurement(Case("matmul", "correct", "numpy", "cpu", "float64", 64),
                           Status.CRASHED, reason="killed")]
-    assert list(answers(only + failed).values()) == [
-        "only numpy cpu finished: nothing to compare with", "no case finished"]
+    ms = compared + only + failed
+    assert list(answers(ms)) == ["Elementwise x·5 in place, float32"]
+    assert nothing_table(ms).rows == (
+        ("Square matrix product, float32", "only numpy cpu finished"),
+        ("Square matrix product, float64", "no case finished"))
+    assert answer_table(ms).notes[-1] == (
+        "nothing to compare with in 2 sweep(s): Square matrix product, float32 (only numpy "
+        "cpu finished); Square matrix product, float64 (no case finished)")
+
+
+def test_a_single_timing_on_each_side_answers_without_a_zero_width_interval() -> None:
+    """A post's `time.time()` replay is one timing: the ratio of two is a number, and a
+    bootstrap of one value on each side an interval of no width, which is not shown."""
+    ms = [Measurement(Case("matmul", "as_written", b, d, "float32", 64,
+                           (("shape", "square"),)), Status.OK, samples=(t,), loops=1)
+          for b, d, t in (("torch", "cpu", 7.2e-3), ("torch", GPU, 1e-3))]
+    (answer,) = answers(ms).values()
+    assert answer == ("GPU (torch, data on the GPU) faster at n = 64, the only size; 7.2× "
+                      "(single timings: no CI) at n = 64")
 
 
 def test_a_contended_sweep_keeps_its_caveat_in_its_row() -> None:

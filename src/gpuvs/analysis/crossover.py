@@ -111,16 +111,15 @@ def tie_band(points: Sequence[Speedup]) -> tuple[int, int] | None:
 
 
 def fit(works: Sequence[float], times: Sequence[float]) -> CostModel:
-    """Least squares on relative error, t0 and 1/throughput kept non-negative."""
+    """Least squares on relative error with t0 and 1/throughput kept non-negative: SciPy's
+    NNLS, the constrained optimum (a clamp after an unconstrained fit is not always). A
+    slope of zero means time does not grow with work in this range: all overhead. SciPy
+    is imported here: only a sweep with a GPU and a CPU series fits a model."""
+    from scipy.optimize import nnls
+
     w, t = np.asarray(works, dtype=float), np.asarray(times, dtype=float)
-    a = np.column_stack([1 / t, w / t])
-    (t0, slope), *_ = np.linalg.lstsq(a, np.ones_like(t), rcond=None)
-    if slope <= 0:  # time does not grow with work in this range: all overhead
-        return CostModel(float(np.median(t)), math.inf)
-    if t0 < 0:  # no fixed cost visible: a pure rate through the origin
-        slope = float(np.sum(w / t) / np.sum((w / t) ** 2))
-        t0 = 0.0
-    return CostModel(float(t0), float(1 / slope))
+    (t0, slope), _ = nnls(np.column_stack([1 / t, w / t]), np.ones_like(t))
+    return CostModel(float(t0), float(1 / slope) if slope > 0 else math.inf)
 
 
 def _model_crossover(cpu: Sequence[Measurement], gpu: Sequence[Measurement]

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from gpuvs import stats
+from gpuvs import stats, units
 from gpuvs.model import Case, Measurement, Status
 
 RESIDENT, END_TO_END = "resident", "end_to_end"
@@ -45,7 +45,7 @@ class Speedup:
 
     def __str__(self) -> str:
         words = {"gpu": "GPU faster", "cpu": "CPU faster", "tie": "a tie"}[self.verdict]
-        return f"{self.estimate:.3g}× [{self.low:.3g}, {self.high:.3g}]: {words}"
+        return f"{units.ratio(self.estimate, self.low, self.high)}: {words}"
 
     def __repr__(self) -> str:
         return f"Speedup({self}; {self.device} {self.data} vs cpu at size {self.size})"

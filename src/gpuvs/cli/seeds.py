@@ -128,7 +128,7 @@ def _run(store: Any, config: Any, cases: list[Any], chosen: tuple[str, ...], opt
     from gpuvs.machine import env
     from gpuvs.model import RunKind
     from gpuvs.report.layout import status_line
-    from gpuvs.report.seed_tables import seed_tables
+    from gpuvs.report.seed_tables import seed_answers, seed_tables
     environment = env.collect()  # once: the estimate's history and the run's record
     estimated = plan_estimate(cases, config, store, environment=environment)
     long_plan = ([f"this plan takes {estimate_line(estimated, config)}; `--dry-run` lists "
@@ -147,7 +147,7 @@ def _run(store: Any, config: Any, cases: list[Any], chosen: tuple[str, ...], opt
         header=lambda run_id: [f"run {run_id}: seeds {', '.join(chosen)}, {len(cases)} cases"
                                + (" (--quick)" if options.quick else ""),
                                *energy_header(config), *long_plan],
-        execute=execute, tables=lambda ms, ceilings: seed_tables(ms),
+        execute=execute, tables=lambda ms, ceilings: [*seed_tables(ms), seed_answers(ms)],
         closing=lambda run_id, counts: [
             f"run {run_id} finished in {units.seconds(time.monotonic() - started)}: "
             f"{status_line(dict(counts))}. `gpuvs show {run_id}` prints every case's table."],

@@ -17,27 +17,36 @@ from typing import Any, TypeVar
 from gpuvs import units
 from gpuvs.report.plots import ROOFLINE, Plot, Series
 
-FIGSIZE = (5.0, 3.3)  # inches: about half a laptop-screen page wide, fonts legible
-ROOFLINE_FIGSIZE = (8.0, 4.4)  # full width: the legend goes beside the axes
+FIGSIZE = (5.0, 3.3)  # inches: drawn at 1:1 in the page (480 px wide), two side by side
+ROOFLINE_FIGSIZE = (8.0, 4.4)  # full width: its legend's labels name sweeps
 LEGEND_INSIDE_MAX = 2  # series whose legend may sit inside the axes
+LEGEND_ROW_IN = 0.21  # inches each row of a legend below the axes adds to the figure
+CHAR_PT, COLUMN_GAP_PT = 5.2, 30.0  # a legend label's character, and a column's handle
+# Points. The page shows a plot at its own size (1 pt = 4/3 CSS px): tick labels and the
+# legend at 8.5 pt are 11 px, readable in a screenshot shown at half its pixels.
+TITLE_PT, LABEL_PT, TICK_PT, LEGEND_PT = 10.0, 9.0, 8.5, 8.5
 PNG_DPI = 200
 # A title, label or legend entry (`shown`), per line: the longest gpuvs draws is about
 # 120 characters ("Two GRU forwards as the post's first timing (autograd on, first
 # call), by hidden size, float32 · as written · torch cpu").
 TEXT_MAX, TEXT_LINES = 160, 3
 ID_MAX = 200  # characters of an SVG id: a plot's number and NAME_MAX
+MAX_XLABELS = 12  # a linear x axis of runs labels at most this many, evenly apart
+INSIDE, BELOW, BESIDE = "inside", "below", "beside"
 T = TypeVar("T")
 
 
 def to_svg(plot: Plot) -> str:
-    """The plot as an `<svg>` element to inline in HTML: no XML prolog, no date."""
+    """The plot as an `<svg>` element to inline in HTML: no XML prolog, no date. Titled
+    with what it shows only: the page's section heading names the sweep."""
     def svg(fig: Any) -> str:
         buf = io.StringIO()
         fig.savefig(buf, format="svg", metadata={"Date": None})
         return buf.getvalue()
 
     ident = element_id(plot.name)
-    text = _saved(plot, {"svg.hashsalt": ident, "svg.id": ident, "svg.fonttype": "path"}, svg)
+    text = _saved(plot, {"svg.hashsalt": ident, "svg.id": ident, "svg.fonttype": "path"}, svg,
+                  titled=False)
     return _scoped_ids(text[text.index("<svg"):], ident)
 
 
@@ -71,83 +80,103 @@ def _scoped_ids(svg: str, prefix: str) -> str:
 
 
 def to_png(plot: Plot) -> bytes:
+    """The plot for a slide: titled with what it shows and what it is of."""
     def png(fig: Any) -> bytes:
         buf = io.BytesIO()
         fig.savefig(buf, format="png", dpi=PNG_DPI)
         return buf.getvalue()
 
-    return _saved(plot, {}, png)
+    return _saved(plot, {}, png, titled=True)
 
 
-def _saved(plot: Plot, rc: dict[str, Any], save: Callable[[Any], T]) -> T:
+def _saved(plot: Plot, rc: dict[str, Any], save: Callable[[Any], T], titled: bool) -> T:
     """`plot` saved by `save`, from a figure made without pyplot (nothing keeps it alive
     afterwards). The legend is checked on the figure as saved, whose drawing laid it out:
     a second drawing only to place the legend would double the cost of every plot, and
-    only a legend that hides data costs a second figure (beside the axes)."""
+    only a legend that hides data costs a second figure (legend below the axes)."""
     import matplotlib
 
     matplotlib.use("Agg")
     known: Any = {k: v for k, v in rc.items() if k in matplotlib.rcParams}  # svg.id: ≥ 3.9
     with matplotlib.rc_context(known):
-        outside = _legend_beside(plot)
-        fig, legend = _new_figure(plot, outside)
+        where = _placement(plot)
+        fig, legend = _new_figure(plot, where, titled)
         saved = save(fig)
-        if not outside and _hides_data(fig.axes[0], legend, plot):
-            saved = save(_new_figure(plot, outside=True)[0])
+        if where == INSIDE and _hides_data(fig.axes[0], legend, plot):
+            saved = save(_new_figure(plot, BELOW, titled)[0])
     return saved
 
 
 def figure(plot: Plot) -> Any:
     """`plot` as a Matplotlib Figure, with no pyplot and no backend chosen (a notebook
-    shows it as it is); the legend beside the axes, on a wider figure, where inside them
-    it would hide data."""
-    outside = _legend_beside(plot)
-    fig, legend = _new_figure(plot, outside)
-    if not outside and legend is not None:
+    shows it as it is), titled in full; the legend below the axes, on a taller figure,
+    where inside them it would hide data."""
+    where = _placement(plot)
+    fig, legend = _new_figure(plot, where, titled=True)
+    if where == INSIDE and legend is not None:
         fig.draw_without_rendering()  # lays the figure out and places the legend
         if _hides_data(fig.axes[0], legend, plot):
-            fig, _ = _new_figure(plot, outside=True)
+            fig, _ = _new_figure(plot, BELOW, titled=True)
     return fig
 
 
 def onto(plot: Plot, ax: Any) -> Any:
     """`plot` drawn on the caller's Axes (a notebook's), as the report draws it; the legend
-    beside the axes where inside it would hide data. Returns the Axes' Figure."""
-    _draw(ax, plot)
-    outside = _legend_beside(plot)
-    if not outside and (legend := _legend(ax, outside=False)) is not None:
+    beside the axes where inside it would hide data (the caller's figure keeps its size).
+    Returns the Axes' Figure."""
+    _draw(ax, plot, titled=True)
+    beside = _placement(plot) != INSIDE
+    if not beside and (legend := _legend(ax, INSIDE)) is not None:
         ax.figure.draw_without_rendering()  # lays the figure out and places the legend
-        outside = _hides_data(ax, legend, plot)
-    if outside:
-        _legend(ax, outside=True)
+        beside = _hides_data(ax, legend, plot)
+    if beside:
+        _legend(ax, BESIDE)
     return ax.figure
 
 
-def _legend_beside(plot: Plot) -> bool:
-    """A roofline, or more series than a legend can sit among without hiding points."""
+def _placement(plot: Plot) -> str:
+    """A roofline's legend, or one of more series than it can sit among without hiding
+    points, below the axes; else inside, where it hides nothing."""
     labelled = [s for s in plot.series if s.label]
-    return plot.section == ROOFLINE or len(labelled) > LEGEND_INSIDE_MAX
+    return BELOW if plot.section == ROOFLINE or len(labelled) > LEGEND_INSIDE_MAX else INSIDE
 
 
-def _new_figure(plot: Plot, outside: bool) -> tuple[Any, Any]:
-    """The figure and its legend; with the legend beside the axes, a wider figure."""
+def _new_figure(plot: Plot, where: str, titled: bool) -> tuple[Any, Any]:
+    """The figure and its legend: below the axes on a taller figure (the axes keep their
+    size however many lines it lists), in two columns where its labels fit two abreast."""
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=ROOFLINE_FIGSIZE if outside else FIGSIZE, layout="constrained")
+    width, height = ROOFLINE_FIGSIZE if plot.section == ROOFLINE else FIGSIZE
+    labels = _legend_labels(plot)
+    widest = max(map(len, labels), default=0) * CHAR_PT + COLUMN_GAP_PT
+    columns = 2 if 2 * widest <= width * 72 else 1
+    if where == BELOW:
+        height += LEGEND_ROW_IN * math.ceil(len(labels) / columns)
+    fig = Figure(figsize=(width, height), layout="constrained")
     ax = fig.add_subplot()
-    _draw(ax, plot)
-    return fig, _legend(ax, outside)
+    _draw(ax, plot, titled)
+    return fig, _legend(ax, where, columns)
 
 
-def _legend(ax: Any, outside: bool) -> Any:
-    """Beside the axes, or inside where Matplotlib finds the least in its way; None when
-    nothing is labelled (the x axis names each point)."""
-    if not ax.get_legend_handles_labels()[0]:
+def _legend_labels(plot: Plot) -> list[str]:
+    return ([s.label for s in plot.series if s.label] + ["1× (as fast)"] * plot.unity
+            + [m.label for m in plot.marks if m.y is None])
+
+
+def _legend(ax: Any, where: str, columns: int = 1) -> Any:
+    """Inside the axes where Matplotlib finds the least in its way, below them in
+    `columns`, or beside them; None when nothing is labelled (the x axis names each
+    point)."""
+    handles, labels = ax.get_legend_handles_labels()
+    if not handles:
         return None
-    if outside:
-        return ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0),
+    if where == BELOW:
+        return ax.figure.legend(handles, labels, loc="outside lower center", ncols=columns,
+                                fontsize=LEGEND_PT, frameon=False)
+    if where == BESIDE:
+        return ax.legend(fontsize=LEGEND_PT, loc="upper left", bbox_to_anchor=(1.02, 1.0),
                          borderaxespad=0.0, frameon=False)
-    return ax.legend(fontsize=7, loc="best", framealpha=0.85)
+    return ax.legend(fontsize=LEGEND_PT, loc="best", framealpha=0.85)
 
 
 def _hides_data(ax: Any, legend: Any, plot: Plot) -> bool:
@@ -168,27 +197,35 @@ def _hides_data(ax: Any, legend: Any, plot: Plot) -> bool:
     return False
 
 
-def _draw(ax: Any, plot: Plot) -> None:
+def _draw(ax: Any, plot: Plot, titled: bool) -> None:
     ax.set_xscale("linear" if plot.xlabels else "log")
     ax.set_yscale("log")
     for s in plot.series:
         _draw_series(ax, s)
     for mark in plot.marks:
-        ax.axvline(mark.x, color=mark.color, linestyle=":", linewidth=1.2,
-                   label=shown(mark.label))
+        if mark.y is None:
+            ax.axvline(mark.x, color=mark.color, linestyle=":", linewidth=1.2,
+                       label=shown(mark.label))
+        else:
+            ax.plot([mark.x], [mark.y], linestyle="none", marker="o", markersize=10,
+                    markerfacecolor="none", markeredgecolor=mark.color,
+                    markeredgewidth=1.6, zorder=4)
     if plot.unity:
         ax.axhline(1.0, color="#333333", linewidth=0.8, label="1× (as fast)")
-    ax.set_title(shown(plot.title), fontsize=8.5, loc="left")
-    ax.set_xlabel(shown(plot.xlabel), fontsize=8)
-    ax.set_ylabel(shown(plot.ylabel), fontsize=8)
+    title = f"{plot.title}\n{plot.subject}" if titled and plot.subject else plot.title
+    ax.set_title(shown(title), fontsize=TITLE_PT, loc="left")
+    ax.set_xlabel(shown(plot.xlabel), fontsize=LABEL_PT)
+    ax.set_ylabel(shown(plot.ylabel), fontsize=LABEL_PT)
     if plot.xlabels:
-        ax.set_xticks(range(len(plot.xlabels)), [shown(x) for x in plot.xlabels],
-                      rotation=30, ha="right")
+        every = math.ceil(len(plot.xlabels) / MAX_XLABELS)  # a label every `every` points
+        ax.set_xticks(range(len(plot.xlabels)), [
+            shown(label) if i % every == 0 else "" for i, label in enumerate(plot.xlabels)],
+            rotation=30, ha="right")
         ax.set_xlim(-0.5, len(plot.xlabels) - 0.5)
     else:
         _ticks(ax.xaxis, ax.get_xlim(), plot.xunit)
     _ticks(ax.yaxis, ax.get_ylim(), plot.yunit)
-    ax.tick_params(which="both", labelsize=7.5)
+    ax.tick_params(which="both", labelsize=TICK_PT)
     ax.grid(True, which="major", linewidth=0.4, alpha=0.5)
 
 

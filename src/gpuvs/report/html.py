@@ -10,33 +10,41 @@ safe.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from gpuvs import units
 from gpuvs.analysis.cost import Prices
+from gpuvs.analysis.crossover import group_key
 from gpuvs.machine import env
 from gpuvs.measuring.caveats import ADVICE
 from gpuvs.model import Caveat, Ceiling, Measurement, Run, RunKind, Status
 from gpuvs.report.draw import to_svg
-from gpuvs.report.layout import result_tables
+from gpuvs.report.layout import result_tables, sweep_title
 from gpuvs.report.plain import INLINE_MAX
 from gpuvs.report.plots import ENERGY, ROOFLINE, Plot, all_plots
-from gpuvs.report.verdict import series_table, verdict_table
+from gpuvs.report.verdict import nothing_table, series_table, verdict_table
 from gpuvs.table import Table
 
 TEMPLATE = "report.html.j2"
 # The most characters of one text a page shows (`capped`): the longest sentence gpuvs
 # writes, a note under a table's row, is about 400.
 TEXT_MAX = 1000
-# Columns of numbers: right-aligned so that digits line up.
+# Columns of numbers: right-aligned so that digits line up, never wrapped (a figure's
+# parts stack instead: see TableView). A post's figures are numbers too.
 NUMERIC = frozenset({"size", "threads", "time ±CI", "wall", "GPU busy", "throughput", "of peak",
                      "GPU vs CPU", "from size", "by (95 % CI)", "per call ±CI",
                      "graph replay ±CI", "algbw", "busbw", "loops", "N", "step ±CI",
                      "samples/s", "compute", "energy/call", "above idle", "power",
-                     "peak host", "peak device", "cost/1M calls"})
+                     "peak host", "peak device", "cost/1M calls", "post claims",
+                     "as written here", "correct here", "written ÷ correct", "it claimed",
+                     "its method here"})
+# Columns of sentences: a table with one keeps to the measure of the page's text, where
+# they wrap, however wide its numbers.
+PROSE = frozenset({"why", "answer", "reason"})
 # Columns of sentences: each on a full-width line under its row, where it wraps inside
 # the page; as a column beside a dozen columns of numbers it ran out of the page. Short
 # ones (a few caveats' names) stay in their column, as in the plain-text tables.
@@ -56,8 +64,11 @@ PROTOCOL = (
 
 @dataclass(frozen=True)
 class TableView:
-    """A layout Table as the template draws it: empty columns dropped, numbers marked,
-    and the sentences of UNDER_ROW columns taken out of the row to go under it."""
+    """A layout Table as the template draws it: empty columns dropped, numbers marked (a
+    number cell's parts, "13.8 GFLOP/s, 27.8 GB/s", one above the other: the column then
+    takes the width of one), and the sentences of UNDER_ROW columns taken out of the row
+    to go under it. A table with columns of numbers and none of PROSE is `wide`: it may
+    reach past the measure of the page's text to the window's edge."""
 
     title: str
     columns: tuple[str, ...]
@@ -65,6 +76,7 @@ class TableView:
     rows: tuple[tuple[str, ...], ...]
     notes: tuple[str, ...]
     under: tuple[str, ...] = ()  # per row: the line under it ("" for none); () if none
+    wide: bool = False
 
 
 @dataclass(frozen=True)
@@ -72,6 +84,11 @@ class Figure:
     name: str
     svg: Any  # markupsafe.Markup: the only unescaped text on the page
     caption: str
+
+
+NO_CPU = ("No speedup plot: no CPU case of this sweep finished, so its GPU series have "
+          "nothing to be set against.")
+ONE_SERIES = "No speedup plot: only one series finished in this sweep."
 
 
 @dataclass(frozen=True)
@@ -82,6 +99,12 @@ class Sweep:
     # A sweep of GPU against CPU draws time and speedup; one figure means a series is
     # missing. A `gpuvs dist` section draws one figure by design.
     one_figure_by_design: bool = False
+    no_speedup: str = ONE_SERIES  # why, where one figure is drawn and not by design
+
+    @property
+    def anchor(self) -> str:
+        """The section's id: "sweep-square-matrix-product-float32", a link's target."""
+        return "sweep-" + re.sub(r"[^a-z0-9]+", "-", self.title.lower()).strip("-")
 
 
 def render_html(run: Run, measurements: Iterable[Measurement],
@@ -125,7 +148,9 @@ def _page(run: Run, ms: list[Measurement], ceilings: Sequence[Ceiling]) -> dict[
         "kind": run.kind.value,
         "dist": dist,
         "summary": _summary(run, ms),
+        "posts": _posts(run, ms),
         "verdict": None if dist else view(verdict_table(ms, prices)),
+        "nothing": None if dist else view(nothing_table(ms)),
         "series": None if dist else view(series_table(ms)),
         "seeds": [view(t) for t in _seed_tables(run, ms)],
         "sweeps": _dist_sections(ms) if dist else _sweeps(ms, ceilings, plots, prices),
@@ -153,10 +178,22 @@ def view(table: Table) -> TableView:
              and any(len(row[i]) > INLINE_MAX for row in table.rows)]
     inline = [i for i in keep if i not in under]
     columns = tuple(table.columns[i] for i in inline)
-    return TableView(table.title, columns, tuple(c in NUMERIC for c in columns),
-                     tuple(tuple(row[i] for i in inline) for row in table.rows), table.notes,
+    numeric = tuple(c in NUMERIC for c in columns)
+    rows = tuple(tuple(_stacked(row[i]) if n else row[i] for i, n in zip(inline, numeric,
+                                                                          strict=True))
+                 for row in table.rows)
+    return TableView(table.title, columns, numeric, rows, table.notes,
                      tuple(" ".join(row[i] for i in under if row[i]) for row in table.rows)
-                     if under else ())
+                     if under else (), any(numeric) and not PROSE & set(columns))
+
+
+# ", " between a number cell's parts (not inside a CI's brackets or a remark's
+# parentheses), and " (" before the remark: "4.99 µs ±6.2% (unstable, drifting)".
+_PARTS = re.compile(r", (?![^\[\]()]*[\])])| (?=\()")
+
+
+def _stacked(cell: str) -> str:
+    return _PARTS.sub("\n", cell)
 
 
 def _summary(run: Run, ms: Sequence[Measurement]) -> list[tuple[str, str]]:
@@ -168,6 +205,15 @@ def _summary(run: Run, ms: Sequence[Measurement]) -> list[tuple[str, str]]:
                                                  if counts.get(k)))]
 
 
+def _posts(run: Run, ms: Sequence[Measurement]) -> TableView | None:
+    """A seeds run's first screen: the posts answered, one line each (the section's
+    heading says what the table is)."""
+    if run.kind is not RunKind.SEEDS:
+        return None
+    from gpuvs.report.seed_tables import seed_answers
+    return view(replace(seed_answers(ms), title=""))
+
+
 def _seed_tables(run: Run, ms: Sequence[Measurement]) -> list[Table]:
     if run.kind is not RunKind.SEEDS:
         return []
@@ -177,13 +223,23 @@ def _seed_tables(run: Run, ms: Sequence[Measurement]) -> list[Table]:
 
 def _sweeps(ms: Sequence[Measurement], ceilings: Sequence[Ceiling],
             plots: Mapping[str, list[Figure]], prices: Prices) -> list[Sweep]:
-    """Per sweep its plots, then its table of cases and its crossovers."""
+    """Per sweep its plots, then its table of cases and its crossovers. The section's
+    heading names the sweep, so neither its plots' titles nor its tables' captions do."""
     sweeps: dict[str, list[TableView]] = {}
     for table in result_tables(ms, ceilings, prices):
         sweep = table.title.removeprefix("crossover · ")
-        sweeps.setdefault(sweep, []).append(view(table))
-    return [Sweep(title, tuple(plots.get(title, ())), tuple(tables))
+        caption = "crossover" if table.title != sweep else ""
+        sweeps.setdefault(sweep, []).append(view(replace(table, title=caption)))
+    gpu_only = _finished(ms, on_cpu=False) - _finished(ms, on_cpu=True)
+    return [Sweep(title, tuple(plots.get(title, ())), tuple(tables),
+                  no_speedup=NO_CPU if title in gpu_only else ONE_SERIES)
             for title, tables in sweeps.items()]
+
+
+def _finished(ms: Sequence[Measurement], on_cpu: bool) -> set[str]:
+    """The sweeps with a case finished on the CPU (or on a device other than the CPU)."""
+    return {sweep_title(group_key(m.case)) for m in ms
+            if m.status is Status.OK and (m.case.device == "cpu") == on_cpu}
 
 
 def _dist_sections(ms: Sequence[Measurement]) -> list[Sweep]:

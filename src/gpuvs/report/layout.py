@@ -109,7 +109,7 @@ def _crossover_row(c: Crossover) -> tuple[str, ...]:
     model = "" if c.modelled_size is None else (
         f"≈ {units.size(round(c.modelled_size))}" + (" (extrapolated)" if c.extrapolated else ""))
     asym = f"{c.asymptotic_speedup:.3g}×" if c.asymptotic_speedup else ""
-    at_last = f"{last.estimate:.3g}× [{last.low:.3g}, {last.high:.3g}] at {units.size(last.size)}"
+    at_last = f"{units.ratio(last.estimate, last.low, last.high)} at {units.size(last.size)}"
     return (f"{c.gpu.backend} {c.gpu.device}", c.data, measured, band, model, asym, at_last)
 
 
@@ -232,7 +232,7 @@ def _speedup(m: Measurement, cpu: Measurement | None) -> str:
         return ""
     s = speedup.of(cpu, m)
     busy = Caveat.CONTENDED in m.caveats or Caveat.CONTENDED in cpu.caveats
-    return f"{s.estimate:.3g}× [{s.low:.3g}, {s.high:.3g}]" + (" (contended)" if busy else "")
+    return units.ratio(s.estimate, s.low, s.high) + (" (contended)" if busy else "")
 
 
 def status_line(counts: dict[str, int]) -> str:

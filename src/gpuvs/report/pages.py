@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpuvs.analysis.regression import Change, geometric_means
-from gpuvs.model import Measurement, Run, Status
+from gpuvs.model import Case, Measurement, Run, Status
 from gpuvs.report.history import (
     change_table,
     environment_diff,
@@ -20,7 +20,7 @@ from gpuvs.report.history import (
     verdict_counts,
 )
 from gpuvs.report.html import Figure, TableView, figure_of, jinja, view
-from gpuvs.report.plots import PALETTE, Mark, Plot, Series
+from gpuvs.report.plots import MARKERS, PALETTE, Mark, Plot, Series
 from gpuvs.table import Table
 
 PAGE = "page.html.j2"
@@ -87,41 +87,90 @@ def _ratio_figures(changes: Sequence[Change], threshold: float, name: str) -> li
 def render_history(runs: Sequence[tuple[Run, list[Measurement]]], by: str,
                    workload: str | None) -> str:
     """Each case's median across runs, oldest first (x by date or by commit), its CI
-    shaded and the step changes marked; a table of the steps found."""
+    shaded, one line per environment fingerprint, and the step changes marked; a table of
+    the steps found."""
     order = list(reversed(runs))
-    labels = tuple(_x_label(run, by) for run, _ in order)
-    cases: dict[str, list[tuple[int, Measurement]]] = defaultdict(list)
-    for i, (_, ms) in enumerate(order):
-        for m in ms:
-            if m.status is Status.OK and m.summary is not None and (
-                    workload is None or m.case.workload == workload):
-                cases[m.case.key].append((i, m))
-    figures, steps = [], []
-    for n, (key, points) in enumerate(sorted(cases.items())):
-        found = _steps(points)
-        steps += [(key, labels[a], labels[b], x) for a, b, x in found]
-        marks = tuple(Mark(b, f"step ×{x:.3g}", "#D55E00") for _, b, x in found)
-        s = Series(key.split("/", 2)[-1], tuple(float(i) for i, _ in points),
-                   tuple(m.summary.median for _, m in points),  # type: ignore[union-attr]
-                   tuple(m.summary.ci_low for _, m in points),  # type: ignore[union-attr]
-                   tuple(m.summary.ci_high for _, m in points))  # type: ignore[union-attr]
-        figures.append(figure_of(Plot(f"history-{n:03d}", key, key, f"run (by {by})",
-                                      "seconds per call", (s,), marks, xlabels=labels,
-                                      caption="Median per run with its 95 % CI.")))
+    plots, steps = history_plots(order, by, workload)
     rows = tuple((key, a, b, f"{x:.3g}×") for key, a, b, x in steps)
     table = Table("step changes", ("case", "from", "to", "new ÷ old"), rows, notes=(
-        f"a step: consecutive runs whose CIs do not overlap and whose medians differ by "
-        f"more than {100 * STEP:g} %",))
-    sections = [Section("Cases across runs", figures=tuple(figures), tables=(view(table),))]
+        f"a step: consecutive runs on one environment fingerprint whose CIs do not overlap "
+        f"and whose medians differ by more than {100 * STEP:g} %",))
+    sections = [Section("Cases across runs", figures=tuple(figure_of(p) for p in plots),
+                        tables=(view(table),))]
+    prints = list(dict.fromkeys(run.environment.fingerprint for run, _ in order))
     facts = [("runs", f"{len(order)}, oldest first"), ("x axis", f"by {by}"),
-             ("workload", workload or "all")]
+             ("workload", workload or "all"),
+             ("environments", f"{len(prints)}: " + "; ".join(
+                 _environment(run) for run in dict((r.environment.fingerprint, r)
+                                                   for r, _ in order).values()))]
     return str(jinja().get_template(PAGE).render(title="gpuvs history", facts=facts,
                                                  sections=sections))
 
 
-def _x_label(run: Run, by: str) -> str:
+def history_plots(order: Sequence[tuple[Run, list[Measurement]]], by: str,
+                  workload: str | None) -> tuple[list[Plot], list[tuple[str, str, str, float]]]:
+    """Per case, sorted by its series then by size as a number: its medians across the
+    runs `order`ed oldest first, a line per environment fingerprint (runs on another
+    machine or software are never joined to these by a line, nor a step counted across
+    them); and the steps found, as (case, from run, to run, new ÷ old)."""
+    labels = x_labels([run for run, _ in order], by)
+    prints = list(dict.fromkeys(run.environment.fingerprint for run, _ in order))
+    cases: dict[Case, list[tuple[int, Measurement]]] = defaultdict(list)
+    for i, (_, ms) in enumerate(order):
+        for m in ms:
+            if m.status is Status.OK and m.summary is not None and (
+                    workload is None or m.case.workload == workload):
+                cases[m.case].append((i, m))
+    plots, steps = [], []
+    for n, case in enumerate(sorted(cases, key=lambda c: (c.series.key, c.size))):
+        lines, marks = [], []
+        for j, fingerprint in enumerate(prints):
+            points = [(i, m) for i, m in cases[case] if order[i][0].environment.fingerprint
+                      == fingerprint]
+            if not points:
+                continue
+            found = _steps(points)
+            steps += [(case.key, labels[a], labels[b], x) for a, b, x in found]
+            marks += [Mark(b, f"step ×{x:.3g}", "#D55E00") for _, b, x in found]
+            lines.append(_history_line(points, f"environment {fingerprint}" if len(prints) > 1
+                                       else "", PALETTE[j % len(PALETTE)],
+                                       MARKERS[j % len(MARKERS)]))
+        plots.append(Plot(f"history-{n:03d}", case.key, case.key, f"run (by {by})",
+                          "seconds per call", tuple(lines), tuple(marks), xlabels=labels,
+                          caption="Median per run with its 95 % CI" + (
+                              ", one line per environment fingerprint (the runs of one "
+                              "machine and software)." if len(prints) > 1 else ".")))
+    return plots, steps
+
+
+def _history_line(points: Sequence[tuple[int, Measurement]], label: str, color: str,
+                  marker: str) -> Series:
+    s = [m.summary for _, m in points if m.summary is not None]
+    return Series(label, tuple(float(i) for i, _ in points), tuple(x.median for x in s),
+                  tuple(x.ci_low for x in s), tuple(x.ci_high for x in s), color, marker)
+
+
+def _environment(run: Run) -> str:
+    from gpuvs.report.history import gpus_of, machine_of
+    return f"{run.environment.fingerprint} ({machine_of(run)}, {gpus_of(run)})"
+
+
+def x_labels(runs: Sequence[Run], by: str) -> tuple[str, ...]:
+    """One label per run, each different: its start to the minute, or to the second where
+    runs started in the same minute, or its commit; where two still read the same, the
+    run id's last part tells them apart."""
     from gpuvs.report.history import commit_of
-    return commit_of(run) if by == "commit" else run.started_at[:16].replace("T", " ")
+    if by == "commit":
+        labels = [commit_of(run) for run in runs]
+    else:
+        stamps = [run.started_at.replace("T", " ") for run in runs]
+        labels = [t[:16] for t in stamps]
+        if len(set(labels)) < len(labels):
+            labels = [t[:19] for t in stamps]
+    if len(set(labels)) < len(labels):
+        labels = [f"{label} · {run.run_id.rsplit('-', 1)[-1]}"
+                  for label, run in zip(labels, runs, strict=True)]
+    return tuple(labels)
 
 
 def _steps(points: Sequence[tuple[int, Measurement]]) -> list[tuple[int, int, float]]:
@@ -136,4 +185,3 @@ def _steps(points: Sequence[tuple[int, Measurement]]) -> list[tuple[int, int, fl
         if apart and abs(ratio - 1) > STEP:
             found.append((a, b, ratio))
     return found
-

@@ -54,18 +54,22 @@ class Series:
 
 @dataclass(frozen=True)
 class Mark:
-    """A vertical line: where a series starts to win."""
+    """Where something starts: with `y`, a ring on a series' own point (the size from
+    which a GPU series wins, so that no line of the legend is spent on it and no colour
+    shared by two series makes it ambiguous); without, a vertical line in the legend (a
+    step in a history)."""
 
     x: float
     label: str
     color: str
+    y: float | None = None
 
 
 @dataclass(frozen=True)
 class Plot:
     name: str       # file stem and SVG id, unique in a report: "02-speedup-matmul-…"
     section: str    # the sweep's title, or "roofline"
-    title: str
+    title: str      # what it shows: "time per call"
     xlabel: str
     ylabel: str
     series: tuple[Series, ...]
@@ -75,6 +79,10 @@ class Plot:
     xunit: str = "size"   # how tick labels read: see TICKS
     yunit: str = "s"
     xlabels: tuple[str, ...] = ()  # a linear x axis, point i labelled xlabels[i] (runs)
+    # What it is of ("Square matrix product, float32"): under the title where nothing
+    # around the plot names it (a PNG for a slide, a notebook), not on the report's page,
+    # whose section heading does.
+    subject: str = ""
 
 
 def all_plots(measurements: Iterable[Measurement], ceilings: Sequence[Ceiling] = ()
@@ -124,8 +132,8 @@ def _style(case: Case) -> str:
 
 def time_plot(title: str, xlabel: str, group: Sequence[Measurement],
               found: Sequence[Crossover], colors: dict[tuple[str, str], str]) -> Plot:
-    """Median time per call against size, a line per series with its CI band; the sizes
-    from which a GPU series beats the fastest CPU case marked."""
+    """Median time per call against size, a line per series with its CI band; the size
+    from which each GPU series beats the fastest CPU case ringed on its line."""
     by_series: dict[Case, list[Measurement]] = defaultdict(list)
     for m in group:
         by_series[m.case.series].append(m)
@@ -135,11 +143,19 @@ def time_plot(title: str, xlabel: str, group: Sequence[Measurement],
         lines.append(Series(series_label(case), tuple(float(m.case.size) for m in ms),
                             *_medians_and_cis(ms), colors[(case.backend, case.device)],
                             style=_style(case)))
-    return Plot(f"time {title}", title, f"time per call\n{title}", xlabel,
-                "time per call (median)", tuple(lines), _marks(found, colors),
-                caption="Median time per call with its 95 % CI band; dashed lines pay the "
-                        "host↔device copies (end-to-end), solid ones do not (resident). "
-                        "Vertical lines: where a GPU series starts to beat the fastest CPU.")
+    marks = _marks(found, colors, {s.label: dict(zip(s.x, s.y, strict=True)) for s in lines})
+    dashed = any(s.style == "dashed" for s in lines)
+    caption = ("Median time per call with its 95 % CI band, one line per "
+               + ("series" if dashed else "backend and device")
+               + ("; dashed lines pay the host↔device copies in every call (end-to-end), "
+                  "solid ones do not (resident)" if dashed else "") + "." + _rings(marks))
+    return Plot(f"time {title}", title, "time per call", xlabel, "time per call (median)",
+                tuple(lines), marks, caption=caption, subject=title)
+
+
+def _rings(marks: Sequence[Mark]) -> str:
+    return (" A ring marks the size from which that GPU series stays faster than the "
+            "fastest CPU case." if marks else "")
 
 
 def _medians_and_cis(ms: Sequence[Measurement]
@@ -149,9 +165,12 @@ def _medians_and_cis(ms: Sequence[Measurement]
             tuple(x.ci_high for x in s))
 
 
-def _marks(found: Sequence[Crossover], colors: dict[tuple[str, str], str]) -> tuple[Mark, ...]:
+def _marks(found: Sequence[Crossover], colors: dict[tuple[str, str], str],
+           at: dict[str, dict[float, float]]) -> tuple[Mark, ...]:
+    """A ring per GPU series where it starts to win, on its own line's point there."""
     return tuple(Mark(float(c.size), f"{series_label(c.gpu)} faster from {units.size(c.size)}",
-                      colors[(c.gpu.backend, c.gpu.device)])
+                      colors[(c.gpu.backend, c.gpu.device)],
+                      at.get(series_label(c.gpu), {}).get(float(c.size)))
                  for c in found if c.size is not None)
 
 
@@ -173,10 +192,11 @@ def _speedup_plot(title: str, xlabel: str, group: Sequence[Measurement],
                tuple(p.high for p in points), colors[(case.backend, case.device)],
                style=_style(case))
         for case, points in sorted(pairs, key=lambda cp: series_label(cp[0])))
-    return Plot(f"speedup {title}", title, f"speedup over {over}\n{title}", xlabel, ylabel, lines,
-                _marks(found, colors), unity=True, yunit="×",
+    marks = _marks(found, colors, {s.label: dict(zip(s.x, s.y, strict=True)) for s in lines})
+    return Plot(f"speedup {title}", title, f"speedup over {over}", xlabel, ylabel, lines,
+                marks, unity=True, yunit="×", subject=title,
                 caption=f"Ratio of medians over {over} at each size, with its bootstrap 95 % "
-                        "CI; above the 1× line it is faster.")
+                        "CI; above the 1× line it is faster." + _rings(marks))
 
 
 def _cpu_pairs(group: Sequence[Measurement]

@@ -1,11 +1,14 @@
-"""Seed runs → one table per post: the claim, the as-written replay here, the correct
-measurement here, the ratio of the two, and why they differ. Pure, like layout.py."""
+"""Seed runs → the five posts answered, one line each (`seed_answers`: the report's and the
+terminal's first answer), then one table per post: the claim, the as-written replay here,
+the correct measurement here, the ratio of the two, and why they differ. Pure, like
+layout.py."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
 from gpuvs import seeds, units
+from gpuvs.analysis import speedup
 from gpuvs.measuring import caveats
 from gpuvs.measuring.caveats import ADVICE
 from gpuvs.model import Caveat, Measurement, Status
@@ -17,6 +20,48 @@ from gpuvs.table import Table
 # (no case measured any) reads as before.
 COLUMNS = ("", "post claims", "as written here", "correct here", "written ÷ correct", "why",
            "energy/call", "peak memory")
+ANSWER_COLUMNS = ("post", "it claimed", "its method here", "correct here", "why")
+
+
+def seed_answers(measurements: Iterable[Measurement]) -> Table:
+    """One line per post with a case in `measurements`: its conclusion (the headline row
+    of its table, quoted), the post's own method replayed here, the correct figure here
+    with its 95 % CI, and the reason in a phrase, all from the numbers measured here."""
+    ms = list(measurements)
+    present = {m.case.workload for m in ms}
+    rows = []
+    for seed in seeds.REGISTRY.all():
+        if not present & seed.workloads():
+            continue
+        mine = [m for m in ms if m.case.workload in seed.workloads()]
+        head = seed.headline()
+        row = head.row
+        written, correct = value_of(row.written, mine), value_of(row.correct, mine)
+        rows.append((f"{seed.name}: {row.label}", row.claim,
+                     _cell(row.written, written, mine), _with_ci(row.correct, mine),
+                     head.reason(Found(written, correct, mine))))
+    return Table("the posts, answered here", ANSWER_COLUMNS, tuple(rows), notes=(
+        "its method here: the post's own timing, replayed on this machine; correct here: "
+        "the gpuvs protocol, with its 95 % CI; each post's own table has the rest",),
+        wrapping=frozenset(ANSWER_COLUMNS))
+
+
+def _with_ci(figure: Figure | None, ms: Sequence[Measurement]) -> str:
+    """A correct figure with its 95 % CI: a ratio of two cases' medians with its bootstrap
+    CI, a time with its median's CI (a first call, timed once, has none)."""
+    value = value_of(figure, ms)
+    if figure is None or value is None:
+        return _cell(figure, value, ms)
+    if isinstance(figure, Ratio):
+        slow, fast = figure.slow.find(ms), figure.fast.find(ms)
+        assert slow is not None and fast is not None  # value_of found both
+        s = speedup.of(slow, fast)
+        return units.ratio(s.estimate, s.low, s.high) + _doubts(figure, ms)
+    m = figure.find(ms)
+    if figure.stat == "time" and m is not None and m.summary is not None:
+        return units.seconds_ci(m.summary.median, m.summary.ci_halfwidth_rel) + _doubts(
+            figure, ms)
+    return _cell(figure, value, ms)
 
 
 def seed_tables(measurements: Iterable[Measurement]) -> list[Table]:

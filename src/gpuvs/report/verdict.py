@@ -1,6 +1,8 @@
 """The answer first: per sweep, in words, who wins, from what size, by how much (with its CI).
 
-`verdict_table` gives one row per sweep. With GPU series, the answer is the best GPU
+`verdict_table` gives one row per sweep that compares something; the others (one series,
+or none, finished) fold away under it (`nothing_table`, or a note in the terminal's
+`answer_table`). With GPU series, the answer is the best GPU
 series with its data on the GPU set against the fastest CPU case at each size (the
 crossover analysis), then the same with copies each call where that answer differs.
 Without, the fastest series at the largest size is set against the best of the others.
@@ -13,7 +15,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from gpuvs import units
 from gpuvs.analysis import speedup
@@ -33,40 +35,74 @@ from gpuvs.table import Table
 from gpuvs.workloads import SizeAxis
 
 COLUMNS = ("sweep", "answer")
+NOTHING_COLUMNS = ("sweep", "why")
 SERIES_COLUMNS = ("sweep", "who wins", "from size", "by (95 % CI)", "over")
 FASTEST_CPU = "the fastest CPU case"
 RESIDENT, COPIES = "data on the GPU", "with copies each call"
+FROM = ("from: the smallest size from which the winner's 95 % CI stays above 1× up to the "
+        "largest size measured; then the ratio of medians at the largest size, with its "
+        "bootstrap 95 % CI")
 
 
-def verdict_table(measurements: Iterable[Measurement], prices: Prices = NO_PRICES) -> Table:
-    """One row per sweep: the answer in words, for a person who reads no other table;
-    with `prices`, how many times cheaper a call is too."""
-    rows, against_gpu = [], False
+@dataclass(frozen=True)
+class Answer:
+    """One sweep's answer in words. `compared` is False where it had nothing to set
+    against anything (one series, or no case, finished): such an answer folds away under
+    the ones that compare."""
+
+    sweep: str
+    text: str
+    compared: bool
+    against_gpu: bool = False
+
+
+def answers(measurements: Iterable[Measurement], prices: Prices = NO_PRICES) -> list[Answer]:
+    """Every sweep's answer, in the order its first case came; with `prices`, how many
+    times cheaper a GPU's call is too."""
+    out = []
     for key, done in _sweeps(measurements):
         axis = size_axis(key)
         found = crossovers(done)
-        against_gpu |= bool(found)
-        answer = (_gpu_answer(found, axis, _Costs(done, prices)) if found
-                  else _cpu_answer(done, axis))
-        rows.append((sweep_title(key), answer + _tf32(done, answer) + _contended(done)))
+        text, compared = ((_gpu_answer(found, axis, _Costs(done, prices)), True) if found
+                          else _cpu_answer(done, axis))
+        if compared:
+            text += _tf32(done, text) + _contended(done)
+        out.append(Answer(sweep_title(key), text, compared, bool(found)))
+    return out
+
+
+def verdict_table(measurements: Iterable[Measurement], prices: Prices = NO_PRICES) -> Table:
+    """One row per sweep that compares something: the answer in words, for a person who
+    reads no other table."""
+    found = [a for a in answers(measurements, prices) if a.compared]
+    against_gpu = any(a.against_gpu for a in found)
     gpu = (f"GPU: the fastest GPU series at the largest size, against the fastest CPU case at "
            f"each size; {RESIDENT}: its inputs already there (resident); {COPIES}: the "
            "host↔device copies paid in every call (end-to-end)",) if against_gpu else ()
     priced = (f"cheaper per call: a call's cost on the fastest CPU case ÷ on the GPU at the "
               f"prices given ({prices.words()}), its CI the speedup's",) if (
         prices and against_gpu) else ()
-    return Table("", COLUMNS, tuple(rows), notes=(*gpu, (
-        "from: the smallest size from which the winner's 95 % CI stays above 1× up to the "
-        "largest size measured; then the ratio of medians at the largest size, with its "
-        "bootstrap 95 % CI"), *priced), wrapping=frozenset(COLUMNS))
+    return Table("", COLUMNS, tuple((a.sweep, a.text) for a in found),
+                 notes=(*gpu, FROM, *priced) if found else (), wrapping=frozenset(COLUMNS))
+
+
+def nothing_table(measurements: Iterable[Measurement]) -> Table:
+    """The sweeps with nothing to compare with, and why: folded under the verdict."""
+    rows = tuple((a.sweep, a.text) for a in answers(measurements) if not a.compared)
+    return Table("", NOTHING_COLUMNS, rows,
+                 wrapping=frozenset(NOTHING_COLUMNS))
 
 
 def answer_table(measurements: Iterable[Measurement], prices: Prices = NO_PRICES) -> Table:
     """The verdict as a run ends in a terminal or a log: its last table, so that the
-    answer is the last thing printed before the run's own line."""
-    from dataclasses import replace
-
-    return replace(verdict_table(measurements, prices), title="the answer, one line per sweep")
+    answer is the last thing printed before the run's own line. The sweeps with nothing
+    to compare with are named in one note under it, not a row each."""
+    ms = list(measurements)
+    table, nothing = verdict_table(ms, prices), nothing_table(ms).rows
+    notes = table.notes + ((f"nothing to compare with in {len(nothing)} sweep(s): "
+                            + "; ".join(f"{sweep} ({why})" for sweep, why in nothing),)
+                           if nothing else ())
+    return replace(table, title="the answer, one line per sweep", notes=notes)
 
 
 @dataclass(frozen=True)
@@ -211,18 +247,19 @@ def _resident_first(c: Crossover) -> tuple[str, str, bool]:
     return (c.gpu.backend, c.gpu.device, c.data != "resident")
 
 
-def _cpu_answer(done: Sequence[Measurement], axis: SizeAxis) -> str:
+def _cpu_answer(done: Sequence[Measurement], axis: SizeAxis) -> tuple[str, bool]:
     """Without a GPU series set against a CPU: the fastest series at the largest size,
-    from where and by how much, over the best of the others."""
+    from where and by how much, over the best of the others; and whether anything was
+    compared at all."""
     by_series: dict[Case, dict[int, Measurement]] = defaultdict(dict)
     for m in done:
         by_series[m.case.series][m.case.size] = m
     if not by_series:
-        return "no case finished"
+        return "no case finished", False
     on_cpu = all(s.device == "cpu" for s in by_series)
     name = (lambda s: s.backend) if on_cpu else series_label
     if len(by_series) == 1:
-        return f"only {series_label(next(iter(by_series)))} finished: nothing to compare with"
+        return f"only {series_label(next(iter(by_series)))} finished", False
     largest = max(n for at in by_series.values() for n in at)
     winner = min((s for s in by_series if largest in by_series[s]),
                  key=lambda s: by_series[s][largest].summary.median)  # type: ignore[union-attr]
@@ -233,15 +270,16 @@ def _cpu_answer(done: Sequence[Measurement], axis: SizeAxis) -> str:
             best = min(others, key=lambda m: m.summary.median)  # type: ignore[union-attr]
             points.append((speedup.of(best, by_series[winner][n]), best.case))
     if not points:
-        return (f"{series_label(winner)} fastest at {axis.phrase.format(units.size(largest))}; "
-                "no other series ran at the same sizes")
+        return (f"{series_label(winner)} fastest at "
+                f"{axis.phrase.format(units.size(largest))}; no other series ran at the "
+                "same sizes"), False
     last, runner_up = points[-1]
     if last.verdict != "gpu":  # "gpu" reads "above 1×" here: the winner's CI clears 1
         return (f"no clear winner between {name(winner)} and {name(runner_up)}"
-                f"{' on the CPU' if on_cpu else ''}: {_by(last, axis)} (the CI holds 1×)")
+                f"{' on the CPU' if on_cpu else ''}: {_by(last, axis)} (the CI holds 1×)"), True
     return (f"{name(winner)} fastest{' on the CPU' if on_cpu else ''} "
             f"{_from(tuple(p for p, _ in points), axis)}; "
-            f"{_by(last, axis, over=name(runner_up))}")
+            f"{_by(last, axis, over=name(runner_up))}"), True
 
 
 def _from(points: Sequence[Speedup], axis: SizeAxis) -> str:
@@ -256,7 +294,7 @@ def _from(points: Sequence[Speedup], axis: SizeAxis) -> str:
 
 def _by(p: Speedup, axis: SizeAxis, over: str = "") -> str:
     """'1.4× [1.39, 1.42] over torch at n = 1024'."""
-    return (f"{p.estimate:.3g}× [{p.low:.3g}, {p.high:.3g}]" + (f" over {over}" if over else "")
+    return (units.ratio(p.estimate, p.low, p.high) + (f" over {over}" if over else "")
             + f" at {axis.phrase.format(units.size(p.size))}")
 
 
@@ -270,4 +308,4 @@ def _from_size(points: Sequence[Speedup]) -> str:
 
 
 def _ratio(p: Speedup) -> str:
-    return f"{p.estimate:.3g}× [{p.low:.3g}, {p.high:.3g}] at {units.size(p.size)}"
+    return f"{units.ratio(p.estimate, p.low, p.high)} at {units.size(p.size)}"

@@ -136,6 +136,6 @@ def _time_plot(name: str, ms: Sequence[Measurement]) -> Plot:
                           colors[(m.case.backend, m.case.device)], style="points")
                    for i, (m, s) in enumerate((m, m.summary) for m in done if m.summary))
     at = f" at size {units.size(done[0].case.size)}" if done else ""
-    return Plot(f"time {title}", title, f"time per call{at}\n{title}", "",
+    return Plot(f"time {title}", title, f"time per call{at}", "",
                 "time per call (median, 95 % CI)", points,
-                xlabels=tuple(series_label(m.case) for m in done))
+                xlabels=tuple(series_label(m.case) for m in done), subject=title)

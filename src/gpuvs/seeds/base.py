@@ -76,6 +76,16 @@ class Row:
     why: Callable[[Found], str]
 
 
+@dataclass(frozen=True)
+class Headline:
+    """A post's conclusion on the first screen of a report: the row of its table that
+    holds the number the post concluded with, and the reason in a phrase, written from
+    the numbers measured here, why the correct figure here is not the post's."""
+
+    row: Row
+    reason: Callable[[Found], str]
+
+
 def seconds_of(m: Measurement | None, stat: str = "time") -> float | None:
     """What the case's method reports: the mean for a replay (as %timeit prints it, or the
     one `time.time()` difference), the median for the gpuvs protocol."""
@@ -121,6 +131,13 @@ class Seed(ABC):
     @abstractmethod
     def rows(self) -> tuple[Row, ...]:
         """The claim / as-written / correct rows of its table."""
+
+    def headline(self) -> Headline:
+        """The post's conclusion, for the report's first screen. By default the first
+        row that quotes the post, with its own sentence; a seed names its headline row
+        and a shorter reason."""
+        row = next((r for r in self.rows() if r.claim != "—"), self.rows()[0])
+        return Headline(row, row.why)
 
     def extra_tables(self, ms: Sequence[Measurement]) -> list[Table]:
         """Tables only this post needs (a speedup-by-size table, an overlap table…)."""

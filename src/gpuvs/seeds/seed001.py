@@ -16,7 +16,16 @@ from collections.abc import Callable, Sequence
 
 from gpuvs.model import Case, Measurement, Status
 from gpuvs.seeds import register
-from gpuvs.seeds.base import Found, Pick, Ratio, Row, Seed, SeedOptions, seconds_of
+from gpuvs.seeds.base import (
+    Found,
+    Headline,
+    Pick,
+    Ratio,
+    Row,
+    Seed,
+    SeedOptions,
+    seconds_of,
+)
 from gpuvs.table import Table
 from gpuvs.units import seconds
 from gpuvs.workloads.base import TOLERANCE
@@ -184,6 +193,22 @@ def _concurrency_why(device: str, how: str) -> Callable[[Found], str]:
     return why
 
 
+def _headline_why(f: Found) -> str:
+    """The post's "about 2×", in a phrase: a first call against later ones (where it cost
+    more), and both timings one GRU after the other (with what two CUDA streams did)."""
+    if f.written is None or f.correct is None:
+        return _absent(GPU)
+    first, steady = f.of(W_SEQ[GPU]), f.of(AUTOGRAD[GPU])
+    streams = f.of(Ratio(SEQ[GPU], HOW["streams"][GPU]))
+    said = []
+    if first and steady and first > SET_UP * steady:
+        said.append(f"its 'sequential' timing was the first GRU call ({_s(first)}; a pair "
+                    f"takes {_s(steady)} after it)")
+    said.append("both timings ran the GRUs one after the other"
+                + (f" (on two CUDA streams: {streams:.2g}×)" if streams else ""))
+    return ", and ".join(said)
+
+
 def _device_rows(device: str) -> list[Row]:
     gpu = device != "cpu"
     name = _name(device)
@@ -227,6 +252,9 @@ class Seed001(Seed):
                           for d in DEVICES for how in _in_order(d)]
         return tuple(Case(p.workload, p.variant, p.backend, p.device, p.dtype,
                           p.size or POST[POST_AXIS], p.params) for p in picks)
+
+    def headline(self) -> Headline:
+        return Headline(_device_rows(GPU)[0], _headline_why)
 
     def rows(self) -> tuple[Row, ...]:
         return tuple(_device_rows(GPU) + _device_rows("cpu"))

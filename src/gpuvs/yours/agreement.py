@@ -4,7 +4,8 @@ Floating-point leaves agree when ‖out − ref‖ / ‖ref‖ is within the tol
 reference's dtype (`gpuvs.workloads.base.TOLERANCE`: float32 admits TF32 and a different
 summation order, half precisions their short mantissas), with NaN and infinity in the same
 places; integer and boolean leaves must be equal. Lists, tuples and dicts must have the
-same shape, and the message names the first leaf that differs (`output[1]['loss']`).
+same shape, dataclasses the same type, and the message names the first leaf that differs
+(`output[1]['loss']`, `output.logits`).
 """
 
 from __future__ import annotations
@@ -15,7 +16,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from gpuvs.workloads.base import relative_error
-from gpuvs.yours.moving import as_numpy, dtype_name, is_cupy, is_tensor, tolerance_for
+from gpuvs.yours.moving import (
+    as_numpy,
+    children,
+    dtype_name,
+    is_cupy,
+    is_tensor,
+    tolerance_for,
+)
 
 
 @dataclass(frozen=True)
@@ -52,6 +60,14 @@ class _Comparer:
             return self._sequence(out, ref, path)
         if isinstance(ref, Mapping):
             return self._mapping(out, ref, path)
+        fields = children(ref)
+        if fields is not None:  # a dataclass: field by field
+            if type(out) is not type(ref):
+                return self._differs(path, f"is a {type(out).__name__}, not a "
+                                           f"{type(ref).__name__}")
+            theirs = dict(children(out) or ())
+            return self._worst(self.leaf_or_tree(theirs.get(step), r, path + step)
+                               for step, r in fields)
         if _is_array(ref):
             if not _is_array(out):
                 return self._differs(path, f"is a {type(out).__name__}, not an array")

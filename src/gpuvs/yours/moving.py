@@ -1,10 +1,18 @@
 """A user's arguments, copied to a device; outputs brought back and compared.
 
 What moves: torch tensors, `torch.nn.Module`s (parameters and buffers with them), NumPy
-and CuPy arrays, and lists, tuples and dicts of them, nested. Everything else (numbers,
-strings, dtypes, functions, None) is passed as it is. Nothing is modified in place: a
-tensor or array is always copied, even to the device it is on, and a module is deep-copied
-first, so a function that writes into its inputs never touches the caller's.
+and CuPy arrays, and lists, tuples (named ones too), mappings (a dict subclass such as
+Hugging Face's `ModelOutput` keeps its type) and dataclasses of them, nested. Everything
+else (numbers, strings, dtypes, functions, None) is passed as it is. Nothing is modified
+in place: a tensor or array is always copied, even to the device it is on, and a module
+is deep-copied first, so a function that writes into its inputs never touches the
+caller's.
+
+One walk (`children`, `tree_map`) decides what a container is, for every use here. It is
+ours, not torch's `_pytree` or optree: both treat a dataclass or a dict subclass they
+were not told about as one opaque leaf (so its tensors would stay where they were), torch's
+is private and needs torch loaded, and optree orders a dict's leaves by key, not as the
+caller wrote them (benchmarks/library_swaps.py measures the three).
 
 Where the data goes on a GPU depends on what it is: torch objects go with `.to(device)`;
 NumPy arrays become CuPy arrays when the arguments hold no torch object (a NumPy function
@@ -18,8 +26,9 @@ torch tensor if torch is already loaded.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -29,8 +38,8 @@ from gpuvs.errors import BackendUnavailable, UsageError
 from gpuvs.measuring.protocol import Clock, HostClock
 from gpuvs.workloads.base import TOLERANCE
 
-MOVABLE = ("torch tensors, torch.nn.Modules, NumPy and CuPy arrays, and lists, tuples and "
-           "dicts of them")
+MOVABLE = ("torch tensors, torch.nn.Modules, NumPy and CuPy arrays, and lists, tuples, "
+           "mappings and dataclasses of them")
 # Output dtypes whose tolerance is another's (complex numbers: per real component).
 SAME_TOLERANCE = {"complex64": "float32", "complex128": "float64", "float128": "float64"}
 
@@ -58,15 +67,78 @@ def is_cupy(x: object) -> bool:
     return cupy is not None and isinstance(x, cupy.ndarray)
 
 
-def leaves(obj: object) -> list[object]:
+SEQUENCE, MAPPING, DATACLASS = "sequence", "mapping", "dataclass"
+_KINDS: dict[type, str | None] = {}  # what each type met so far is: the walk's one test
+
+
+def _kind(t: type) -> str | None:
+    """SEQUENCE (a list or tuple), MAPPING, DATACLASS or None (a leaf; strings and bytes
+    are leaves), decided once per type: the end-to-end call walks its arguments inside
+    the timed region, where an isinstance test against an ABC per object would show."""
+    try:
+        return _KINDS[t]
+    except KeyError:
+        kind = (SEQUENCE if issubclass(t, (list, tuple)) else MAPPING if issubclass(t, Mapping)
+                else DATACLASS if dataclasses.is_dataclass(t) else None)
+        return _KINDS.setdefault(t, kind)
+
+
+def children(obj: Any) -> list[tuple[str, object]] | None:
+    """A container's parts with the path each adds ("[0]", "['x']", ".logits"), in the
+    caller's order; None for a leaf. For messages and comparisons: the walks that run
+    inside the timed region (`tree_map`, `leaves`) build no paths."""
+    kind = _kind(type(obj))
+    if kind is SEQUENCE:
+        return [(f"[{i}]", v) for i, v in enumerate(obj)]
+    if kind is MAPPING:
+        return [(f"[{k!r}]", v) for k, v in obj.items()]
+    if kind is DATACLASS:
+        return [(f".{name}", getattr(obj, name)) for name in _fields(obj)]
+    return None
+
+
+def _fields(obj: object) -> list[str]:
+    """A dataclass instance's fields that hold a value (an `init=False` field may not)."""
+    return [f.name for f in dataclasses.fields(obj)  # type: ignore[arg-type]
+            if hasattr(obj, f.name)]
+
+
+def tree_map(leaf: Callable[[Any], Any], obj: Any) -> Any:
+    """`obj` rebuilt with `leaf(x)` in place of each leaf x, containers of the same types
+    around them: a named tuple by its fields, a mapping by a shallow copy given the new
+    values (so a `ModelOutput`'s attributes follow its keys, and a defaultdict keeps its
+    factory), a dataclass by a shallow copy given the new fields (its `__init__` and
+    `__post_init__` do not run again; a frozen one is set all the same)."""
+    kind = _kind(type(obj))
+    if kind is None:
+        return leaf(obj)
+    if kind is SEQUENCE:
+        items = [tree_map(leaf, v) for v in obj]
+        return type(obj)(*items) if hasattr(obj, "_fields") else type(obj)(items)
+    if kind is MAPPING:
+        mapped = {k: tree_map(leaf, v) for k, v in obj.items()}
+        if type(obj) is dict:
+            return mapped
+        if not isinstance(obj, MutableMapping):
+            return type(obj)(mapped)
+        new = copy.copy(obj)
+        new.update(mapped)
+        return new
+    new = copy.copy(obj)
+    for name in _fields(obj):
+        object.__setattr__(new, name, tree_map(leaf, getattr(obj, name)))
+    return new
+
+
+def leaves(obj: Any) -> list[object]:
     """The tensors, modules and arrays inside `obj`, in order."""
-    if isinstance(obj, (list, tuple)):
-        return [leaf for item in obj for leaf in leaves(item)]
-    if isinstance(obj, dict):
-        return [leaf for item in obj.values() for leaf in leaves(item)]
-    if is_tensor(obj) or is_module(obj) or is_cupy(obj) or isinstance(obj, np.ndarray):
-        return [obj]
-    return []
+    kind = _kind(type(obj))
+    if kind is None:
+        return [obj] if is_tensor(obj) or is_module(obj) or is_cupy(obj) or isinstance(
+            obj, np.ndarray) else []
+    values = (obj if kind is SEQUENCE else obj.values() if kind is MAPPING
+              else [getattr(obj, name) for name in _fields(obj)])
+    return [x for v in values for x in leaves(v)]
 
 
 def backend_for(obj: object, device: str) -> str:
@@ -102,23 +174,22 @@ def to_device(obj: object, device: str, path: str = "args", numpy_to_cupy: bool 
               modules: Callable[[Any], Any] | None = None) -> Any:
     """A copy of `obj` on `device`. `modules`, when given, places modules instead (the
     end-to-end call keeps the copy already on the device: a model is loaded once)."""
-    if isinstance(obj, (list, tuple)):
-        items = [to_device(v, device, f"{path}[{i}]", numpy_to_cupy, modules)
-                 for i, v in enumerate(obj)]
-        return type(obj)(*items) if hasattr(obj, "_fields") else type(obj)(items)
-    if isinstance(obj, dict):
-        return type(obj)((k, to_device(v, device, f"{path}[{k!r}]", numpy_to_cupy, modules))
-                         for k, v in obj.items())
-    if is_module(obj):
-        return modules(obj) if modules else copy.deepcopy(obj).to(device)  # type: ignore[attr-defined]
-    if is_tensor(obj):
-        t = obj.detach().to(device, copy=True)  # type: ignore[attr-defined]
-        # A fresh leaf: gradients computed inside never reach the caller's tensor.
-        return t.requires_grad_(obj.requires_grad) if t.is_floating_point() else t  # type: ignore[attr-defined]
-    if is_cupy(obj) or isinstance(obj, np.ndarray):
-        return _array_to(obj, device, numpy_to_cupy)
-    _refuse_unknown_arrays(obj, device, path)
-    return obj
+    def moved(x: Any) -> Any:
+        if is_module(x):
+            return modules(x) if modules else copy.deepcopy(x).to(device)
+        if is_tensor(x):
+            t = x.detach().to(device, copy=True)
+            # A fresh leaf: gradients computed inside never reach the caller's tensor.
+            return t.requires_grad_(x.requires_grad) if t.is_floating_point() else t
+        if is_cupy(x) or isinstance(x, np.ndarray):
+            return _array_to(x, device, numpy_to_cupy)
+        if _foreign_array(x):
+            kind = f"{type(x).__module__}.{type(x).__qualname__}"
+            raise UsageError(f"cannot move {_path_to(x, obj, path)} ({kind}) to {device}: "
+                             f"gpuvs moves {MOVABLE}; convert it to one of those first")
+        return x
+
+    return tree_map(moved, obj)
 
 
 def call_to_device(args: tuple[Any, ...], kwargs: dict[str, Any], device: str,
@@ -143,47 +214,48 @@ def _array_to(a: Any, device: str, numpy_to_cupy: bool) -> Any:
         return cupy.array(a, copy=True)
 
 
-def _refuse_unknown_arrays(obj: object, device: str, path: str) -> None:
-    """Array-likes of other libraries (JAX, pandas, TensorFlow…) cannot be moved: say so,
-    rather than run the function on data that silently stays where it was."""
-    if any(hasattr(obj, attr) for attr in ("__array__", "__dlpack__",
-                                           "__cuda_array_interface__")):
-        kind = f"{type(obj).__module__}.{type(obj).__qualname__}"
-        raise UsageError(f"cannot move {path} ({kind}) to {device}: gpuvs moves {MOVABLE}; "
-                         "convert it to one of those first")
+def _foreign_array(x: object) -> bool:
+    """An array-like of another library (JAX, pandas, TensorFlow…): it cannot be moved,
+    and is refused rather than left where it was while the function runs elsewhere."""
+    return any(hasattr(x, attr) for attr in ("__array__", "__dlpack__",
+                                             "__cuda_array_interface__"))
+
+
+def _path_to(target: object, obj: object, path: str) -> str:
+    """Where `target` sits inside `obj` ("args[0].labels"): found only for a message, so
+    that the walk that moves data builds no paths."""
+    if target is obj:
+        return path
+    for step, value in children(obj) or ():
+        found = _path_to(target, value, path + step)
+        if found:
+            return found
+    return ""
 
 
 def to_host(obj: object) -> Any:
     """Outputs brought back to the host: what a caller starting from CPU data waits for."""
-    if isinstance(obj, (list, tuple)):
-        items = [to_host(v) for v in obj]
-        return type(obj)(*items) if hasattr(obj, "_fields") else type(obj)(items)
-    if isinstance(obj, dict):
-        return type(obj)((k, to_host(v)) for k, v in obj.items())
-    if is_tensor(obj):
-        return obj.detach().cpu()  # type: ignore[attr-defined]
-    if is_cupy(obj):
-        return obj.get()  # type: ignore[attr-defined]
-    return obj
+    def brought(x: Any) -> Any:
+        if is_tensor(x):
+            return x.detach().cpu()
+        return x.get() if is_cupy(x) else x
+
+    return tree_map(brought, obj)
 
 
 def resized(obj: object, n: int) -> Any:
     """Each tensor and array with a first axis gets `n` rows, its own repeated cyclically
     (the first axis is the batch axis); modules and everything else stay as they are."""
-    if isinstance(obj, (list, tuple)):
-        items = [resized(v, n) for v in obj]
-        return type(obj)(*items) if hasattr(obj, "_fields") else type(obj)(items)
-    if isinstance(obj, dict):
-        return type(obj)((k, resized(v, n)) for k, v in obj.items())
-    if (is_tensor(obj) or is_cupy(obj) or isinstance(obj, np.ndarray)) \
-            and getattr(obj, "ndim", 0) >= 1 and len(obj) > 0:  # type: ignore[arg-type]
-        index = np.arange(n) % len(obj)  # type: ignore[arg-type]
-        if is_tensor(obj):
-            return obj[_torch().as_tensor(index, device=obj.device)]  # type: ignore[index,attr-defined]
-        if is_cupy(obj):
-            return obj[_cupy().asarray(index)]  # type: ignore[index]
-        return obj[index]  # type: ignore[index]
-    return obj
+    def rows(x: Any) -> Any:
+        if not (is_tensor(x) or is_cupy(x) or isinstance(x, np.ndarray)) \
+                or getattr(x, "ndim", 0) < 1 or len(x) == 0:
+            return x
+        index = np.arange(n) % len(x)
+        if is_tensor(x):
+            return x[_torch().as_tensor(index, device=x.device)]
+        return x[_cupy().asarray(index)] if is_cupy(x) else x[index]
+
+    return tree_map(rows, obj)
 
 
 def batch_size(obj: object) -> int:
@@ -226,18 +298,14 @@ def tolerance_for(dtype: str) -> float:
 def snapshot(obj: object) -> Any:
     """A host copy of an output that later calls cannot change (a function may return a
     buffer it writes into again)."""
-    if isinstance(obj, (list, tuple)):
-        items = [snapshot(v) for v in obj]
-        return type(obj)(*items) if hasattr(obj, "_fields") else type(obj)(items)
-    if isinstance(obj, dict):
-        return type(obj)((k, snapshot(v)) for k, v in obj.items())
-    if is_tensor(obj):
-        return obj.detach().cpu().clone()  # type: ignore[attr-defined]
-    if is_cupy(obj):
-        return obj.get()  # type: ignore[attr-defined]
-    if isinstance(obj, np.ndarray):
-        return obj.copy()
-    return obj
+    def copied(x: Any) -> Any:
+        if is_tensor(x):
+            return x.detach().cpu().clone()
+        if is_cupy(x):
+            return x.get()
+        return x.copy() if isinstance(x, np.ndarray) else x
+
+    return tree_map(copied, obj)
 
 
 def clock_for(device: str, objs: Sequence[object]) -> tuple[str, Clock]:
