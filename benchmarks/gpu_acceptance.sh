@@ -8,7 +8,13 @@
 #   kill        a run killed with SIGKILL halfway, then finished with --resume
 #   energy      energy per call against NVML's instantaneous power (benchmarks/energy.py)
 #   seed3       gpuvs seeds --seed 3 --energy --quick: joules per training step on the GPU
-#   (energy and seed3 run only when named: bash benchmarks/gpu_acceptance.sh energy seed3)
+#   observation which observations slow a timed process; fresh processes' spread
+#   quicktests  the GPU tests of the measuring path, energy, memory and prediction
+#   seeds       the full `gpuvs seeds`, timed, exported to $OUT/seeds.json
+#   peers       benchmarks/peers.py: gpuvs against the peers, ten repeats
+#   profile     gpuvs ceilings --save-profile $PROFILE into $GPUVS_PROFILES
+#   runall      gpuvs run --all at budget 0.1, one pass, exported to $OUT/run-all.json
+#   (these run only when named: bash benchmarks/gpu_acceptance.sh energy seed3 …)
 # Outputs go to $OUT (or ./out). From the repository root:
 #   PYTHONPATH=src bash benchmarks/gpu_acceptance.sh [STEP...]
 set -uo pipefail
@@ -59,6 +65,29 @@ step_kill() {
   echo "cases now: $(count "$kdb" "select count(*) from measurements"); statuses: $(count "$kdb" "select group_concat(status || '=' || n) from (select status, count(*) n from measurements group by status)")"
 }
 step_energy() { python3 benchmarks/energy.py --out "$OUT"; }
+step_observation() { python3 benchmarks/observation.py --out "$OUT"; }
+step_quicktests() {
+  python3 -m pytest -m gpu -p no:cacheprovider -q tests/test_observation_gpu.py \
+    tests/test_peers_gpu.py tests/test_energy.py tests/test_memory.py tests/test_api.py \
+    tests/predicting tests/test_worker.py tests/test_gpu_runner.py >"$OUT/pytest-gpu.log" 2>&1
+  grep -E "FAILED|ERROR|passed|failed" "$OUT/pytest-gpu.log" | tail -15
+}
+step_seeds() {
+  local t0=$SECONDS
+  gpuvs seeds --db "$DB" --json "$OUT/seeds.json" >"$OUT/seeds.txt" 2>&1
+  echo "seeds took $((SECONDS - t0)) s"; tail -3 "$OUT/seeds.txt"
+}
+step_peers() { python3 benchmarks/peers.py --repeats 10 --out "$OUT" | tail -30; }
+step_profile() {
+  gpuvs ceilings --budget 0.3 --db "$DB" --save-profile "${PROFILE:-h100}" >"$OUT/ceilings.txt" 2>&1
+  tail -4 "$OUT/ceilings.txt"
+}
+step_runall() {
+  local t0=$SECONDS
+  gpuvs run --all --budget 0.1 --passes 1 --yes --db "$DB" --json "$OUT/run-all.json" \
+    >"$OUT/run-all.txt" 2>&1
+  echo "run --all took $((SECONDS - t0)) s"; tail -2 "$OUT/run-all.txt"
+}
 step_seed3() {
   gpuvs seeds --seed 3 --energy --quick --db "$DB" >"$OUT/seed3-energy.txt" 2>&1
   grep -E -A1 "^energy|CPU energy|GPU energy|Keras step|GPU vs CPU, Keras|finished" "$OUT/seed3-energy.txt"

@@ -204,7 +204,7 @@ def test_inputs_that_raise_at_the_third_size_keep_the_two_finished_sizes(
         script: Path, db: str) -> None:
     result = invoke(script, "double", db, "--inputs", "inputs_raise_at_30")
     assert result.exit_code == 2, result.output
-    assert "ValueError" in result.output and "its 2 finished cases are kept" in result.output
+    assert "ValueError" in result.output and "its recorded cases are kept: 2 ok" in result.output
     assert {size: status for size, (status, _) in stored(db).items()} == {10: "ok", 20: "ok"}
     with sqlite3.connect(db) as conn:
         assert conn.execute("SELECT status FROM runs").fetchone()[0] == "failed"
@@ -226,7 +226,7 @@ def test_an_interrupted_run_file_keeps_every_size_it_finished(script: Path, db: 
     out, _ = proc.communicate(timeout=60)
     assert proc.returncode == 130, out
     assert sorted(stored(db)) == [10, 20, 30]
-    assert "its 3 finished cases are kept" in out and "measures it again" in out
+    assert "its recorded cases are kept: 3 ok" in out and "measures it again" in out
     with sqlite3.connect(db) as conn:
         assert conn.execute("SELECT status FROM runs").fetchone()[0] == "interrupted"
 

@@ -129,9 +129,17 @@ def test_as_written_replays_one_unsynchronised_timing(how: str) -> None:
 
 
 def test_the_sequential_case_records_each_gru_alone() -> None:
-    m = _run(_case("sequential"))
+    """Each GRU is timed alone apart from the case's samples, after them (the runner asks
+    the worker for the case's `parts` observation once its timed cases are done)."""
+    from gpuvs.execute.observe import observe, observations
+    case = _case("sequential")
+    m = _run(case)
     assert m.status is Status.OK, m.reason
-    assert m.counters["gru1_s"] > 0 and m.counters["gru2_s"] > 0
+    assert "gru1_s" not in m.counters and "parts" in observations(
+        backends.get("torch"), case, m.summary.median)
+    parts = observe(backends.get("torch"),
+                    {"observe": {"case": case.to_dict(), "what": "parts"}, **REQUEST})
+    assert parts["gru1_s"] > 0 and parts["gru2_s"] > 0
     assert m.counters["flops"] == 2 * 2 * 3 * 20 * (10 + 20) * 32 * 5
 
 
