@@ -54,3 +54,28 @@ def test_a_launch_bound_loop_runs_as_fast_after_what_gpuvs_does_in_a_timed_proce
         after_nothing.append(_block(loop))
     a, b = statistics.median(after_watches), statistics.median(after_nothing)
     assert a == pytest.approx(b, rel=0.03), (a, b)
+
+
+def test_gpuvs_compare_leaves_the_callers_later_loops_as_fast_as_before() -> None:
+    """`gpuvs.compare` times in the caller's process and explains in children: a plain
+    loop timed after it runs as fast as before it. The floor of many short blocks (their
+    fastest quarter) is compared, since the host's regimes move a block's time by a third
+    from one second to the next, while the profiler's slow-down moved every block."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    import gpuvs
+
+    x = torch.rand(10_000, device="cuda")
+    loop = lambda: x.mul_(1.0)  # noqa: E731
+    _block(loop)
+
+    def floor() -> float:
+        blocks = sorted(_block(loop, 1000) for _ in range(80))
+        return statistics.median(blocks[:20])
+
+    before = floor()
+    result = gpuvs.compare(lambda t: t * 2.0, torch.rand(10_000), budget_s=0.2)
+    assert result.measurements, result
+    after = floor()
+    assert after == pytest.approx(before, rel=0.03), (before, after)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from types import SimpleNamespace
 
 import pytest
@@ -239,6 +240,23 @@ def test_the_interval_covers_both_passes_and_a_disagreement_is_named() -> None:
     assert apart.counters["passes_apart"] == pytest.approx(0.2)
     crashed = Measurement(c, Status.CRASHED, reason="the worker died")
     assert merged(first, crashed) is crashed
+
+
+def test_passes_a_little_apart_are_no_doubt_and_their_join_is_no_drift() -> None:
+    """Two steady passes 3 % apart: the interval covers both (±5 % or less), so neither
+    `process_dependent` nor `unstable`; and the step between them, read as one run, is not
+    `drifting` or `multimodal` — a shape is judged within a pass."""
+    from gpuvs.execute.runner import merged
+    c = case("test_spin", 1)
+    rng = [1.0 + 0.001 * (i % 5) for i in range(40)]
+    first = Measurement(c, Status.OK, samples=tuple(rng))
+    later = Measurement(c, Status.OK, samples=tuple(x * 1.03 for x in rng))
+    m = merged(first, later)
+    assert not set(m.caveats) & {Caveat.PROCESS_DEPENDENT, Caveat.UNSTABLE, Caveat.DRIFTING,
+                                 Caveat.MULTIMODAL}, m.caveats
+    assert m.counters["passes_apart"] == pytest.approx(0.03)
+    drifted = replace(later, caveats=(Caveat.DRIFTING,))  # as the pass itself judged it
+    assert Caveat.DRIFTING in merged(first, drifted).caveats
 
 
 def test_what_a_case_cost_the_run_adds_up_over_its_passes() -> None:

@@ -131,7 +131,7 @@ def test_as_written_replays_one_unsynchronised_timing(how: str) -> None:
 def test_the_sequential_case_records_each_gru_alone() -> None:
     """Each GRU is timed alone apart from the case's samples, after them (the runner asks
     the worker for the case's `parts` observation once its timed cases are done)."""
-    from gpuvs.execute.observe import observe, observations
+    from gpuvs.execute.observe import observations, observe
     case = _case("sequential")
     m = _run(case)
     assert m.status is Status.OK, m.reason

@@ -26,17 +26,13 @@ from gpuvs.execute.policy import OutOfMemorySeries
 from gpuvs.execute.supervisor import STARTUP_ALLOWANCE_S, Child
 from gpuvs.machine import energy, memory
 from gpuvs.measuring import caveats
-from gpuvs.measuring.caveats import detect as caveats_of
 from gpuvs.measuring.protocol import Budget
-from gpuvs.model import Case, Caveat, Measurement, Params, Status
+from gpuvs.model import REPEAT_SPREAD, Case, Caveat, Measurement, Params, Status
 
 # A fresh worker imports its framework and initialises the device before its first case.
 # A case whose call took longer than this (a seconds-long Jacobian) is sampled in one
 # pass only.
 PASS_MAX_CASE_S = 3.0
-# Caveats a pass sees from outside the samples, kept when passes are merged.
-PASS_CAVEATS = frozenset({Caveat.CONTENDED, Caveat.THROTTLED, Caveat.TF32_ON,
-                          Caveat.MULTIMODAL, Caveat.DRIFTING})
 # Counters of what the parent waited for a case, which merged passes add up.
 SUMMED_COUNTERS = ("runner_s", "start_s", "contended_retries", "paused_s")
 
@@ -363,21 +359,19 @@ def merged(first: Measurement, later: Measurement) -> Measurement:
     (`passes`: the CI covers every pass's median), how far apart the passes' medians are
     (`passes_apart`, relative), the first pass's first call, loops and what only it
     measured (kernel counts, parts, busy time), the later pass's other counters (peaks:
-    the larger), and the caveats judged on all the samples (plus those only a pass could
-    see: contention, throttling, TF32; and `process_dependent`, when the passes disagree
-    beyond each one's own interval). What the parent waited for the case (`runner_s`,
-    `start_s`) adds up over its passes: what the case cost the run, which a later plan's
-    estimate reads. A later pass that failed is the case's outcome: a
-    number that could not be taken again is not kept."""
+    the larger), and the caveats of both (`caveats.of_passes`: a shape as a pass saw
+    it, never one made by laying two passes end to end). What the parent waited for the
+    case (`runner_s`, `start_s`) adds up over its passes: what the case cost the run,
+    which a later plan's estimate reads. A later pass that failed is the case's outcome:
+    a number that could not be taken again is not kept."""
     if later.status is not Status.OK:
         return later
     samples = (*first.samples, *later.samples)
     passes = (*(first.passes or (len(first.samples),)), len(later.samples))
-    seen = {cv for cv in (*first.caveats, *later.caveats) if cv in PASS_CAVEATS}
-    found = caveats_of(samples, first.first_call_s,
-                       Caveat.BUDGET_EXHAUSTED not in later.caveats)
-    if caveats.process_dependent(samples, passes):
-        found += (Caveat.PROCESS_DEPENDENT,)
+    found = caveats.of_passes(samples, passes, first.first_call_s,
+                              Caveat.BUDGET_EXHAUSTED not in later.caveats,
+                              (first.caveats, later.caveats),
+                              REPEAT_SPREAD.get(first.timer, 0.0))
     medians = stats.group_medians(samples, passes)
     peaks = {k: max(v, first.counters.get(k, v)) for k, v in later.counters.items()
              if k.startswith("peak_")}  # the first pass also built the reference
@@ -389,7 +383,7 @@ def merged(first: Measurement, later: Measurement) -> Measurement:
                    counters={**first.counters, **later.counters, **peaks, **waited,
                              "passes": float(len(passes)),
                              "passes_apart": max(medians) / min(medians) - 1},
-                   caveats=tuple(dict.fromkeys((*found, *sorted(seen)))))
+                   caveats=found)
 
 
 def _precheck(case: Case) -> Measurement | None:
