@@ -1,10 +1,13 @@
 """The gates that keep the shape (docs/architecture.md is the map they enforce): heavy
 frameworks imported lazily, every unit's allowed imports listed and checked — imports
-inside functions and type-only ones counted too — no import cycle, small units."""
+inside functions and type-only ones counted too — no import cycle, small units, and every
+owner the map's owner list names still there."""
 
 from __future__ import annotations
 
 import ast
+import importlib
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -201,6 +204,76 @@ def _documented_layers() -> dict[str, set[str]]:
 
 def test_the_documented_layer_table_is_the_enforced_one() -> None:
     assert _documented_layers() == ALLOWED
+
+
+OWNER_SECTION = "## One owner per concept"
+DOTTED = re.compile(r"`(gpuvs(?:\.\w+)+)`")
+
+
+def _owner_lines(doc: str) -> list[str]:
+    """The lines of docs/architecture.md's owner list: its section's `- ` items."""
+    section = doc.split(OWNER_SECTION, 1)[1].split("\n## ", 1)[0]
+    return [line for line in section.splitlines() if line.startswith("- ")]
+
+
+def _owners(doc: str) -> dict[str, list[str]]:
+    """Each owner line's concept → the gpuvs names it gives in backticks, the owner (the
+    first one after the arrow) first. A line with no dotted owner maps to []."""
+    found: dict[str, list[str]] = {}
+    for line in _owner_lines(doc):
+        concept, _, rest = line.partition(" → ")
+        owner = DOTTED.match(rest)
+        beside = DOTTED.findall(rest)[1:] if owner else DOTTED.findall(rest)
+        found[concept] = ([owner.group(1)] if owner else []) + beside
+    return found
+
+
+def _resolves(dotted: str) -> str:
+    """'' when `dotted` names a gpuvs module, or something inside one (a function, a
+    class, a member of it), else why not."""
+    parts = dotted.split(".")
+    for cut in range(len(parts), 0, -1):
+        module = ".".join(parts[:cut])
+        if module in MODULES:
+            found: object = importlib.import_module(module)
+            for i, name in enumerate(parts[cut:], start=cut):
+                if not hasattr(found, name):
+                    return f"{'.'.join(parts[:i])} has no {name!r}"
+                found = getattr(found, name)
+            return ""
+    return f"no module of src/gpuvs begins {dotted}"
+
+
+def test_every_concept_in_the_owner_list_has_one_owner() -> None:
+    doc = (SRC.parents[1] / "docs" / "architecture.md").read_text()
+    owners = _owners(doc)
+    assert len(owners) >= 20, "the owner list is missing or was cut short"
+    assert len(owners) == len(_owner_lines(doc)), "a concept is listed twice"
+    unowned = [c for c, names in owners.items() if not names]
+    assert not unowned, f"lines with no `gpuvs.…` owner right after the arrow: {unowned}"
+
+
+def test_every_owner_the_map_names_exists() -> None:
+    """The owner list cannot go stale silently: every gpuvs name it gives — each
+    concept's owner and the names beside it — is a module, or is defined in one."""
+    owners = _owners((SRC.parents[1] / "docs" / "architecture.md").read_text())
+    missing = {name: why for names in owners.values() for name in names
+               if (why := _resolves(name))}
+    assert not missing, missing
+
+
+def test_a_stale_owner_is_caught() -> None:
+    doc = (f"{OWNER_SECTION}\n\n"
+           "- **a** → `gpuvs.measuring.protocol.measure_watched`: here\n"
+           "- **b** → `gpuvs.measuring.protocol.measure_twice`: renamed since\n"
+           "- **c** → `gpuvs.nowhere.thing`\n"
+           "- **d** → the protocol, with no dotted name\n\n"
+           "## The next section\n\n- **e** → `gpuvs.not.in.the.list`\n")
+    owners = _owners(doc)
+    assert list(owners) == ["- **a**", "- **b**", "- **c**", "- **d**"]
+    assert owners["- **d**"] == []
+    assert [_resolves(names[0]) for names in list(owners.values())[:3]] == [
+        "", "gpuvs.measuring.protocol has no 'measure_twice'", "gpuvs has no 'nowhere'"]
 
 
 def _reach(graph: dict[str, set[str]], start: str) -> set[str]:
