@@ -4,6 +4,7 @@ real store, real CPU workers, a synthetic profile on disk."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -46,7 +47,7 @@ def cpu_export(tmp_path: Path) -> Path:
 
 @pytest.mark.parametrize(("args", "message"), [
     ([], "name the GPU once: --target NAME (`gpuvs profiles` lists them) or --profile FILE"),
-    (["--target", "h100"], "no device profile 'h100'; available: none yet"),
+    (["--target", "h300"], "no device profile 'h300'; available: h100"),
     (["--target", "a", "--profile", "b.json"], "name the GPU once"),
     (["--profile", "nowhere.json"], "no profile file 'nowhere.json'"),
 ])
@@ -121,7 +122,8 @@ def test_profiles_lists_yours_and_whether_each_was_validated(syn: Path) -> None:
     result = invoke("profiles")
     assert result.exit_code == 0, result.output
     assert "syn   Synthetic GPU, measured 2026-11-26" in result.output
-    assert "yours  not yet" in result.output
+    assert re.search(r"yours +not yet", result.output)
+    assert re.search(r"h100 +NVIDIA H100.*shipped with gpuvs +\d+ cases", result.output)
 
 
 def test_ceilings_save_profile_keeps_the_stored_ceilings_of_this_machine(

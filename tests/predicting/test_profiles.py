@@ -58,9 +58,9 @@ def test_a_file_is_read_wherever_it_is(tmp_path: Path) -> None:
 def test_an_unknown_name_lists_those_there_are_and_how_to_make_one(profiles: Path) -> None:
     profile.save(synthetic("a100"))
     with pytest.raises(UsageError) as e:
-        profile.load("h100")
-    assert str(e.value).startswith("no device profile 'h100'; available: a100")
-    assert "`gpuvs ceilings --save-profile h100` on that machine measures one" in str(e.value)
+        profile.load("h300")
+    assert str(e.value).startswith("no device profile 'h300'; available: a100, h100")
+    assert "`gpuvs ceilings --save-profile h300` on that machine measures one" in str(e.value)
 
 
 @pytest.mark.parametrize("name", ["", "../up", "has space", "x" * 65])
