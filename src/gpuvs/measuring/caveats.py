@@ -130,7 +130,7 @@ def of_passes(samples: Sequence[float], passes: Sequence[int], first_call_s: flo
     an H100, judging the merged samples as one run flagged 77 of 176 cases, 56 of them
     `drifting` across the join of two passes."""
     s = stats.summarize(samples, passes, floor_rel)
-    found = [c for c in detect(samples, first_call_s, criterion_met)
+    found: list[Caveat] = [c for c in detect(samples, first_call_s, criterion_met)
              if c not in WITHIN_A_PASS and c is not Caveat.UNSTABLE]
     if s.median > 0 and s.ci_halfwidth_rel > UNSTABLE_CI_REL:
         found.append(Caveat.PROCESS_DEPENDENT if process_dependent(samples, passes)
