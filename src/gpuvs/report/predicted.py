@@ -67,7 +67,8 @@ def _row(s: Series, p: Point) -> tuple[str, ...]:
     time = units.seconds(prediction.seconds) + (
         f" [{units.seconds(span[0])}, {units.seconds(span[1])}]" if span else " (no interval)")
     ratio = p.speedup_range
-    speedup = f"{p.speedup:.3g}×" + (f" [{ratio[0]:.3g}, {ratio[1]:.3g}]" if ratio else "")
+    speedup = ("—" if p.speedup is None else units.ratio(p.speedup, *ratio) if ratio
+               else units.ratio(p.speedup))
     note = prediction.why() + (f"; {prediction.low_confidence}"
                                if prediction.low_confidence else "")
     return (units.size(p.size), _label(s.gpu), s.data, measured, time, speedup,
