@@ -108,7 +108,7 @@ def _crossover_row(c: Crossover) -> tuple[str, ...]:
     band = "" if c.tie_band is None else "–".join(dict.fromkeys(map(units.size, c.tie_band)))
     model = "" if c.modelled_size is None else (
         f"≈ {units.size(round(c.modelled_size))}" + (" (extrapolated)" if c.extrapolated else ""))
-    asym = f"{c.asymptotic_speedup:.3g}×" if c.asymptotic_speedup else ""
+    asym = units.ratio(c.asymptotic_speedup) if c.asymptotic_speedup else ""
     at_last = f"{units.ratio(last.estimate, last.low, last.high)} at {units.size(last.size)}"
     return (f"{c.gpu.backend} {c.gpu.device}", c.data, measured, band, model, asym, at_last)
 

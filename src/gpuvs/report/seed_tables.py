@@ -107,7 +107,7 @@ def _cell(figure: Figure | None, value: float | None, ms: Sequence[Measurement])
     if figure is None:
         return "—"
     if value is not None:
-        shown = f"{value:.3g}×" if isinstance(figure, Ratio) else units.seconds(value)
+        shown = units.ratio(value) if isinstance(figure, Ratio) else units.seconds(value)
         return shown + _doubts(figure, ms)
     return _missing(figure, ms)
 
