@@ -45,6 +45,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gpuvs.errors import one_line
+
 PROFILE_CALLS = 20
 STEADY_S = 1.0
 # The issue's accuracy target covers kernels at least this long.
@@ -230,7 +232,7 @@ def run_case(case: Case, repeats: int, budget: float) -> None:
             try:
                 value = tool(fn)
             except Exception as e:  # one tool failing must not hide the others' answers
-                case.skipped[name] = f"{type(e).__name__}: {str(e).splitlines()[0][:120]}"
+                case.skipped[name] = one_line(e)[:140]
                 continue
             case.seconds.setdefault(name, []).append(time.perf_counter() - start)
             case.answers.setdefault(name, []).append(value)

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import os
 import re
+import sqlite3
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import pytest
+    from typer.testing import Result
 
 REPO = Path(__file__).resolve().parents[1]
 _RUN = re.compile(r"\brun (\d{8}-\d{6}-[0-9a-f]{4})\b")
@@ -33,3 +35,32 @@ def use_test_plugins(mp: pytest.MonkeyPatch) -> None:
     `pytest.MonkeyPatch.context()`."""
     mp.setenv("GPUVS_PLUGINS", "tests.fakes")
     mp.setenv("PYTHONPATH", pythonpath())
+
+
+def invoke(*args: str, cwd: Path | None = None) -> Result:
+    """`gpuvs ARGS` in this process (typer's CliRunner), 200 columns wide so that no
+    table wraps under an assertion; with `cwd`, from that folder (its pyproject.toml).
+    The command line is imported here, not above: conftest.py imports this module, and
+    a test that watches what gpuvs imports must not find the CLI loaded before it ran."""
+    from typer.testing import CliRunner
+
+    from gpuvs.cli import app
+
+    if cwd is None:
+        return CliRunner().invoke(app, list(args), env={"COLUMNS": "200"})
+    old = Path.cwd()
+    os.chdir(cwd)
+    try:
+        return CliRunner().invoke(app, list(args), env={"COLUMNS": "200"})
+    finally:
+        os.chdir(old)
+
+
+def stored_count(db: str) -> int:
+    """How many cases a SQLite store holds: 0 before the run has created it, so that a
+    test can poll a run it started in another process."""
+    try:
+        with sqlite3.connect(db) as c:
+            return int(c.execute("select count(*) from measurements").fetchone()[0])
+    except sqlite3.OperationalError:
+        return 0

@@ -12,17 +12,10 @@ import time
 from pathlib import Path
 
 import pytest
+from tests.helpers import invoke, stored_count
 from tests.helpers import run_id as run_id_of
-from typer.testing import CliRunner
 
-from gpuvs.cli import app
-
-runner = CliRunner()
 QUICK = ["--budget", "0.1", "--backend", "numpy", "--device", "cpu"]
-
-
-def invoke(*args: str):
-    return runner.invoke(app, list(args), env={"COLUMNS": "200"})
 
 
 @pytest.mark.parametrize(("args", "message"), [
@@ -145,25 +138,17 @@ def test_a_run_killed_halfway_keeps_its_cases_and_resume_finishes_it(db) -> None
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
                             start_new_session=True)
     deadline = time.time() + 60
-    while time.time() < deadline and _count(db) < 2:
+    while time.time() < deadline and stored_count(db) < 2:
         time.sleep(0.2)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
-    kept = _count(db)
+    kept = stored_count(db)
     assert 2 <= kept < 5
     run_id = sqlite3.connect(db).execute("select run_id from runs").fetchone()[0]
     result = invoke("run", "--resume", run_id, "--db", db)
     assert result.exit_code == 0, result.output
     assert f"{kept} already recorded" in result.output
-    assert _count(db) == 5
-
-
-def _count(db: str) -> int:
-    try:
-        with sqlite3.connect(db) as c:
-            return int(c.execute("select count(*) from measurements").fetchone()[0])
-    except sqlite3.OperationalError:
-        return 0
+    assert stored_count(db) == 5
 
 
 @pytest.mark.usefixtures("worker_env")

@@ -14,23 +14,10 @@ import time
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
-
-from gpuvs.cli import app
+from tests.helpers import invoke, stored_count
 
 QUICK = ["--budget", "0.1", "--backend", "numpy", "--device", "cpu"]
 REPO = Path(__file__).resolve().parents[1]
-
-
-def invoke(*args: str, cwd: Path | None = None):
-    if cwd is None:
-        return CliRunner().invoke(app, list(args), env={"COLUMNS": "200"})
-    old = Path.cwd()
-    os.chdir(cwd)
-    try:
-        return CliRunner().invoke(app, list(args), env={"COLUMNS": "200"})
-    finally:
-        os.chdir(old)
 
 
 def one_line_error(result, message: str) -> None:
@@ -153,7 +140,7 @@ def test_a_signal_marks_the_run_interrupted_and_resume_latest_finishes_it(db, si
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.time() + 60
-    while time.time() < deadline and _count(db) < 2:
+    while time.time() < deadline and stored_count(db) < 2:
         time.sleep(0.2)
     proc.send_signal(sig)
     _, err = proc.communicate(timeout=60)
@@ -163,12 +150,12 @@ def test_a_signal_marks_the_run_interrupted_and_resume_latest_finishes_it(db, si
     assert "`gpuvs run --resume latest` finishes it" in err
     status, reason = sqlite3.connect(db).execute("select status, reason from runs").fetchone()
     assert (status, reason) == ("interrupted", f"stopped by {sig.name}")
-    kept = _count(db)
+    kept = stored_count(db)
     resumed = invoke("run", "--resume", "latest", "--db", db)
     assert resumed.exit_code == 0, resumed.output
     assert f"{kept} already recorded" in resumed.output
     assert f"[{5 - kept}/{5 - kept}]" in resumed.output  # counts only what is left
-    assert _count(db) == 5
+    assert stored_count(db) == 5
 
 
 def test_resume_refuses_flags_that_would_change_the_stored_run(db) -> None:
@@ -181,14 +168,6 @@ def test_resume_latest_with_nothing_to_resume_says_so(db) -> None:
     assert invoke("run", "-w", "matmul", "-s", "64", *QUICK, "--db", db).exit_code == 0
     one_line_error(invoke("run", "--resume", "latest", "--db", db),
                    "--resume latest: no interrupted run in this database")
-
-
-def _count(db: str) -> int:
-    try:
-        with sqlite3.connect(db) as c:
-            return int(c.execute("select count(*) from measurements").fetchone()[0])
-    except sqlite3.OperationalError:
-        return 0
 
 
 @pytest.mark.usefixtures("worker_env")

@@ -171,10 +171,8 @@ def test_save_writes_a_run_that_gpuvs_show_reads(db: str) -> None:
     rows = sqlite3.connect(db).execute(
         "SELECT workload, device, status FROM measurements WHERE run_id = ?", (run_id,))
     assert rows.fetchall() == [("yours:tanh", "cpu", "ok")]
-    from typer.testing import CliRunner
-
-    from gpuvs.cli import app
-    shown = CliRunner().invoke(app, ["show", run_id, "--db", db], env={"COLUMNS": "200"})
+    from tests.helpers import invoke
+    shown = invoke("show", run_id, "--db", db)
     assert shown.exit_code == 0 and "yours:tanh" in shown.output
 
 

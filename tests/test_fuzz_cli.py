@@ -12,9 +12,8 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from typer.testing import CliRunner
+from tests.helpers import invoke
 
-from gpuvs.cli import app
 from gpuvs.model import Case, Environment, Measurement, Run, Status
 from gpuvs.store import open_store
 
@@ -70,7 +69,7 @@ def _arguments(data: st.DataObject, command: str) -> list[str]:
 
 
 def _exits_0_or_2_in_one_line(args: Sequence[str], db: str) -> None:
-    result = CliRunner().invoke(app, [*args, "--db", db], env={"COLUMNS": "200"})
+    result = invoke(*args, "--db", db)
     shown = f"gpuvs {' '.join(map(repr, args))}:\n{result.output}"
     assert result.exception is None or isinstance(result.exception, SystemExit), (
         shown, result.exception)
@@ -103,7 +102,7 @@ def test_any_option_value_exits_0_or_2_without_a_traceback(command: str, data: s
 def test_any_database_location_exits_0_or_2_without_a_traceback(path: str, tmp_path: Path,
                                                                  db: str) -> None:
     """--db as typed (PostgreSQL URLs only where they fail before a connection)."""
-    result = CliRunner().invoke(app, ["runs", "--db", path], env={"COLUMNS": "200"})
+    result = invoke("runs", "--db", path)
     assert result.exception is None or isinstance(result.exception, SystemExit), (
         path, result.output, result.exception)
     assert result.exit_code in (0, 2) and "Traceback" not in result.output, result.output

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.helpers import invoke, use_test_plugins
 from tests.helpers import run_id as run_id_of
-from tests.helpers import use_test_plugins
 from typer.testing import CliRunner
 
 from gpuvs.cli import app
@@ -29,7 +29,7 @@ ONE_THREAD = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
 
 
 def gpuvs(db: str, *args: str) -> Any:
-    return CliRunner().invoke(app, [*args, "--db", db], env={"COLUMNS": "200"})
+    return invoke(*args, "--db", db)
 
 
 def run_id(result: Any) -> str:

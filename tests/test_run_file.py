@@ -8,12 +8,9 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
-
-from gpuvs.cli import app
+from tests.helpers import invoke
 
 pytest.importorskip("torch")
-runner = CliRunner()
 
 SCRIPT = """
 import torch
@@ -53,14 +50,10 @@ def script(tmp_path: Path) -> Path:
     return path
 
 
-def invoke(*args: str):
-    return runner.invoke(app, ["run-file", *args], env={"COLUMNS": "200"})
-
-
 def test_a_sweep_prints_tables_why_and_saves_the_run(script: Path, db: str,
                                                      tmp_path: Path) -> None:
     out = tmp_path / "out.json"
-    result = invoke(f"{script}::forward", "--sizes", "10,100", "--budget", "0.05",
+    result = invoke("run-file", f"{script}::forward", "--sizes", "10,100", "--budget", "0.05",
                     "--db", db, "--json", str(out))
     assert result.exit_code == 0, result.output
     assert "yours:forward · correct · float32" in result.output
@@ -74,14 +67,14 @@ def test_a_sweep_prints_tables_why_and_saves_the_run(script: Path, db: str,
     doc = json.loads(out.read_text())  # the one run format, which `report --from` reads
     assert doc["run"]["config"]["sizes"] == [10, 100] and doc["format_version"] == 1
     page = tmp_path / "page.html"
-    shown = runner.invoke(app, ["report", "--from", str(out), "-o", str(page)])
+    shown = invoke("report", "--from", str(out), "-o", str(page))
     assert shown.exit_code == 0, shown.output
     assert page.stat().st_size > 0
 
 
 def test_without_sizes_the_builder_is_called_once(script: Path, db: str) -> None:
-    result = invoke(f"{script}::square", "--inputs", "fixed", "-d", "cpu", "--budget", "0.05",
-                    "--db", db)
+    result = invoke("run-file", f"{script}::square", "--inputs", "fixed", "-d", "cpu",
+                    "--budget", "0.05", "--db", db)
     assert result.exit_code == 0, result.output
     assert re.search(r"^\s*16\s+torch\s+cpu\b", result.output, re.M), result.output
 
@@ -111,14 +104,14 @@ def test_bad_input_is_one_line_and_exit_2(script: Path, db: str, args: list[str]
                                           message: str) -> None:
     (script.parent / "bad.py").write_text("undefined\n")
     fill = {"script": str(script), "dir": str(script.parent), "raise_line": RAISE_LINE}
-    result = invoke(*(a.format(**fill) for a in args), "--db", db)
+    result = invoke("run-file", *(a.format(**fill) for a in args), "--db", db)
     assert result.exit_code == 2, result.output
     assert result.output.startswith("error: ") and result.output.count("\n") == 1  # no traceback
     assert message.format(**fill) in " ".join(result.output.split())
 
 
 def test_help_documents_the_convention() -> None:
-    result = invoke("--help")
+    result = invoke("run-file", "--help")
     assert result.exit_code == 0
     text = " ".join(result.output.split())
     assert "SCRIPT.py::FUNC" in text and "BUILDER(size)" in text

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from tests import helpers
 from typer.testing import CliRunner
 
 from gpuvs.cli import app
@@ -88,9 +89,8 @@ def script(tmp_path: Path) -> Path:
 
 
 def invoke(script: Path, func: str, db: str, *args: str):
-    return runner.invoke(app, ["run-file", f"{script}::{func}", "--sizes", "10,20,30", "-d",
-                               "cpu", "--budget", "0.05", "--db", db, *args],
-                         env={"COLUMNS": "200"})
+    return helpers.invoke("run-file", f"{script}::{func}", "--sizes", "10,20,30", "-d", "cpu",
+                          "--budget", "0.05", "--db", db, *args)
 
 
 def stored(db: str) -> dict[int, tuple[str, str]]:
@@ -182,9 +182,8 @@ def test_on_cuda_a_resident_case_that_kills_the_worker_skips_its_end_to_end_twin
                     "    if x.is_cuda and len(x) == 20:\n"
                     "        os.kill(os.getpid(), signal.SIGSEGV)\n"
                     "    return x * 2\n")
-    result = runner.invoke(app, ["run-file", f"{path}::dies_on_cuda_at_20", "--sizes",
-                                 "10,20", "--budget", "0.05", "--db", db],
-                           env={"COLUMNS": "200"})
+    result = helpers.invoke("run-file", f"{path}::dies_on_cuda_at_20", "--sizes", "10,20",
+                            "--budget", "0.05", "--db", db)
     assert result.exit_code == 1, result.output
     with sqlite3.connect(db) as conn:
         cases = {(size, device, params): (status, reason) for size, device, params, status,

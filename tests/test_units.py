@@ -33,3 +33,8 @@ def test_a_ratio_shows_its_ci_to_the_digits_that_tell_the_bounds_apart() -> None
 
 def test_a_single_timing_on_each_side_shows_no_zero_width_interval() -> None:
     assert units.ratio(7.214, 7.214, 7.214) == "7.21× (single timings: no CI)"
+
+
+def test_a_ratio_without_bounds_is_the_ratio_alone_written_out() -> None:
+    assert units.ratio(5.2134) == "5.21×"
+    assert units.ratio(1114.2) == "1110×"  # not 1.11e+03×

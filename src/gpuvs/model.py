@@ -81,6 +81,12 @@ class Case:
         return dict(self.params).get(name, default)
 
     @property
+    def backend_device(self) -> str:
+        """'numpy cpu', 'torch cuda:0': who ran the case, as tables, legends and notes
+        name it, so that a series reads the same in each of them."""
+        return f"{self.backend} {self.device}"
+
+    @property
     def series(self) -> Case:
         """The case with its size zeroed: cases of one series differ only by size."""
         return Case(self.workload, self.variant, self.backend, self.device, self.dtype, 0,

@@ -7,7 +7,7 @@ import os
 from collections.abc import Iterable
 from typing import Generic, TypeVar
 
-from gpuvs.errors import UsageError
+from gpuvs.errors import UsageError, one_line
 
 T = TypeVar("T")
 # Comma-separated modules that register extra backends or workloads, imported by every
@@ -44,8 +44,8 @@ class Registry(Generic[T]):
                 except Exception as e:  # a user's module: say which, in one line
                     raise UsageError(
                         f"{PLUGINS_ENV} names {module!r}, which cannot be imported "
-                        f"({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}); "
-                        f"set it to importable module names, comma-separated") from None
+                        f"({one_line(e)}); set it to importable module names, "
+                        "comma-separated") from None
 
     def names(self) -> tuple[str, ...]:
         self.discover()

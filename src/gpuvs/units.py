@@ -35,10 +35,14 @@ def seconds_ci(median: float, rel: float) -> str:
 SINGLE = "single timings: no CI"
 
 
-def ratio(estimate: float, low: float, high: float) -> str:
+def ratio(estimate: float, low: float | None = None, high: float | None = None) -> str:
     """'42.5× [41, 43.1]': a ratio with its CI, to as many significant digits (3 to 5) as
     tell the bounds apart. A CI of no width comes from one timing on each side (a post's
-    own `time.time()`): nothing to resample, so no interval is shown, and it says so."""
+    own `time.time()`): nothing to resample, so no interval is shown, and it says so.
+    Without bounds (a prediction that has no interval) it is the ratio alone, '42.5×'.
+    Every speedup and cost ratio gpuvs prints is written here, so all read alike."""
+    if low is None or high is None:
+        return f"{_digits(estimate, 3)}×"
     if low == high:
         return f"{_digits(estimate, 3)}× ({SINGLE})"
     digits = next((d for d in (3, 4) if _digits(low, d) != _digits(high, d)), 5)

@@ -5,14 +5,12 @@ protocol and check on one rank in this process."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tests.helpers import invoke
 from tests.helpers import run_id as run_id_of
-from typer.testing import CliRunner
 
-from gpuvs.cli import app
 from gpuvs.distributed import collectives
 from gpuvs.distributed.bandwidth import COLLECTIVES
 from gpuvs.distributed.rank import RankResult, Ranks
@@ -43,22 +41,8 @@ def test_two_gloo_ranks_measure_and_check_every_collective(dist, db, monkeypatch
     assert "busbw = algbw × 2(n−1)/n (nccl-tests; 2 ranks: ×1)" in result.output
     doc = json.loads(out_json.read_text())
     assert doc["run"]["config"]["kind"] == "dist" and len(doc["measurements"]) == 8
-    shown = CliRunner().invoke(app, ["show", run_id, "--db", db], env={"COLUMNS": "200"})
+    shown = invoke("show", run_id, "--db", db)
     assert shown.exit_code == 0 and "dist · reduce_scatter · gloo · 2 × cpu" in shown.output
-
-
-@pytest.fixture
-def one_rank(tmp_path: Path) -> Iterator[Ranks]:
-    """A process group of this process alone: the per-rank code without a launch."""
-    pytest.importorskip("torch")
-    import torch.distributed as dist
-
-    dist.init_process_group("gloo", store=dist.FileStore(str(tmp_path / "pg"), 1), rank=0,
-                            world_size=1)
-    try:
-        yield Ranks(0, 1, 0, "cpu", dist.group.WORLD, dist.group.WORLD, 0)
-    finally:
-        dist.destroy_process_group()
 
 
 def _case(name: str, size: int = 4096) -> Case:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from tests.helpers import invoke
 from typer.testing import CliRunner
 
 from gpuvs.cli import app
@@ -39,7 +40,7 @@ def test_bad_input_is_one_line_and_exit_2(args: list[str], message: str, db: str
     pytest.importorskip("torch")
     for variable in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"):
         monkeypatch.delenv(variable, raising=False)
-    result = CliRunner().invoke(app, ["dist", *args, "--db", db], env={"COLUMNS": "200"})
+    result = invoke("dist", *args, "--db", db)
     assert result.exit_code == 2, result.output
     assert message in result.output
     assert "Traceback" not in result.output
@@ -69,6 +70,6 @@ def test_nccl_without_a_gpu_says_to_use_gloo(db: str) -> None:
 
 
 def test_dist_lists_its_two_commands() -> None:
-    result = CliRunner().invoke(app, ["dist", "--help"], env={"COLUMNS": "200"})
+    result = invoke("dist", "--help")
     assert result.exit_code == 0
     assert "scaling" in result.output and "collectives" in result.output

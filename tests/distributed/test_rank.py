@@ -8,10 +8,8 @@ stall several times the call."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import numpy as np
-import pytest
 
 from gpuvs.distributed import collectives, rank
 from gpuvs.distributed.rank import Ranks
@@ -19,19 +17,6 @@ from gpuvs.model import Case, Status
 from gpuvs.stats import summarize
 
 MEDIAN_S = 24.3e-6
-
-
-@pytest.fixture
-def one_rank(tmp_path: Path) -> Iterator[Ranks]:
-    pytest.importorskip("torch")
-    import torch.distributed as dist
-
-    dist.init_process_group("gloo", store=dist.FileStore(str(tmp_path / "pg"), 1), rank=0,
-                            world_size=1)
-    try:
-        yield Ranks(0, 1, 0, "cpu", dist.group.WORLD, dist.group.WORLD, 0)
-    finally:
-        dist.destroy_process_group()
 
 
 def stalled_samples(seed: int = 7) -> Iterator[float]:

@@ -8,10 +8,9 @@ import re
 from pathlib import Path
 
 import pytest
+from tests.helpers import invoke
 from tests.predicting.samples import measured, synthetic
-from typer.testing import CliRunner
 
-from gpuvs.cli import app
 from gpuvs.model import Case, Environment, Measurement, Run, RunKind, Status
 from gpuvs.predicting import profile
 from gpuvs.predicting.residuals import Residual, of_points, save
@@ -19,13 +18,8 @@ from gpuvs.store import open_store
 from gpuvs.store.export import write_json
 from gpuvs.store.runs import start_run
 
-runner = CliRunner()
 SQUARE = (("shape", "square"),)
 SIZES = (64, 256, 1024, 2048)
-
-
-def invoke(*args: str):
-    return runner.invoke(app, list(args), env={"COLUMNS": "200"})
 
 
 @pytest.fixture

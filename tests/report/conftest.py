@@ -5,8 +5,9 @@ line, with `--report` and `--json`, into a temporary database."""
 from __future__ import annotations
 
 import pytest
+from tests.helpers import invoke
 from tests.helpers import run_id as run_id_of
-from tests.report.samples import RealRun, invoke
+from tests.report.samples import RealRun
 
 # One pass: the report draws what a run stored and says nothing of how many passes
 # sampled a case; a second pass would only start NumPy's and torch's workers again to add

@@ -7,9 +7,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from typer.testing import CliRunner, Result
-
-from gpuvs.cli import app
 from gpuvs.model import Case, Ceiling, Environment, Measurement, Run, Status
 
 SIZES = (1_000, 10_000, 100_000, 1_000_000)
@@ -74,7 +71,3 @@ class RealRun:
     run_id: str
     report: Path     # written by `gpuvs run --report`
     json: Path       # written by `gpuvs run --json`
-
-
-def invoke(*args: str) -> Result:
-    return CliRunner().invoke(app, list(args), env={"COLUMNS": "200"})

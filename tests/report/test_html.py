@@ -10,8 +10,9 @@ import re
 from pathlib import Path
 
 import pytest
+from tests.helpers import invoke
 from tests.helpers import run_id as run_id_of
-from tests.report.samples import CEILINGS, GPU, RealRun, gpu_sweep, invoke, measurement, run
+from tests.report.samples import CEILINGS, GPU, RealRun, gpu_sweep, measurement, run
 
 from gpuvs.model import Case, Measurement, Status
 from gpuvs.report.html import render_html, view

@@ -8,7 +8,8 @@ import re
 from pathlib import Path
 
 import pytest
-from tests.report.samples import GPU, SIZES, gpu_sweep, invoke
+from tests.helpers import invoke
+from tests.report.samples import GPU, SIZES, gpu_sweep
 from tests.report.samples import measurement as sample
 
 from gpuvs import config as cfg

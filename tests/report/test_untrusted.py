@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.report.samples import CEILINGS, invoke, measurement, run
+from tests.helpers import invoke
+from tests.report.samples import CEILINGS, measurement, run
 
 from gpuvs.cli.app import file_stem
 from gpuvs.report.draw import element_id, shown

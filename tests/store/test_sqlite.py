@@ -360,7 +360,8 @@ def _corrupt_store(path: Path) -> bytes:
 
 
 def test_a_corrupt_file_is_refused_before_anything_is_written_into_it(tmp_path: Path) -> None:
-    from tests.test_cli_input import QUICK, invoke, one_line_error
+    from tests.helpers import invoke
+    from tests.test_cli_input import QUICK, one_line_error
     db = tmp_path / "corrupt.sqlite"
     before = _corrupt_store(db)
     # It ran, wrote a run into the corrupt file and exited 0.
@@ -376,7 +377,8 @@ def test_a_corrupt_file_is_refused_before_anything_is_written_into_it(tmp_path: 
                                      ["compare", "r1", "r1"]])
 def test_every_command_reading_a_corrupt_file_is_one_line(command: list[str],
                                                           tmp_path: Path) -> None:
-    from tests.test_cli_input import invoke, one_line_error
+    from tests.helpers import invoke
+    from tests.test_cli_input import one_line_error
     db = tmp_path / "corrupt.sqlite"
     _corrupt_store(db)
     args = [a.format(tmp=tmp_path) for a in command]

@@ -16,6 +16,7 @@ import numpy as np
 
 from gpuvs.backends import register
 from gpuvs.backends.base import Backend, EventClock, cuda_index, device_count_reason
+from gpuvs.errors import first_line
 from gpuvs.measuring.protocol import Clock
 
 # The names CuPy is published under, newest CUDA first; "cupy" is the source build.
@@ -57,13 +58,13 @@ class CupyBackend(Backend):
         try:
             import cupy
         except ImportError as e:  # installed, but its CUDA libraries cannot be loaded
-            return f"cupy cannot be imported: {_first_line(e)}"
+            return f"cupy cannot be imported: {first_line(e)}"
         try:
             count = cupy.cuda.runtime.getDeviceCount()
         except cupy.cuda.runtime.CUDARuntimeError as e:
             if "cudaErrorNoDevice" in str(e):  # what the runtime says on a machine without one
-                return f"no CUDA device ({_first_line(e)})"
-            return f"CUDA driver error: {_first_line(e)}"
+                return f"no CUDA device ({first_line(e)})"
+            return f"CUDA driver error: {first_line(e)}"
         return device_count_reason(device, count, "CuPy")
 
     def clock(self, device: str) -> Clock:
@@ -160,8 +161,3 @@ class CupyBackend(Backend):
             name = props["name"]
             facts["device_name"] = name.decode() if isinstance(name, bytes) else str(name)
         return facts
-
-
-def _first_line(e: BaseException) -> str:
-    text = str(e).strip()
-    return text.splitlines()[0] if text else type(e).__name__

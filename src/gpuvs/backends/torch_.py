@@ -16,6 +16,7 @@ import numpy as np
 
 from gpuvs.backends import register
 from gpuvs.backends.base import Backend, EventClock, cuda_index, device_count_reason
+from gpuvs.errors import first_line
 from gpuvs.measuring.protocol import Clock, HostClock
 
 
@@ -121,7 +122,7 @@ class TorchBackend(Backend):
         try:
             count = torch.cuda.device_count()
         except RuntimeError as e:  # driver too old or broken
-            return f"CUDA driver error: {str(e).splitlines()[0]}"
+            return f"CUDA driver error: {first_line(e)}"
         return device_count_reason(device, count, "torch")
 
     def clock(self, device: str) -> Clock:

@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpuvs.errors import first_line
 from gpuvs.measuring import caveats
 from gpuvs.measuring.criteria import MedianCI
 from gpuvs.model import Case, Measurement, Status
@@ -166,8 +167,8 @@ def captured(r: Ranks, call: Callable[[], object], loops: int
         if any("empty" in str(w.message) for w in seen):
             problem = f"rank {r.rank}: the captured graph is empty (the calls launch no work)"
     except Exception as e:  # capture is optional: the eager samples stand alone
-        problem = f"rank {r.rank} could not capture the calls as a CUDA graph: " + (
-            str(e).strip().splitlines() or [type(e).__name__])[0][:200]
+        problem = (f"rank {r.rank} could not capture the calls as a CUDA graph: "
+                   f"{first_line(e)[:200]}")
         torch.cuda.synchronize(r.device)
     if why := agree(r, problem):
         return None, why

@@ -28,6 +28,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from gpuvs import errors
 from gpuvs.distributed import collectives, scaling
 from gpuvs.distributed.rank import Ranks, cpu_threads
 from gpuvs.distributed.spec import Spec
@@ -67,7 +68,7 @@ def serve(spec: Spec, on_done: Callable[[Measurement], None] = lambda m: None
             dist.barrier(group=world.ctrl)
     except Exception as e:  # said once, for the parent's reason; then the rank dies
         print(f"{ERROR_PREFIX} rank {world.rank}: {_status_of(e).value}: "
-              f"{policy.one_line(e)[:300]}", file=sys.stderr, flush=True)
+              f"{errors.one_line(e)[:300]}", file=sys.stderr, flush=True)
         raise
     finally:
         if store is not None:

@@ -12,6 +12,7 @@ from collections.abc import Hashable
 from pathlib import Path
 from typing import Any
 
+from gpuvs.errors import one_line
 from gpuvs.model import Case, Measurement, Status
 
 # What the host allocators say when they cannot allocate: torch raises a plain
@@ -58,12 +59,6 @@ class OutOfMemorySeries:
             return None
         return Measurement(case, Status.SKIPPED,
                            reason=f"not run: size {self._at[key]} already ran out of memory")
-
-
-def one_line(e: BaseException) -> str:
-    """'RuntimeError: the first line of its message' (at most 500 characters)."""
-    first = str(e).strip().splitlines()[0] if str(e).strip() else ""
-    return f"{type(e).__name__}: {first}"[:500]
 
 
 def tail(e: BaseException) -> str:

@@ -183,8 +183,9 @@ class CallForecast:
             span = (f" [{units.seconds(p.interval[0])}, {units.seconds(p.interval[1])}]"
                     if p.interval else " (no interval: not validated)")
             speedup = self.speedup("resident" if data == "resident" else "end_to_end")
+            shown = "—" if speedup is None else units.ratio(speedup)
             lines.append(f"  GPU {data}, predicted: {units.seconds(p.seconds)}{span}, "
-                         f"predicted speedup {speedup:.3g}× — {p.why()}"
+                         f"predicted speedup {shown} — {p.why()}"
                          + (f" ({p.low_confidence})" if p.low_confidence else ""))
         return "\n".join(lines)
 
@@ -215,7 +216,7 @@ class SweepForecast:
             lines.append(f"  {units.size(n)}: CPU {_seconds(f.cpu)}; GPU resident "
                          f"{units.seconds(f.resident.seconds)}, end-to-end "
                          f"{units.seconds(f.end_to_end.seconds)} (predicted); predicted "
-                         f"speedup {f.speedup() or 0:.3g}× resident")
+                         f"speedup {units.ratio(f.speedup() or 0)} resident")
         for data in ("resident", "end_to_end"):
             at = self.crossover(data)
             lines.append(f"GPU ({data.replace('_', '-')}) predicted faster from "

@@ -108,9 +108,9 @@ def _crossover_row(c: Crossover) -> tuple[str, ...]:
     band = "" if c.tie_band is None else "–".join(dict.fromkeys(map(units.size, c.tie_band)))
     model = "" if c.modelled_size is None else (
         f"≈ {units.size(round(c.modelled_size))}" + (" (extrapolated)" if c.extrapolated else ""))
-    asym = f"{c.asymptotic_speedup:.3g}×" if c.asymptotic_speedup else ""
+    asym = units.ratio(c.asymptotic_speedup) if c.asymptotic_speedup else ""
     at_last = f"{units.ratio(last.estimate, last.low, last.high)} at {units.size(last.size)}"
-    return (f"{c.gpu.backend} {c.gpu.device}", c.data, measured, band, model, asym, at_last)
+    return (c.gpu.backend_device, c.data, measured, band, model, asym, at_last)
 
 
 def _table(key: GroupKey, ms: list[Measurement], ceilings: Sequence[Ceiling],
@@ -144,7 +144,7 @@ def fairness(ms: Sequence[Measurement]) -> str:
                       if "threads" in m.counters})
     if threads:
         parts.append("CPU threads " + ", ".join(f"{b} {n}" for b, n in threads))
-    tf32 = sorted({f"{m.case.backend} {m.case.device}" for m in done
+    tf32 = sorted({m.case.backend_device for m in done
                    if Caveat.TF32_ON in m.caveats})
     parts.append(f"TF32 on for {', '.join(tf32)}" if tf32 else "no TF32")
     if any(m.case.backend == "jax" for m in done):

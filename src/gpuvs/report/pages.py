@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from gpuvs import units
 from gpuvs.analysis.regression import Change, geometric_means
 from gpuvs.model import Case, Measurement, Run, Status
 from gpuvs.report.history import (
@@ -91,7 +92,7 @@ def render_history(runs: Sequence[tuple[Run, list[Measurement]]], by: str,
     the steps found."""
     order = list(reversed(runs))
     plots, steps = history_plots(order, by, workload)
-    rows = tuple((key, a, b, f"{x:.3g}×") for key, a, b, x in steps)
+    rows = tuple((key, a, b, units.ratio(x)) for key, a, b, x in steps)
     table = Table("step changes", ("case", "from", "to", "new ÷ old"), rows, notes=(
         f"a step: consecutive runs on one environment fingerprint whose CIs do not overlap "
         f"and whose medians differ by more than {100 * STEP:g} %",))

@@ -114,7 +114,7 @@ def _numbered(i: int, p: Plot) -> Plot:
 
 def series_label(case: Case) -> str:
     """'numpy cpu', 'torch cuda:0 · resident', 'torch cuda:0 · end-to-end'."""
-    label = f"{case.backend} {case.device}"
+    label = case.backend_device
     if case.device != "cpu":
         label += " · " + case.param("data", "resident").replace("_", "-")
     return label

@@ -40,7 +40,7 @@ def forecast_tables(found: Sequence[Series], target: Target,
         by[s.group].append(s)
     tables = []
     for key, group in by.items():
-        rows = [row for _, row in sorted(((p.size, _label(s.gpu), s.data), _row(s, p))
+        rows = [row for _, row in sorted(((p.size, s.gpu.backend_device, s.data), _row(s, p))
                                          for s in group for p in s.points)]
         tables.append(Table(f"{sweep_title(key)} · GPU predicted for {target.name}", COLUMNS,
                             tuple(rows), notes=(
@@ -61,28 +61,25 @@ def _row(s: Series, p: Point) -> tuple[str, ...]:
     measured = (f"{units.seconds(cpu.summary.median)} ({cpu.case.backend})"
                 if cpu.summary else "—")
     if prediction is None:
-        return (units.size(p.size), _label(s.gpu), s.data, measured, "—", "—", "—",
+        return (units.size(p.size), s.gpu.backend_device, s.data, measured, "—", "—", "—",
                 p.gpu.reason)
     span = prediction.interval
     time = units.seconds(prediction.seconds) + (
         f" [{units.seconds(span[0])}, {units.seconds(span[1])}]" if span else " (no interval)")
     ratio = p.speedup_range
-    speedup = f"{p.speedup:.3g}×" + (f" [{ratio[0]:.3g}, {ratio[1]:.3g}]" if ratio else "")
+    speedup = ("—" if p.speedup is None else units.ratio(p.speedup, *ratio) if ratio
+               else units.ratio(p.speedup))
     note = prediction.why() + (f"; {prediction.low_confidence}"
                                if prediction.low_confidence else "")
-    return (units.size(p.size), _label(s.gpu), s.data, measured, time, speedup,
+    return (units.size(p.size), s.gpu.backend_device, s.data, measured, time, speedup,
             prediction.estimate.dominant.value, note)
-
-
-def _label(case: Case) -> str:
-    return f"{case.backend} {case.device}"
 
 
 def crossover_table(found: Sequence[Series], target: Target) -> Table:
     rows = []
     for s in found:
         where = s.crossover
-        rows.append((sweep_title(s.group), _label(s.gpu), s.data,
+        rows.append((sweep_title(s.group), s.gpu.backend_device, s.data,
                      (size_axis(s.group).phrase.format(units.size(where)) if where
                       else "never in range"),
                      "low" if s.low_confidence else ""))
@@ -141,7 +138,7 @@ def predicted_plots(cpu: Sequence[Measurement], found: Sequence[Series]) -> list
 def _predicted_line(s: Series, colors: dict[tuple[str, str], str]) -> Line:
     points = [p for p in s.points if p.gpu.prediction]
     spans = [p.gpu.prediction.interval for p in points]  # type: ignore[union-attr]
-    return Line(f"{_label(s.gpu)} · {s.data.replace('_', '-')} · predicted",
+    return Line(f"{s.gpu.backend_device} · {s.data.replace('_', '-')} · predicted",
                 tuple(float(p.size) for p in points),
                 tuple(p.gpu.prediction.seconds for p in points),  # type: ignore[union-attr]
                 tuple(x[0] for x in spans if x) if all(spans) else (),

@@ -107,7 +107,7 @@ def _cell(figure: Figure | None, value: float | None, ms: Sequence[Measurement])
     if figure is None:
         return "—"
     if value is not None:
-        shown = f"{value:.3g}×" if isinstance(figure, Ratio) else units.seconds(value)
+        shown = units.ratio(value) if isinstance(figure, Ratio) else units.seconds(value)
         return shown + _doubts(figure, ms)
     return _missing(figure, ms)
 
@@ -169,7 +169,7 @@ def _notes(seed: Seed, ms: Sequence[Measurement]) -> list[str]:
                 notes.append(f"dtype mismatch in '{row.label}': {figure.slow.backend} "
                              f"{figure.slow.dtype} against {figure.fast.backend} "
                              f"{figure.fast.dtype} — {ADVICE[Caveat.DTYPE_MISMATCH]}")
-    tf32 = sorted({f"{m.case.backend} {m.case.device}" for m in ms
+    tf32 = sorted({m.case.backend_device for m in ms
                    if Caveat.TF32_ON in m.caveats})
     gpu_f32 = any(m.case.device != "cpu" and m.case.dtype == "float32" and
                   m.status is Status.OK for m in ms)

@@ -127,13 +127,13 @@ class _Costs:
         if r is None:
             return f"; no cost ratio: {missing(cpu, self.prices) or missing(gpu, self.prices)}"
         if r.low > 1:
-            return (f"; {r.estimate:.3g}× [{r.low:.3g}, {r.high:.3g}] cheaper per call at the "
+            return (f"; {units.ratio(r.estimate, r.low, r.high)} cheaper per call at the "
                     "prices given")
         if r.high < 1:
-            return (f"; {1 / r.estimate:.3g}× [{1 / r.high:.3g}, {1 / r.low:.3g}] dearer per "
-                    "call than the CPU at the prices given")
-        return (f"; as cheap per call as the CPU at the prices given: {r.estimate:.3g}× "
-                f"[{r.low:.3g}, {r.high:.3g}] (the CI holds 1×)")
+            return (f"; {units.ratio(1 / r.estimate, 1 / r.high, 1 / r.low)} dearer per call "
+                    "than the CPU at the prices given")
+        return (f"; as cheap per call as the CPU at the prices given: "
+                f"{units.ratio(r.estimate, r.low, r.high)} (the CI holds 1×)")
 
 
 def series_table(measurements: Iterable[Measurement]) -> Table:

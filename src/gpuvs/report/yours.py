@@ -109,7 +109,7 @@ def _crossover_lines(found: Sequence[Crossover]) -> list[str]:
         else:
             verdict = ("GPU never faster in this range" if last.verdict != "gpu"
                        else "GPU faster only at the largest sizes")
-        lines.append(f"{x.gpu.device} {x.data}: {verdict}; {last.estimate:.3g}× at "
+        lines.append(f"{x.gpu.device} {x.data}: {verdict}; {units.ratio(last.estimate)} at "
                      f"{units.size(last.size)}")
     return lines
 

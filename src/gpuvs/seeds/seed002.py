@@ -158,7 +158,7 @@ def speedup_by_size(ms: Sequence[Measurement]) -> Table:
         for _, variant, backend, op, extra in COLUMNS:
             numpy = seconds_of(_pick("correct", "numpy", op, size).find(ms, exact=True))
             other = seconds_of(_pick(variant, backend, op, size, *extra).find(ms, exact=True))
-            cells.append(f"{numpy / other:.3g}×" if numpy and other else "—")
+            cells.append(units.ratio(numpy / other) if numpy and other else "—")
         rows.append(tuple(cells))
     return Table(title="seed 002 · speedup over NumPy by array size (float64, data on the "
                        "device unless end-to-end)",

@@ -140,9 +140,9 @@ def _speedup_why(f: Found) -> str:
         return "needs both devices"
     tuned, cpu = seconds_of(TUNED.find(f.ms)), seconds_of(KERAS_CPU.find(f.ms))
     per_image = (f"; per image, the tuned step at batch {TUNED_BATCH} is "
-                 f"{cpu / POST_BATCH / (tuned / TUNED_BATCH):.3g}× the Keras CPU step"
+                 f"{units.ratio(cpu / POST_BATCH / (tuned / TUNED_BATCH))} the Keras CPU step"
                  if tuned and cpu else "")
-    return (f"at batch {POST_BATCH} the GPU is {f.correct:.3g}× the CPU step for step"
+    return (f"at batch {POST_BATCH} the GPU is {units.ratio(f.correct)} the CPU step for step"
             f"{per_image}; {_epoch_words(f.ms)}")
 
 
@@ -175,10 +175,10 @@ def _headline_why(f: Found) -> str:
         return f"step for step at batch {POST_BATCH}; the post's epochs also hold first steps"
     per_image = tuned / TUNED_BATCH
     gain = small / POST_BATCH / per_image
-    over_cpu = f"{cpu / POST_BATCH / per_image:.3g}× the CPU's"
+    over_cpu = f"{units.ratio(cpu / POST_BATCH / per_image)} the CPU's"
     if gain >= STARVED:
         return (f"batch {POST_BATCH} starves the GPU: per image, a bf16 step at batch "
-                f"{TUNED_BATCH} is {gain:.3g}× faster, {over_cpu}")
+                f"{TUNED_BATCH} is {units.ratio(gain)} faster, {over_cpu}")
     return f"per image, a bf16 step at batch {TUNED_BATCH} is {over_cpu}"
 
 

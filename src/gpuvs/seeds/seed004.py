@@ -265,7 +265,7 @@ def by_val(ms: Sequence[Measurement]) -> Table:
             cpu, gpu = (_pick(method, d, size=val).find(mine, exact=True) for d in DEVICES)
             c, g = seconds_of(cpu), seconds_of(gpu)
             rows.append((LABEL[method], units.size(val), _time_cell(cpu), _time_cell(gpu),
-                         f"{c / g:.3g}×" if c and g else "—", _launch_cell(cpu, "ops"),
+                         units.ratio(c / g) if c and g else "—", _launch_cell(cpu, "ops"),
                          _launch_cell(gpu, "kernels")))
     return Table(title="seed 004 · time a call by val, CPU and GPU, per method (float32)",
                  columns=BY_VAL_COLUMNS, rows=tuple(rows), notes=tuple(_crossover_notes(mine)),

@@ -17,7 +17,7 @@ import math
 from typing import Any
 from urllib.parse import urlsplit
 
-from gpuvs.errors import StoreError
+from gpuvs.errors import StoreError, first_line
 from gpuvs.store.schema import POSTGRES, refuse_newer, steps
 from gpuvs.store.sql import SqlStore
 
@@ -115,9 +115,8 @@ def _connect(url: str) -> Any:
         conn = psycopg.connect(dsn, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S,
                                options="-c TimeZone=UTC")
     except psycopg.Error as e:
-        first = (str(e).strip().splitlines() or [type(e).__name__])[0]
         raise StoreError(f"cannot open the results database {shown(url)}: "
-                         f"{first.replace(dsn, shown(url))}") from None
+                         f"{first_line(e).replace(dsn, shown(url))}") from None
     try:
         _migrate(conn)
     except StoreError as e:

@@ -19,7 +19,7 @@ from contextlib import suppress
 from datetime import datetime, timezone
 from typing import Any, ClassVar, TypeVar
 
-from gpuvs.errors import StoreError, UsageError
+from gpuvs.errors import StoreError, UsageError, first_line
 from gpuvs.model import Environment, Measurement, Run
 from gpuvs.store.export import measurement_from, shorten
 from gpuvs.store.runs import TIMESTAMP_FORMAT
@@ -270,8 +270,7 @@ def _text(when: Any) -> str:
 
 def _failed(doing: str, where: str, e: BaseException, lost: bool, waited: float) -> str:
     again = f" and could not connect again within {waited:g} s" if lost and waited else ""
-    first = (str(e).strip().splitlines() or [type(e).__name__])[0]
-    return f"cannot {doing} in the results database {where}{again}: {first}"
+    return f"cannot {doing} in the results database {where}{again}: {first_line(e)}"
 
 
 def _utc_now() -> str:

@@ -32,7 +32,7 @@ from typing import Any
 from gpuvs import backends
 from gpuvs.analysis.speedup import END_TO_END, RESIDENT, data_of
 from gpuvs.config import KEYWORDS, RunConfig, check_devices, check_tolerance
-from gpuvs.errors import BackendUnavailable, UsageError, WrongResult
+from gpuvs.errors import BackendUnavailable, UsageError, WrongResult, first_line, one_line
 from gpuvs.execute import policy
 from gpuvs.machine import watches
 from gpuvs.measuring import criteria
@@ -401,9 +401,8 @@ def _placed(a: tuple[Any, ...], kw: dict[str, Any], device: str, name: str,
     except Exception as e:
         if policy.out_of_memory(backend, e):
             backend.empty_cache(device)
-            return f"out of memory copying the arguments to {device}: {_line(e)}", place
-        raise UsageError(f"cannot move the arguments to {device}: {type(e).__name__}: "
-                         f"{_line(e)}") from e
+            return f"out of memory copying the arguments to {device}: {first_line(e)}", place
+        raise UsageError(f"cannot move the arguments to {device}: {one_line(e)}") from e
     return placed, place
 
 
@@ -430,7 +429,7 @@ def _measure(s: _Settings, call: Callable[[], object], case: Case, backend: Any,
 
 
 def _raised(s: _Settings, case: Case, e: BaseException) -> str:
-    return f"{s.name} raised {type(e).__name__} on {case.device}{raised_at(e)}: {_line(e)}"
+    return f"{s.name} raised {type(e).__name__} on {case.device}{raised_at(e)}: {first_line(e)}"
 
 
 def _resident_call(fn: Callable[..., object], inputs: Inputs, device: str
@@ -477,7 +476,4 @@ def _shown(filename: str) -> str:
         return filename
 
 
-def _line(e: BaseException) -> str:
-    text = str(e).strip()
-    return text.splitlines()[0] if text else type(e).__name__
 
