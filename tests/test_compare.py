@@ -180,7 +180,7 @@ def test_to_json_holds_the_raw_samples_and_table_and_plot_render() -> None:
     result = gpuvs.compare(torch.tanh, torch.rand(32), sizes=[8, 16], devices=("cpu",),
                            budget_s=QUICK)
     doc = json.loads(result.to_json())
-    assert doc["kind"] == "yours" and doc["sizes"] == [8, 16]
+    assert doc["run"]["config"]["kind"] == "yours" and doc["run"]["config"]["sizes"] == [8, 16]
     assert all(m["samples"] for m in doc["measurements"])
     assert "yours:tanh · correct · float32" in str(result.table())
     pytest.importorskip("matplotlib")

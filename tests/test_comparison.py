@@ -138,3 +138,22 @@ def test_to_pandas_has_one_row_per_case_with_the_csv_columns() -> None:
     assert len(frame) == len(r.measurements)
     assert {"backend", "device", "size", "median_s", "ci_low_s", "status"} <= set(frame.columns)
     assert sorted(frame["size"].unique()) == list(SIZES)
+
+
+def test_its_json_is_the_one_run_format_that_report_and_compare_read(tmp_path) -> None:
+    """`Comparison.to_json` writes a run export (format_version, run, environment,
+    measurements), so `gpuvs report --from` draws it like any run's."""
+    from typer.testing import CliRunner
+
+    from gpuvs.cli import app
+    from gpuvs.store.export import load_json
+
+    path = tmp_path / "mine.json"
+    path.write_text(sweep().to_json())
+    run, measurements, _ = load_json(path)
+    assert run.kind.value == "yours" and len(measurements) == 12
+    page = tmp_path / "mine.html"
+    result = CliRunner().invoke(app, ["report", "--from", str(path), "-o", str(page)],
+                                env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    assert page.stat().st_size > 0

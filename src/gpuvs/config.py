@@ -358,3 +358,18 @@ def build(flags: Mapping[str, Any], pyproject: Path | None = None,
     found = pyproject if pyproject is not None else project_pyproject()
     table = from_pyproject(found) if found is not None else {}
     return RunConfig(**(dict(defaults or {}) | table | given)).validate()
+
+
+def positive(name: str, value: float) -> None:
+    """A count or a number of seconds that must be above zero: every setting outside a
+    `RunConfig` (dist's samples, steps and timeouts) is checked here, so that a bad value
+    reads the same whichever command it was given to."""
+    if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+        raise UsageError(f"{name} must be above 0; got {value:g}")
+
+
+def not_negative(name: str, value: float) -> None:
+    """A count or seconds that may be zero (a budget of 0: exactly the samples asked for;
+    seeds' --epochs 0: no fit)."""
+    if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
+        raise UsageError(f"{name} must be 0 or more; got {value:g}")

@@ -77,14 +77,15 @@ def collectives(
 ) -> None:
     """Time all-reduce, all-gather, reduce-scatter and broadcast over a size sweep, check
     every result, and report algorithm and bus bandwidth (nccl-tests' conventions)."""
+    from gpuvs import config as cfg
     from gpuvs.distributed import spec as dist_spec
 
     with usage_errors():
         check_format(fmt)
-        dist_spec.positive("--samples", samples)
-        dist_spec.not_negative("--budget", budget)
-        dist_spec.positive("--timeout", timeout)
-        dist_spec.positive("--setup-timeout", setup_timeout)
+        cfg.positive("--samples", samples)
+        cfg.not_negative("--budget", budget)
+        cfg.positive("--timeout", timeout)
+        cfg.positive("--setup-timeout", setup_timeout)
         setup = dist_spec.resolve(backend, nproc, launched)
         cases = dist_spec.collective_cases(
             setup, split(sizes, "-s/--sizes", dist_spec.SIZES),
@@ -113,13 +114,14 @@ def scaling(
 ) -> None:
     """Train seed 003's CNN data-parallel (DistributedDataParallel) on 1…N ranks: samples/s,
     step time, scaling efficiency, and each step split into compute and communication."""
+    from gpuvs import config as cfg
     from gpuvs.distributed import spec as dist_spec
 
     with usage_errors():
         check_format(fmt)
-        dist_spec.positive("--steps", steps)
-        dist_spec.positive("--timeout", timeout)
-        dist_spec.positive("--setup-timeout", setup_timeout)
+        cfg.positive("--steps", steps)
+        cfg.positive("--timeout", timeout)
+        cfg.positive("--setup-timeout", setup_timeout)
         setup = dist_spec.resolve(backend, nproc, launched)
         cases = dist_spec.scaling_cases(setup, batch, strong)
         left_out = sorted(set(range(1, setup.nproc + 1)) - {c.size for c in cases})

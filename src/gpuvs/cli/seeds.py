@@ -78,8 +78,7 @@ def seeds(
     with usage_errors():
         check_format(fmt)
         chosen = _chosen(split(seed, "--seed", "0 to 4, or 000 to 004"))
-        if epochs < 0:
-            raise UsageError(f"--epochs must be 0 or more; got {epochs}")
+        cfg.not_negative("--epochs", epochs)
         if data is not None:  # the whole archive, read now: not a table over crashed cases
             from gpuvs.workloads.cifar import load_cifar100
             if not data.is_file():

@@ -34,6 +34,7 @@ from gpuvs.distributed.rank import Ranks, cpu_threads
 from gpuvs.distributed.spec import Spec
 from gpuvs.execute import policy
 from gpuvs.model import Case, Measurement, Status
+from gpuvs.store.runs import resume_run
 
 ERROR_PREFIX = "gpuvs-dist-error"
 FAULT_VARIABLE = "GPUVS_DIST_FAULT"
@@ -56,11 +57,13 @@ def serve(spec: Spec, on_done: Callable[[Measurement], None] = lambda m: None
     info = _ready(world)
     _emit(spec, world, "ready", **info)
     store = _store(spec) if world.rank == 0 else None
+    # The parent started the run (its command skeleton); rank 0 records into it.
+    run = resume_run(store, spec.run_id) if store is not None else None
     try:
         for case, mine, threads in _results(spec, world, groups):
             m = _gathered(spec, world, case, mine, threads)
-            if m is not None and store is not None:
-                store.save(spec.run_id, m)
+            if m is not None and run is not None:
+                run.record(m)
                 _emit(spec, world, "done", case=case.key, status=m.status.value)
                 on_done(m)
             # No rank goes on before this case is saved: a rank that dies in the next

@@ -246,15 +246,3 @@ def per_rank_batch(case: Case) -> int:
     """Images each rank trains on per step."""
     batch = int(case.param("batch"))
     return batch // case.size if case.param("scaling") == "strong" else batch
-
-
-def positive(name: str, value: float) -> None:
-    """A count or a number of seconds that must be above zero."""
-    if not value > 0:
-        raise UsageError(f"{name} must be above 0; got {value:g}")
-
-
-def not_negative(name: str, value: float) -> None:
-    """Seconds that may be zero (a budget of 0: exactly the samples asked for)."""
-    if not value >= 0:
-        raise UsageError(f"{name} must be 0 or more; got {value:g}")

@@ -177,6 +177,17 @@ def start_run(store: Any, kind: RunKind, config: Mapping[str, Any],
     unless given, and carries the run's provenance (`env.provenance`: git commit, command
     line, machine label) under `facts["provenance"]`. A run started `lazily` is written
     at its first case (`RunHandle`)."""
+    record = new_run(kind, config, environment)
+    if lazily:
+        return RunHandle(store, record, created=False, on_create=on_create)
+    store.create_run(record)
+    return RunHandle(store, record)
+
+
+def new_run(kind: RunKind, config: Mapping[str, Any],
+            environment: Environment | None = None) -> Run:
+    """A run's record, not yet stored: what `start_run` stores, and what a comparison
+    exports as its run (`Comparison.to_json`, in the one run format)."""
     from gpuvs.machine import env
     if environment is None:
         environment = env.collect()
@@ -184,11 +195,7 @@ def start_run(store: Any, kind: RunKind, config: Mapping[str, Any],
         environment = Environment(environment.fingerprint,
                                   {**environment.facts, "provenance": env.provenance()})
     stored = dict(config) if kind is RunKind.SWEEP else {"kind": kind.value, **config}
-    record = Run(new_run_id(), now(), stored, environment)
-    if lazily:
-        return RunHandle(store, record, created=False, on_create=on_create)
-    store.create_run(record)
-    return RunHandle(store, record)
+    return Run(new_run_id(), now(), stored, environment)
 
 
 def resume_run(store: Any, run_id: str) -> RunHandle:

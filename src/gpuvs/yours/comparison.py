@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, replace
+from functools import cached_property
 from typing import Any
 
 from gpuvs.analysis import speedup as speedups_of
 from gpuvs.analysis.crossover import Crossover, crossovers
 from gpuvs.analysis.speedup import Speedup
-from gpuvs.model import Case, Measurement, RunKind, Status
+from gpuvs.model import Case, Measurement, Run, RunKind, Status
 
 
 class Comparison:
@@ -96,11 +97,11 @@ class Comparison:
         return explained_apart(self.measurements)
 
     def to_dict(self) -> dict[str, Any]:
-        from gpuvs._version import __version__
-        return {
-            "gpuvs": __version__, "kind": RunKind.YOURS.value, "name": self.name,
-            "devices": list(self.devices), "sizes": list(self.sizes),
-            "measurements": [m.to_dict() for m in self.measurements],
+        """The one run format (`store.export.run_document`: what `gpuvs report --from`,
+        `gpuvs compare` and `gpuvs plot --from` read), with what the comparison derived
+        beside it: its speedups and crossovers."""
+        from gpuvs.store.export import run_document
+        return run_document(self.run, self.measurements) | {
             "speedups": [asdict(s) | {"verdict": s.verdict} for s in self.speedups()],
             "crossovers": [_crossover_dict(c) for c in self.crossovers],
         }
@@ -108,15 +109,25 @@ class Comparison:
     def to_json(self, indent: int | None = None) -> str:
         return json.dumps(self.to_dict(), indent=indent)
 
+    @cached_property
+    def run(self) -> Run:
+        """This comparison as a run (its environment read once, when first asked)."""
+        from gpuvs._version import __version__
+        from gpuvs.store.runs import new_run
+        record = new_run(RunKind.YOURS, {
+            "function": self.name, "devices": list(self.devices),
+            "sizes": list(self.sizes), "gpuvs": __version__})
+        return replace(record, status="finished", finished_at=record.started_at)
+
     def save(self, db: str | None = None, **config: Any) -> str:
         """Write the measurements to the results store as one run; returns its id, for
-        `gpuvs show RUN_ID`. `config` adds to what the run records (run-file's target)."""
+        `gpuvs show RUN_ID`. `config` adds to what the run records (run-file's target).
+        Each save is a run of its own."""
         from gpuvs.store import open_store
         from gpuvs.store.runs import start_run
         with open_store(db) as store:
-            run = start_run(store, RunKind.YOURS, {
-                "function": self.name, **config, "devices": list(self.devices),
-                "sizes": list(self.sizes)})
+            run = start_run(store, RunKind.YOURS, {**self.run.config, **config},
+                            environment=self.run.environment)
             for m in self.measurements:
                 run.record(m)
             run.finish()
