@@ -39,6 +39,7 @@ from gpuvs.cli.app import (
     usage_errors,
     write_file,
 )
+from gpuvs.cli.recorded import Recording, executed
 from gpuvs.errors import UsageError
 
 # The CPU side of a prediction: one short pass is enough next to the predicted interval,
@@ -134,11 +135,10 @@ def _measure_cpu(store: Any, config: Any, out: Any, fresh: bool) -> list[Any]:
     from dataclasses import replace
 
     from gpuvs import backends
-    from gpuvs.execute import plan, runner
+    from gpuvs.execute import plan
     from gpuvs.machine import env
     from gpuvs.model import RunKind, Status
-    from gpuvs.report.progress import progress
-    from gpuvs.store.runs import guarded, start_run
+    from gpuvs.store.runs import start_run
     cpu_config = replace(config, devices=("cpu",))
     with usage_errors():
         cases = plan.expand(cpu_config)
@@ -152,15 +152,27 @@ def _measure_cpu(store: Any, config: Any, out: Any, fresh: bool) -> list[Any]:
                   "--fresh measures them again)", markup=False, highlight=False)
     if not todo:
         return [m for _, m in known.values()]
-    run = start_run(store, RunKind.SWEEP, cpu_config.to_dict(), here)
-    out.print(f"run {run.run_id}: {len(todo)} CPU cases measured here; the GPU cases are "
-              "predicted", markup=False, highlight=False)
-    with usage_errors(), guarded(run, "`gpuvs predict` measures them again."), \
-            progress(len(todo), out.stderr) as advance:
-        runner.execute(run, todo, cpu_config, on_result=advance)
-    run.finish()
+    recording = Recording(
+        command="predict", kind=RunKind.SWEEP, config=cpu_config.to_dict(),
+        header=lambda run_id: [f"run {run_id}: {len(todo)} CPU cases measured here; the "
+                               "GPU cases are predicted"],
+        execute=lambda run, shown: _execute(run, todo, cpu_config, shown),
+        tables=lambda ms, ceilings: (), closing=lambda run_id, counts: (),
+        again="`gpuvs predict` measures them again.", environment=here)
+    run = start_run(store, recording.kind, recording.config, here)
+    for line in recording.header(run.run_id):
+        out.print(line, markup=False, highlight=False)
+    executed(run, recording, out)
     return [m for _, m in known.values()] + [m for m in run.measurements()
                                             if m.status is Status.OK]
+
+
+def _execute(run: Any, todo: Sequence[Any], config: Any, shown: Any) -> dict[str, int]:
+    """The CPU cases measured into `run`, as `gpuvs run` measures them."""
+    from gpuvs.execute import runner
+    with shown(len(todo)) as advance:
+        summary = runner.execute(run, todo, config, on_result=advance)
+    return dict(summary.counts)
 
 
 # How many recent runs are searched for this machine's CPU cases.

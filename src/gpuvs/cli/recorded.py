@@ -59,22 +59,12 @@ class Recording:
     lazily: bool = False
 
 
-def recorded(store: Any, recording: Recording, *, fmt: str = "plain",
-             json_path: Path | None = None, report_path: Path | None = None,
-             resumed: Any = None) -> int:
-    """The skeleton, for one command: returns its exit code."""
-    from gpuvs.store.runs import guarded, start_run
-
-    out = narration(fmt)
-
-    def announce(run_id: str) -> None:
-        for line in recording.header(run_id):
-            out.print(line, markup=False, highlight=False)
-
-    run = resumed or start_run(store, recording.kind, recording.config, recording.environment,
-                               lazily=recording.lazily, on_create=announce)
-    if run.created:
-        announce(run.run_id)
+def executed(run: Any, recording: Recording, out: Any) -> Counter[str]:
+    """The skeleton's middle, every case recorded as it ends: `recording.execute` guarded
+    (an interrupt leaves the run `interrupted`, its cases kept, and says how to finish
+    it), then the run finished. `gpuvs predict` measures its CPU cases through this alone:
+    its tables are predictions, not the run's."""
+    from gpuvs.store.runs import guarded
 
     def shown(n: int) -> AbstractContextManager[Advance]:
         return progress(n, out.stderr)
@@ -86,6 +76,26 @@ def recorded(store: Any, recording: Recording, *, fmt: str = "plain",
     with usage_errors(), guarded(run, recording.again, finished):
         counts = Counter(recording.execute(run, shown))
     run.finish()
+    return counts
+
+
+def recorded(store: Any, recording: Recording, *, fmt: str = "plain",
+             json_path: Path | None = None, report_path: Path | None = None,
+             resumed: Any = None) -> int:
+    """The skeleton, for one command: returns its exit code."""
+    from gpuvs.store.runs import start_run
+
+    out = narration(fmt)
+
+    def announce(run_id: str) -> None:
+        for line in recording.header(run_id):
+            out.print(line, markup=False, highlight=False)
+
+    run = resumed or start_run(store, recording.kind, recording.config, recording.environment,
+                               lazily=recording.lazily, on_create=announce)
+    if run.created:
+        announce(run.run_id)
+    counts = executed(run, recording, out)
     measurements = run.measurements()
     ceilings = list(recording.ceilings(run))
     emit_tables(recording.tables(measurements, ceilings), fmt, console(),

@@ -1,7 +1,7 @@
 """Several processes, one per device: data-parallel scaling and collective bandwidth.
 
 `gpuvs dist` starts its ranks through torchrun's machinery (`launch`), or runs inside a
-user's `torchrun` (`--launched`). Every rank runs `worker.serve`; rank 0 gathers the
+user's `torchrun` (`--launched`). Every rank runs `rank_main.serve`; rank 0 gathers the
 other ranks' samples, takes the slowest rank's time per sample, and saves one
 measurement per case as soon as the case finishes.
 

@@ -1,8 +1,8 @@
 """`%load_ext gpuvs`: the `%gpuvs` line magic and `%%gpuvs` cell magic.
 
 `%gpuvs STATEMENT` (or a `%%gpuvs` cell) times the code where its data lives, by the gpuvs
-protocol: on a CUDA tensor or CuPy array, CUDA events with the device synchronised around
-every sample; on the CPU, the host clock. It prints a `%timeit`-style line with the
+protocol: on a CUDA tensor or CuPy array, CUDA events, the device synchronised around each
+batch of samples; on the CPU, the host clock. It prints a `%timeit`-style line with the
 device time, the first call (timed alone, before anything else) and, on an asynchronous
 device, a warning when what `%timeit` would print — host time without synchronising, the
 seed-000 mistake — differs from the device time by more than NAIVE_FACTOR.
