@@ -6,15 +6,19 @@ import pytest
 from tests.fakes import spin
 
 import gpuvs
+from gpuvs import units
 from gpuvs.yours.timer import devices_in_use
 
 
 def test_a_block_is_timed() -> None:
+    """The block's time is at least the 2 ms it spins (a busy machine can only add to it:
+    on a 2-core box running two test suites it read 5.5 ms), and the repr says it."""
     with gpuvs.Timer("block") as t:
         spin(2e-3)
-    assert t.elapsed_s == pytest.approx(2e-3, abs=1e-3)
+    assert 2e-3 <= t.elapsed_s < 1.0
     assert t.first_call_s == t.elapsed_s and t.samples == ()
-    assert repr(t).startswith("Timer('block': 2")
+    assert repr(t).startswith("Timer('block': ")
+    assert units.seconds(t.elapsed_s) in repr(t)
 
 
 def test_a_decorated_function_keeps_its_first_call_apart() -> None:
