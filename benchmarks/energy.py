@@ -12,9 +12,15 @@ window's edges) and divided by the same calls, are the independent check. Readin
 a read, not work on the GPU. `nvmlDeviceGetPowerUsage` is no reference: on an H100 it is
 a one-second average.
 
-Each case is measured over windows of 1 s (the shortest gpuvs gives a figure for) and of
-2 s. The table: gpuvs J/call, independent J/call, their difference, above-idle J/call, and
-the idle power. About a minute on an H100; the results go to OUT/energy.json.
+The same thread also dates each step of NVML's energy counter and each change of the
+instantaneous field: both move about every 100 ms on an H100, which is why a figure needs
+a window of 4 s (`gpuvs.machine.energy.ENERGY_WINDOW_S`), and why the check is only as
+good as its own 100 ms steps over the window.
+
+Each case is measured over windows of 4 s (the shortest gpuvs gives a figure for) and of
+8 s. The table: gpuvs J/call, independent J/call, their difference, above-idle J/call, and
+the idle power. About a minute on an H100; the results go to OUT/energy.json, the traces
+with them.
 
     PYTHONPATH=src python3 benchmarks/energy.py [--out DIR] [--device cuda:0]
 """
@@ -32,28 +38,38 @@ from typing import Any
 
 POWER_INSTANT = 186  # NVML_FI_DEV_POWER_INSTANT: milliwatts, now
 PERIOD_S = 0.005
-WINDOWS_S = (1.0, 2.0)
+WINDOWS_S = (4.0, 8.0)
 VALUE_FIELDS = {0: "dVal", 1: "uiVal", 2: "ulVal", 3: "ullVal", 4: "sllVal", 5: "siVal",
                 6: "usVal"}  # nvmlValueType_t → the member of c_nvmlValue_t that holds it
 
 
 class PowerSampler(threading.Thread):
-    """NVML's instantaneous power every PERIOD_S, stamped with the host's perf_counter."""
+    """NVML's instantaneous power every PERIOD_S, stamped with the host's perf_counter, and
+    the energy counter's steps, dated within STEP_POLL_S."""
 
     def __init__(self, nvml: Any, handle: Any) -> None:
         super().__init__(daemon=True)
         self.nvml, self.handle = nvml, handle
         self.samples: list[tuple[float, float]] = []
+        self.steps: list[tuple[float, int]] = []
         self.halt = threading.Event()
 
     def run(self) -> None:
+        from gpuvs.machine.energy import STEP_POLL_S
+
+        due = 0.0
         while not self.halt.is_set():
-            value = self.nvml.nvmlDeviceGetFieldValues(self.handle, [POWER_INSTANT])[0]
+            mj = int(self.nvml.nvmlDeviceGetTotalEnergyConsumption(self.handle))
             t = time.perf_counter()
-            if value.nvmlReturn == 0:
-                raw = getattr(value.value, VALUE_FIELDS[int(value.valueType)])
-                self.samples.append((t, float(raw) / 1e3))
-            self.halt.wait(PERIOD_S)
+            if not self.steps or mj != self.steps[-1][1]:
+                self.steps.append((t, mj))
+            if t >= due:
+                value = self.nvml.nvmlDeviceGetFieldValues(self.handle, [POWER_INSTANT])[0]
+                if value.nvmlReturn == 0:
+                    raw = getattr(value.value, VALUE_FIELDS[int(value.valueType)])
+                    self.samples.append((time.perf_counter(), float(raw) / 1e3))
+                due = t + PERIOD_S
+            self.halt.wait(STEP_POLL_S)
 
     def joules(self, t0: float, t1: float) -> float:
         """Power integrated over [t0, t1]: trapezoids between readings, the edges
@@ -74,6 +90,14 @@ class PowerSampler(threading.Thread):
         points = [(t0, at(t0)), *inside, (t1, at(t1))]
         return sum((b[0] - a[0]) * (a[1] + b[1]) / 2 for a, b in zip(points, points[1:],
                                                                        strict=False))
+
+
+def _periods(times: list[float]) -> list[float]:
+    return [b - a for a, b in zip(times, times[1:], strict=False)]
+
+
+def _median(xs: list[float]) -> float:
+    return sorted(xs)[len(xs) // 2] if xs else float("nan")
 
 
 def cases(device: str) -> list[tuple[str, Callable[[], object]]]:
@@ -155,6 +179,12 @@ def main() -> None:
             for name, fn in work for w in WINDOWS_S]
     sampler.halt.set()
     sampler.join()
+    periods = _periods([t for t, _ in sampler.steps])
+    changes = _periods([t for (t, w), (_, before) in zip(sampler.samples[1:], sampler.samples,
+                                                         strict=False) if w != before])
+    print(f"energy counter: a step every {1e3 * _median(periods):.0f} ms (median of "
+          f"{len(periods)}); instantaneous field: a new value every "
+          f"{1e3 * _median(changes):.0f} ms (median of {len(changes)})")
     print(f"{'case':24} {'window':>7} {'gpuvs J/call':>13} {'independent':>12} "
           f"{'diff':>7} {'above idle':>11} {'idle W':>7}")
     for r in rows:
@@ -167,8 +197,9 @@ def main() -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     out = args.out / "energy.json"
     out.write_text(json.dumps({"device": args.device, "period_s": PERIOD_S, "idle_w": idle_w,
-                               "took_s": time.perf_counter() - started, "rows": rows},
-                              indent=1) + "\n")
+                               "took_s": time.perf_counter() - started, "rows": rows,
+                               "step_periods_s": periods, "field_periods_s": changes,
+                               "steps": sampler.steps, "power": sampler.samples}) + "\n")
     print(f"wrote {out}")
 
 

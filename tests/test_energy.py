@@ -85,7 +85,7 @@ def test_rapl_sums_the_packages_and_dram_and_leaves_out_their_parts(powercap: Pa
     assert [(d.zone, d.kind) for d in found] == [
         ("intel-rapl:0", "package"), ("intel-rapl:0:1", "dram"), ("intel-rapl:1", "package")]
     clock = Clock()
-    counters = window(energy.CpuEnergy(root=powercap, clock=clock), clock, 2.0, 400,
+    counters = window(energy.CpuEnergy(root=powercap, clock=clock), clock, 4.0, 400,
                       lambda: advance(powercap, intel_rapl_0=60.0, intel_rapl_1=40.0,
                                       **{"intel_rapl_0_1": 10.0, "intel_rapl_0_0": 30.0,
                                          "intel_rapl_2": 500.0}))
@@ -94,14 +94,14 @@ def test_rapl_sums_the_packages_and_dram_and_leaves_out_their_parts(powercap: Pa
     figure = energy.of(measured(counters))
     assert figure is not None and figure.measured
     assert figure.per_call_j == pytest.approx(110.0 / 400)
-    assert figure.watts == pytest.approx(55.0)
+    assert figure.watts == pytest.approx(110.0 / 4.0)
     assert figure.source.startswith("the package + DRAM from RAPL")
 
 
 def test_a_counter_that_wraps_in_the_window_is_read_across_the_wrap(powercap: Path) -> None:
     (powercap / "intel-rapl:0" / "energy_uj").write_text(f"{MAX_RANGE - 2_000_000}\n")
     clock = Clock()
-    counters = window(energy.CpuEnergy(root=powercap, clock=clock), clock, 1.5, 10,
+    counters = window(energy.CpuEnergy(root=powercap, clock=clock), clock, 4.5, 10,
                       lambda: advance(powercap, intel_rapl_0=5.0))
     assert int((powercap / "intel-rapl:0" / "energy_uj").read_text()) == 3_000_000
     assert counters[energy.CPU_PACKAGE_J] == pytest.approx(5.0)
@@ -167,7 +167,7 @@ def test_a_short_window_gives_no_figure_and_says_so_only_where_energy_was_asked(
     asked = window(energy.CpuEnergy(asked=True, root=powercap, clock=clock), clock, 0.3, 10)
     assert asked[energy.CPU_NONE] == energy.NoEnergy.SHORT_WINDOW
     assert energy.of(measured(asked)) is None
-    assert "under 1 s" in (energy.why_none(measured(asked)) or "")
+    assert "under 4 s" in (energy.why_none(measured(asked)) or "")
 
 
 def test_a_declared_cpu_power_is_labelled_declared(tmp_path: Path) -> None:
@@ -192,14 +192,14 @@ def fake_nvml(readings_mj: list[int], counter: bool = True) -> SimpleNamespace:
 
 def test_gpu_energy_per_call_total_above_idle_and_power() -> None:
     clock = Clock()
-    nvml = fake_nvml([5_000_000, 5_000_000 + 1_400_000])  # 1400 J over the window
+    nvml = fake_nvml([5_000_000, 5_000_000 + 3_500_000])  # 3500 J over the window
     watch = energy.GpuEnergy("cuda:0", idle_w=80.0, nvml=nvml, clock=clock)
-    counters = window(watch, clock, 2.0, 1000)
+    counters = window(watch, clock, energy.ENERGY_WINDOW_S, 1000)
     figure = energy.of(measured(counters, device="cuda:0"))
     assert figure is not None and figure.measured
-    assert figure.per_call_j == pytest.approx(1.4)
-    assert figure.watts == pytest.approx(700.0)
-    assert figure.above_idle_j == pytest.approx((1400 - 80 * 2.0) / 1000)
+    assert figure.per_call_j == pytest.approx(3.5)
+    assert figure.watts == pytest.approx(3500 / energy.ENERGY_WINDOW_S)
+    assert figure.above_idle_j == pytest.approx((3500 - 80 * energy.ENERGY_WINDOW_S) / 1000)
     assert 0 < figure.above_idle_j < figure.per_call_j  # type: ignore[operator]
 
 
@@ -212,15 +212,58 @@ def test_a_gpu_without_an_energy_counter_fails_soft() -> None:
     assert "no energy counter" in (energy.why_none(m) or "")
 
 
-def test_idle_power_is_the_counter_over_its_window_and_no_wait_without_one() -> None:
-    clock = Clock()
+class SteppedCounter:
+    """NVML's energy counter as an H100's moves: in steps every `period` s (the first at
+    `phase`), each adding the energy drawn since the last, at `watts` until `busy_until`
+    and `idle_w` after. Time is the test's clock; a read costs none."""
 
+    def __init__(self, clock: Clock, watts: float, period: float = 0.1, phase: float = 0.037,
+                 idle_w: float | None = None, busy_until: float = float("inf")) -> None:
+        self.clock, self.watts, self.period, self.phase = clock, watts, period, phase
+        self.idle_w, self.busy_until = (idle_w if idle_w is not None else watts), busy_until
+
+    def joules_until(self, t: float) -> float:
+        busy = min(t, self.busy_until)
+        return self.watts * busy + self.idle_w * max(0.0, t - self.busy_until)
+
+    def __call__(self, handle: object) -> int:
+        steps = (self.clock.t - self.phase) // self.period
+        return round(self.joules_until(self.phase + steps * self.period) * 1e3)
+
+    def nvml(self) -> SimpleNamespace:
+        lib = fake_nvml([])
+        lib.nvmlDeviceGetTotalEnergyConsumption = self
+        return lib
+
+
+def sleeping(clock: Clock) -> Callable[[float], None]:
     def sleep(s: float) -> None:
         clock.t += s
+    return sleep
 
-    nvml = fake_nvml([1_000_000, 1_000_000 + 72_000])
-    assert energy.idle_watts("cuda:0", 1.0, nvml, sleep, clock) == pytest.approx(72.0)
-    waited = []
+
+def test_a_counter_that_steps_every_100_ms_is_off_by_at_most_a_step_over_the_window() -> None:
+    """Why a figure needs ENERGY_WINDOW_S: a window whose start read a step 99.5 ms old
+    and whose end read one just made counts a step too many, 10 % of a 1 s window and at
+    most 2.5 % of a 4 s one."""
+    for seconds, off in ((1.0006, 0.1), (4.0006, 0.025)):
+        clock = Clock()
+        counter = SteppedCounter(clock, watts=700.0, phase=0.0005)
+        watch = energy.GpuEnergy("cuda:0", asked=True, nvml=counter.nvml(), clock=clock)
+        counters = window(watch, clock, seconds, 1000)
+        if seconds < energy.ENERGY_WINDOW_S:
+            assert counters[energy.GPU_NONE] == energy.NoEnergy.SHORT_WINDOW
+            continue
+        measured_w = counters[energy.GPU_J] / counters[energy.WINDOW_S]
+        assert measured_w == pytest.approx(700.0 * (1 + off), rel=2e-3)
+
+
+def test_idle_power_is_the_counter_between_two_steps_and_no_wait_without_one() -> None:
+    clock = Clock()
+    counter = SteppedCounter(clock, watts=72.0, phase=0.061)
+    assert energy.idle_watts("cuda:0", 1.0, counter.nvml(), sleeping(clock),
+                             clock) == pytest.approx(72.0, rel=1e-3)
+    waited: list[float] = []
     assert energy.idle_watts("cuda:0", 1.0, fake_nvml([], counter=False), waited.append,
                              clock) is None
     assert waited == []

@@ -217,10 +217,11 @@ DryRunOpt = Annotated[bool, typer.Option(
     "--dry-run", help="Check the options and print the plan (how many cases, of what), "
                       "then stop: nothing is measured or stored.")]
 EnergyOpt = Annotated[bool, typer.Option(
-    "--energy", help="Energy per call: sample each case at least 1 s where an energy counter "
-                     "can be read (NVML on a GPU, RAPL on the CPU), and measure each GPU's "
-                     "idle power first (1 s), for the energy above idle. On without the flag "
-                     "wherever a case's samples span 1 s anyway.")]
+    "--energy", help="Energy per call: sample each case at least 4 s where an energy counter "
+                     "can be read (NVML on a GPU, RAPL on the CPU; NVML's counter moves in "
+                     "100 ms steps), and measure each GPU's idle power first (1 s), for the "
+                     "energy above idle. On without the flag wherever a case's samples span "
+                     "4 s anyway.")]
 CpuWattsOpt = Annotated[float | None, typer.Option(
     "--cpu-watts", metavar="WATTS",
     help="Declare the CPU's power where RAPL cannot be read (a VM): CPU energy per call is "

@@ -8,14 +8,22 @@ counter's difference over the calls run in between (lead-ins included, since the
 power too), and the average power is that difference over the window's seconds.
 
 NVML's counter (`nvmlDeviceGetTotalEnergyConsumption`, mJ since the driver loaded) moves
-every 100 ms or so, so a figure needs a window of ENERGY_WINDOW_S at least: a shorter one
-gives none, and says so. `--energy` asks the protocol to sample that long
-(`Budget.min_sampling_s`); a case whose sampling spans it anyway reports energy unasked.
-`nvmlDeviceGetPowerUsage` is no substitute: on an H100 it is a one-second average, 22–28 %
-low over a 2 s window.
+in steps, every 100 ms on an H100: a reading is the energy up to the last step, up to a
+whole step before the moment it was read. So a window's figure is off by up to one step
+over the window: ±10 % over 1 s, ±2.5 % over ENERGY_WINDOW_S (4 s). Measured on an H100
+against NVML's instantaneous power (docs/energy.md), windows of 1.2 s were off by up to
+4.6 %, of 2.2 s by up to 5.6 %, of 4.2 s by 0.33 % at most. Reading the counter on its
+steps instead (wait for a step, start there) was tried and rejected: the wait leaves the
+GPU idle just before the window, and the counter trails the card's power, so the idle
+wait was counted as the window's and the figures read 6–7 % low. A figure needs a window
+of ENERGY_WINDOW_S: a shorter one gives none, and says so. `--energy` asks the protocol to
+sample that long (`Budget.min_sampling_s`); a case whose sampling spans it anyway reports
+energy unasked. `nvmlDeviceGetPowerUsage` is no substitute: on an H100 it is a one-second
+average, 22–28 % low over a 2 s window.
 
 The GPU's idle power is measured by whoever starts a run — the runner, or `gpuvs.measure`
-— before any case, with nothing running, over IDLE_WINDOW_S of the same counter, and
+— before any case, with nothing running, between two dated steps of the same counter
+IDLE_WINDOW_S or more apart, and
 handed to each case's watch, which stores it beside the joules (`gpu_idle_w`): the energy
 above idle is the window's joules less the idle power times the window, per call.
 
@@ -38,10 +46,14 @@ from gpuvs.machine import rapl, telemetry
 from gpuvs.measuring.watch import Seen, Watch
 from gpuvs.model import Measurement
 
-# The shortest window a figure is given for: ten of the NVML counter's steps.
-ENERGY_WINDOW_S = 1.0
+# The shortest window a figure is given for: forty of the NVML counter's 100 ms steps, so
+# that a step missed at either end is at most 2.5 % of it.
+ENERGY_WINDOW_S = 4.0
 # The window the idle power is measured over, once per GPU per run.
 IDLE_WINDOW_S = 1.0
+# How often a wait for the counter's next step reads it, and how long it waits at most.
+STEP_POLL_S = 0.0005
+STEP_WAIT_S = 0.5
 
 GPU_J, GPU_IDLE_W, GPU_NONE = "gpu_energy_j", "gpu_idle_w", "gpu_energy_none"
 CPU_PACKAGE_J, CPU_DRAM_J, CPU_NONE = "cpu_package_j", "cpu_dram_j", "cpu_energy_none"
@@ -132,23 +144,52 @@ def readable(device: str) -> bool:
 def idle_watts(device: str, seconds: float = IDLE_WINDOW_S, nvml: Any = None,
                sleep: Callable[[float], None] = time.sleep,
                clock: Callable[[], float] = time.perf_counter) -> float | None:
-    """The GPU's power with nothing running on it, from its energy counter over
-    `seconds`; None where the counter cannot be read (no wait then)."""
-    before = gpu_millijoules(device, nvml)
-    if isinstance(before, NoEnergy):
+    """The GPU's power with nothing running on it: the counter's energy between two of its
+    steps `seconds` or more apart, over the time between them; None where the counter
+    cannot be read or does not move (no wait then)."""
+    steps = Steps(lambda: gpu_millijoules(device, nvml), clock, sleep)
+    first = steps.next()
+    if first is None:
         return None
-    t0 = clock()
     sleep(seconds)
-    after, t1 = gpu_millijoules(device, nvml), clock()
-    if isinstance(after, NoEnergy) or t1 <= t0:
+    last = steps.next()
+    if last is None or last[0] <= first[0]:
         return None
-    return (after - before) / 1e3 / (t1 - t0)
+    return (last[1] - first[1]) / 1e3 / (last[0] - first[0])
 
 
 def idle_by_device(devices: Iterable[str]) -> dict[str, float]:
     """Idle power of each GPU named (once each), where its counter can be read."""
     found = {d: idle_watts(d) for d in dict.fromkeys(devices) if d.startswith("cuda")}
     return {d: w for d, w in found.items() if w is not None}
+
+
+class Steps:
+    """A counter that moves in steps, read on them: `next()` waits for the counter's next
+    step and says when it came and what it read. The wait reads the counter every
+    STEP_POLL_S (a read of NVML, no work on the GPU), so a step is dated within that. The
+    idle power is read so: between two dated steps of a card doing nothing, nothing trails
+    and nothing is lost to the steps."""
+
+    def __init__(self, read: Callable[[], Any], clock: Callable[[], float],
+                 sleep: Callable[[float], None]) -> None:
+        self.read, self.clock, self.sleep = read, clock, sleep
+
+    def next(self, wait_s: float = STEP_WAIT_S) -> tuple[float, int] | None:
+        """(when, reading) at the counter's next step; None where it cannot be read or did
+        not move within `wait_s`."""
+        first = self.read()
+        if isinstance(first, NoEnergy):
+            return None
+        until = self.clock() + wait_s
+        while self.clock() < until:
+            self.sleep(STEP_POLL_S)
+            now = self.read()
+            if isinstance(now, NoEnergy):
+                return None
+            if now != first:
+                return self.clock(), now
+        return None
 
 
 class _Window(Watch, ABC):
