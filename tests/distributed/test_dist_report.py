@@ -149,3 +149,11 @@ def test_the_report_page_of_a_dist_run_draws_bandwidth_and_scaling_without_a_ver
     assert "dist · all_reduce · nccl · 2 × cuda" in page and "80% [80, 80]" in page
     assert 'id="verdict"' not in page and 'id="roofline"' not in page
     assert "No speedup plot" not in page
+
+
+def test_a_launch_that_ended_badly_after_every_case_was_saved_says_so() -> None:
+    note = ranks_note({"torch": "2.11", "after_saved": "the ranks ended badly after every "
+                       "case was saved (in a/b): rank 1 of 2 died (exit code 1)"})
+    first, second = note.splitlines()
+    assert first.startswith("ranks: torch 2.11")
+    assert second.startswith("the ranks ended badly after every case was saved")

@@ -131,3 +131,17 @@ def test_small_cases_take_turns_a_window_at_a_time_so_cases_keep_ending(
     third = events.index(("visit", 16384))
     assert {("ended", 1024), ("ended", 4096)} <= set(events[:third])
     assert events[-1] == ("ended", 16384)
+
+
+def test_no_graph_is_captured_before_the_sweep_s_last_eager_sample(one_rank: Ranks,
+                                                                   monkeypatch) -> None:
+    """A graph capture slows a process's later launches, so the eager sweep captures
+    nothing (`replay_cases` captures after it; on the CPU, where there are no graphs, it
+    adds nothing). `test_dist_gpu` holds the replays on two GPUs."""
+    asked: list[int] = []
+    monkeypatch.setattr(collectives, "captured",
+                        lambda r, call, loops: asked.append(loops) or (None, "asked"))
+    finished = list(collectives.run_cases(one_rank, [_all_reduce(4096), _all_reduce(65536)],
+                                          samples=3, budget_s=0.2))
+    assert asked == [] and all(r.status is Status.OK for _, r in finished)
+    assert list(collectives.replay_cases(one_rank, finished, samples=3, budget_s=0.1)) == []

@@ -4,7 +4,10 @@ Each case follows gpuvs' protocol on every rank at once: the first call timed al
 its output checked (rank-filled inputs with known results, so a wrong reduction is
 `wrong_result`), warm-up calls, then samples of calibrated loops in batches (`rank.batch`)
 until the CI of the median is tight or the budget is spent (`rank.Sampler`). On CUDA the
-same calls are also captured as one graph and its replays sampled the same way.
+same calls are also captured as one graph and its replays sampled (`replay_cases`) — after
+the sweep's last eager sample: a graph capture and its replays slow a process's later
+launches (a launch-bound loop ran 84 % slower after one, for 10 s and more, on an H100),
+so no rank captures a graph before it has taken every eager sample it will take.
 
 Small cases are sampled in turns (`run_cases`): a host's speed at issuing small calls
 changes from one second to the next (on the two H200s a 4 KiB all-reduce cost 21 µs a
@@ -22,7 +25,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from gpuvs.distributed.rank import (
@@ -122,29 +125,25 @@ def _turns(waiting: list[_Sampling], visit: Callable[[Case], None]
 
 
 class _Sampling:
-    """A started case: its buffers, its eager calls' sampler and, on CUDA, its graph
-    replays' sampler, each stepped a batch a turn until both are done."""
+    """A started case: its buffers and its eager calls' sampler, stepped a batch a turn
+    until it is done."""
 
-    def __init__(self, case: Case, op: Op, first: float, calls: Sampler,
-                 replays: Sampler | None) -> None:
-        self.case, self.op, self.first = case, op, first
-        self.calls, self.replays = calls, replays
+    def __init__(self, case: Case, op: Op, first: float, calls: Sampler) -> None:
+        self.case, self.op, self.first, self.calls = case, op, first, calls
 
     @property
     def finished(self) -> bool:
-        return self.calls.done and (self.replays is None or self.replays.done)
+        return self.calls.done
 
     def step(self) -> bool:
-        for sampler in (self.calls, self.replays):
-            if sampler is not None and not sampler.done:
-                sampler.step()
+        if not self.calls.done:
+            self.calls.step()
         return self.finished
 
     def result(self) -> RankResult:
-        calls, loops = self.calls.took, self.calls.loops
-        replayed = tuple(t / loops for t in self.replays.took.mine) if self.replays else ()
+        calls = self.calls.took
         return RankResult(samples=tuple(calls.mine), wall_samples=tuple(calls.walls),
-                          graph_samples=replayed, first_call_s=self.first, loops=loops,
+                          first_call_s=self.first, loops=self.calls.loops,
                           warmups=WARMUP_CALLS, criterion_met=self.calls.met)
 
 
@@ -152,6 +151,21 @@ def _start(r: Ranks, case: Case, samples: int, budget_s: float, turns: int
            ) -> RankResult | _Sampling:
     """Check, warm up and calibrate a case and take its first batch; a RankResult where
     the case ends before sampling (no room, a wrong result)."""
+    made = _made(r, case)
+    if isinstance(made, RankResult):
+        return made
+    op, first = made
+    for _ in range(WARMUP_CALLS):
+        op.call()
+    loops = calibrate(r, op.call)
+    started = _Sampling(case, op, first, Sampler(r, op.call, loops, samples, budget_s, turns))
+    started.step()
+    return started
+
+
+def _made(r: Ranks, case: Case) -> RankResult | tuple[Op, float]:
+    """The case's buffers, its first call timed and checked: (op, first call's seconds),
+    or the RankResult that ends the case there (no room, a wrong result)."""
     name = case.param("collective")
     count = elements(name, case.size, r.size)
     problem = (_no_room(r, bytes_needed(name, count, r.size)) if count else
@@ -163,20 +177,38 @@ def _start(r: Ranks, case: Case, samples: int, budget_s: float, turns: int
     if wrong := agree(r, op.check()):
         return RankResult(Status.WRONG_RESULT, wrong, first_call_s=first)
     op.clear()
-    for _ in range(WARMUP_CALLS):
-        op.call()
-    loops = calibrate(r, op.call)
-    calls = Sampler(r, op.call, loops, samples, budget_s, turns)
-    # The same `loops` calls as one CUDA graph, each sample one replay: the device's side
-    # without the host's launches (none where no graph could be made).
-    replay, _ = captured(r, op.call, loops)
-    replays = None
-    if replay is not None:
+    return op, first
+
+
+def replay_cases(r: Ranks, finished: Sequence[tuple[Case, RankResult]], samples: int,
+                 budget_s: float, visit: Callable[[Case], None] = lambda case: None
+                 ) -> Iterator[tuple[Case, RankResult]]:
+    """Once every eager sample is taken: each finished case's `loops` calls captured as
+    one CUDA graph and its replays sampled, each yielded as its eager result with the
+    replays' per-call seconds added — the device's side without the host's launches.
+    Nothing on the CPU; a case no rank could capture keeps its eager result alone.
+    `visit(case)` comes before each, as in `run_cases`."""
+    if not r.cuda:
+        return
+    for case, eager in finished:
+        if eager.status is not Status.OK:
+            continue
+        visit(case)
+        made = _made(r, case)  # the eager buffers were freed as their cases ended
+        if isinstance(made, RankResult):
+            continue
+        op, _ = made
+        for _ in range(WARMUP_CALLS):  # as before the eager samples
+            op.call()
+        replay, _why = captured(r, op.call, eager.loops)
+        if replay is None:
+            continue
         replay()  # the graph's first launch uploads it: not a sample
-        replays = Sampler(r, replay, 1, samples, budget_s, turns)
-    started = _Sampling(case, op, first, calls, replays)
-    started.step()
-    return started
+        replays = Sampler(r, replay, 1, samples, budget_s)
+        while not replays.step():
+            pass
+        yield case, replace(eager, graph_samples=tuple(t / eager.loops
+                                                       for t in replays.took.mine))
 
 
 def record(case: Case, results: Sequence[RankResult], threads: int) -> Measurement:

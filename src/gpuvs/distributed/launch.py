@@ -14,7 +14,9 @@ rendezvous, the process groups), or a step with no next event within the case ti
 have torchrun and every rank killed, and the case in that step is recorded `timeout`. A
 rank that dies makes torchrun stop the others, and the case in flight is recorded
 `crashed` (or `oom`) with the dead rank and its error. Either way the ranks are started
-again for the cases left, so one bad case costs one case.
+again for the cases left, so one bad case costs one case. On CUDA the collectives' graph
+replays come once every case is saved (`replay` before each, `replayed` once it is saved
+again): a failure then costs no case, and the command's closing lines say what it cost.
 """
 
 from __future__ import annotations
@@ -103,6 +105,8 @@ def _execute_part(spec: Spec, recording: Any, on_result: Callable[[Measurement],
         info = info or run.ready
         pending = [c for c in pending if c.key not in run.done]
         if not pending:
+            if run.timed_out or run.returncode != 0:  # after every case was saved
+                info["after_saved"] = _after_saved(run, spec)
             break
         if run.ready:
             lost = [next((c for c in pending if c.key == run.in_flight), pending[0])]
@@ -150,12 +154,14 @@ def _watch(child: Child, spec: Spec, recording: Any, run: _Launch,
     while (event := child.event(deadline)) is not None:
         if event["event"] == "ready":
             run.ready = {k: v for k, v in event.items() if k != "event"}
-        elif event["event"] == "start":
+        elif event["event"] in ("start", "replay"):
             run.in_flight = event["case"]
         elif event["event"] == "done":
             run.done.add(event["case"])
             run.in_flight = ""
             on_result(_saved(recording, event["case"]))
+        elif event["event"] == "replayed":  # saved again, with its graph replays
+            run.in_flight = ""
         deadline = time.monotonic() + spec.timeout_s
 
 
@@ -182,6 +188,17 @@ def _failure(case: Case, run: _Launch, spec: Spec) -> Measurement:
                                   "every rank were killed")
     status, reason = crash_reason(list(run.stderr), spec.setup.nproc, run.returncode)
     return Measurement(case, status, reason=reason + when)
+
+
+def _after_saved(run: _Launch, spec: Spec) -> str:
+    """What went wrong once every case was saved (a graph replay, the ranks' exit): the
+    cases stand as saved, and the user is told why some lack what came after."""
+    why = (f"no event within {spec.timeout_s:g} s; torchrun and every rank were killed"
+           if run.timed_out else crash_reason(list(run.stderr), spec.setup.nproc,
+                                              run.returncode)[1])
+    where = f" (in {run.in_flight})" if run.in_flight else ""
+    return (f"the ranks ended badly after every case was saved{where}: {why}; a case "
+            "without a graph replay column lost it then")
 
 
 def crash_reason(stderr: list[str], nproc: int, returncode: int) -> tuple[Status, str]:

@@ -5,7 +5,10 @@ Every rank runs every case (collectives: small ones in turns, `collectives.run_c
 rank 0 gathers the other ranks' results, saves the case's measurement the moment the case
 ends and, when a parent launched the ranks, reports progress as JSON lines in
 `spec.status_path` — `ready`, then `start` before each step of a case and `done` once
-it is saved — so the parent knows which case a crash or a hang belongs to. A rank
+it is saved — so the parent knows which case a crash or a hang belongs to. On CUDA the
+collectives' graph replays come after the last eager sample (`collectives.replay_cases`):
+each case is saved again with them, announced by `replay` and `replayed`, so a rank
+lost then leaves every eager result saved. A rank
 that fails prints one `gpuvs-dist-error` line to stderr — its status by the case policy
 (`oom` only on the framework's own out-of-memory error) and its error — which the parent
 makes the case's status and reason.
@@ -60,12 +63,15 @@ def serve(spec: Spec, on_done: Callable[[Measurement], None] = lambda m: None
     # The parent started the run (its command skeleton); rank 0 records into it.
     run = resume_run(store, spec.run_id) if store is not None else None
     try:
-        for case, mine, threads in _results(spec, world, groups):
+        for case, mine, threads, again in _results(spec, world, groups):
             m = _gathered(spec, world, case, mine, threads)
             if m is not None and run is not None:
                 run.record(m)
-                _emit(spec, world, "done", case=case.key, status=m.status.value)
-                on_done(m)
+                if again:  # saved before: the parent has counted it
+                    _emit(spec, world, "replayed", case=case.key)
+                else:
+                    _emit(spec, world, "done", case=case.key, status=m.status.value)
+                    on_done(m)
             # No rank goes on before this case is saved: a rank that dies in the next
             # step must not take this case's result down with it.
             dist.barrier(group=world.ctrl)
@@ -128,12 +134,13 @@ def _subgroups(world: Ranks, spec: Spec) -> dict[int, Ranks]:
 
 
 def _results(spec: Spec, world: Ranks, groups: dict[int, Ranks]
-             ) -> Iterator[tuple[Case, Any, int]]:
+             ) -> Iterator[tuple[Case, Any, int, bool]]:
     """This rank's part of each case as the case ends: (case, its RankResult — None on a
-    rank a scaling case leaves out —, the CPU threads it ran with). Rank 0 reports each
-    step of a case (`start`) before it is taken, which restarts the parent's clock and
-    names the case a crash or a hang belongs to; a planted fault fires at a case's first
-    step."""
+    rank a scaling case leaves out —, the CPU threads it ran with, whether the case was
+    yielded before: its graph replays, added once every eager sample is taken). Rank 0
+    reports each step of a case (`start`, or `replay`) before it is taken, which restarts
+    the parent's clock and names the case a crash or a hang belongs to; a planted fault
+    fires at a case's first step."""
     seen: set[str] = set()
 
     def visit(case: Case) -> None:
@@ -143,9 +150,15 @@ def _results(spec: Spec, world: Ranks, groups: dict[int, Ranks]
             _planted_fault(case.key, world.rank)
 
     if spec.command == "collectives":
+        finished = []
         for case, mine in collectives.run_cases(world, spec.cases, spec.samples,
                                                 spec.budget_s, visit):
-            yield case, mine, world.threads
+            finished.append((case, mine))
+            yield case, mine, world.threads, False
+        for case, mine in collectives.replay_cases(
+                world, finished, spec.samples, spec.budget_s,
+                lambda case: _emit(spec, world, "replay", case=case.key)):
+            yield case, mine, world.threads, True
         return
     for case in spec.cases:
         visit(case)
@@ -153,7 +166,7 @@ def _results(spec: Spec, world: Ranks, groups: dict[int, Ranks]
         active = min(case.size, int(os.environ.get("LOCAL_WORLD_SIZE", world.size)))
         threads = 0 if r.cuda else cpu_threads(active)
         yield case, (scaling.run_case(r, case, spec.steps) if world.rank < case.size
-                     else None), threads
+                     else None), threads, False
 
 
 def _gathered(spec: Spec, world: Ranks, case: Case, mine: Any, threads: int

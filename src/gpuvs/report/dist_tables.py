@@ -229,4 +229,5 @@ def ranks_note(info: dict[str, object]) -> str:
         passed = f"NCCL variables on every rank: {listed(envs[0])}"
     else:
         passed = "; ".join(f"rank {i}: {listed(e)}" for i, e in enumerate(envs))
-    return f"ranks: {versions}; {passed}"
+    after = f"\n{info['after_saved']}" if info.get("after_saved") else ""
+    return f"ranks: {versions}; {passed}{after}"
