@@ -56,26 +56,46 @@ def test_a_launch_bound_loop_runs_as_fast_after_what_gpuvs_does_in_a_timed_proce
     assert a == pytest.approx(b, rel=0.03), (a, b)
 
 
-def test_gpuvs_compare_leaves_the_callers_later_loops_as_fast_as_before() -> None:
-    """`gpuvs.compare` times in the caller's process and explains in children: a plain
-    loop timed after it runs as fast as before it. The floor of many short blocks (their
-    fastest quarter) is compared, since the host's regimes move a block's time by a third
-    from one second to the next, while the profiler's slow-down moved every block."""
+def test_gpuvs_compare_and_its_explanation_leave_the_callers_process_unobserved() -> None:
+    """`gpuvs.compare` times in the caller's process and explains in a child: afterwards
+    the caller's process has made no observation (no profiler session, no graph capture:
+    gpuvs's own record of them is empty and torch's profiler is off), and a plain loop
+    timed after it is not slowed the way an observation slows it (a profiler session made
+    this loop twice as slow, for 10 s and more).
+
+    The timing bound is loose on purpose. Timed before and after, not interleaved, the
+    floor of this loop's blocks (their fastest quarter over 4 s) moved by +39 % in one
+    run on an H100 VM and by −16 % in another, with this process unobserved both times:
+    the host's regimes last longer than any span a test can wait out. The 3 % bound is
+    held by the interleaved test above, on everything gpuvs does in a timed process."""
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
         pytest.skip("no CUDA device")
     import gpuvs
+    from gpuvs.measuring.watch import ensure_unobserved
 
     x = torch.rand(10_000, device="cuda")
     loop = lambda: x.mul_(1.0)  # noqa: E731
     _block(loop)
 
     def floor() -> float:
-        blocks = sorted(_block(loop, 1000) for _ in range(80))
-        return statistics.median(blocks[:20])
+        blocks: list[float] = []
+        end = time.monotonic() + FLOOR_SPAN_S
+        while time.monotonic() < end:
+            blocks += [_block(loop, 1000) for _ in range(4)]
+            time.sleep(0.05)
+        blocks.sort()
+        return statistics.median(blocks[:len(blocks) // 4])
 
     before = floor()
     result = gpuvs.compare(lambda t: t * 2.0, torch.rand(10_000), budget_s=0.2)
     assert result.measurements, result
+    assert result.explain() is not None
+    ensure_unobserved()
+    assert not torch.autograd.profiler._is_profiler_enabled
     after = floor()
-    assert after == pytest.approx(before, rel=0.03), (before, after)
+    assert after < before * OBSERVED_SLOWDOWN, (before, after)
+
+
+FLOOR_SPAN_S = 4.0
+OBSERVED_SLOWDOWN = 1.6  # a profiler session: 2×; the host's regimes: up to +39 %

@@ -121,3 +121,26 @@ def test_a_clear_slowdown_fails_the_gate_with_its_ratio() -> None:
         "w/correct/numpy/cpu/float32/1"]
     assert judged.exit_reason.startswith("1 case(s) slower by more than 10 % with the whole "
                                          "95 % CI above it: w/correct/numpy/cpu/float32/1 (1.5")
+
+
+def _gpu(median: float, busy: float | None) -> Measurement:
+    case = Case("w", "correct", "torch", "cuda:0", "float32", 1)
+    samples = tuple(median * (1 + RNG.normal(0, 0.002, 60)))
+    counters = {"busy_graph_s": busy} if busy is not None else {}
+    return Measurement(case, Status.OK, samples=samples, counters=counters)
+
+
+def test_a_host_bound_gpu_case_is_judged_against_the_spread_runs_of_its_kind_show() -> None:
+    """A launch-bound case moved 15 % between runs at the median on H100s, whatever one
+    run's interval said: 10 % slower is within that; 40 % slower is not."""
+    base = _gpu(10e-6, busy=2e-6)
+    assert change(base, _gpu(11e-6, busy=2e-6)).verdict == "ambiguous"
+    assert change(base, _gpu(14e-6, busy=2e-6)).verdict == "slower"
+    assert change(base, _gpu(11e-6, busy=None)).verdict == "ambiguous"  # busy not known
+
+
+def test_a_device_bound_gpu_case_keeps_its_own_narrow_interval() -> None:
+    """A kernel that keeps the GPU busy was 0.1 % apart between runs: 10 % is slower."""
+    base = _gpu(2.66e-3, busy=2.65e-3)
+    assert change(base, _gpu(2.93e-3, busy=2.92e-3)).verdict == "slower"
+    assert change(base, _gpu(2.66e-3, busy=2.65e-3)).verdict == "same"
