@@ -184,7 +184,7 @@ def _gpu_to_gpu(args: argparse.Namespace, found: profile.Found,
 def _write_predictions(path: Path, checks: list[validation.Check]) -> None:
     path.write_text(json.dumps([{
         "case": c.case.key, "measured_s": c.measured_s, "predicted_s": c.prediction.seconds,
-        "interval_s": c.prediction.interval, "bound": c.prediction.estimate.dominant.value,
+        "interval_s": c.prediction.interval, "bound": c.prediction.estimate.dominant.term,
         "regime": c.prediction.estimate.regime, "error": c.error, "inside": c.inside,
         "why": c.prediction.why()} for c in checks], indent=1) + "\n", encoding="utf-8")
 

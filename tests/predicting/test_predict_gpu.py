@@ -27,7 +27,7 @@ def test_x_times_5_on_1e8_floats_lands_where_the_shipped_profile_predicts() -> N
     case = Case("elementwise", "correct", "torch", "cuda:0", "float32", 10**8,
                 (("op", "scale"),))
     predicted = t.predict(of_case(case))
-    assert predicted.estimate.dominant.value == "memory"
+    assert predicted.estimate.dominant.term == "memory"
     x = torch.rand(10**8, device="cuda")
 
     def scale() -> object:

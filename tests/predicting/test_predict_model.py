@@ -9,17 +9,18 @@ import dataclasses
 import pytest
 from tests.predicting.samples import synthetic
 
+from gpuvs.analysis.roofline import Bound
 from gpuvs.errors import UsageError
 from gpuvs.model import Case
 from gpuvs.predicting import model
-from gpuvs.predicting.model import FRESH, Term
+from gpuvs.predicting.model import FRESH
 from gpuvs.predicting.work import Work, of_case
 
 
 def test_a_big_product_is_compute_bound_at_the_dtype_peak() -> None:
     e = model.estimate(Work(flops=1e12, bytes=1e9), synthetic())
     assert e.seconds == pytest.approx(1e12 / 50e12)
-    assert e.dominant is Term.COMPUTE and e.regime == "compute"
+    assert e.dominant is Bound.COMPUTE and e.regime == "compute"
     assert e.why == "compute-bound: 1e+12 FLOP at 50 TFLOP/s (float32)"
 
 
@@ -32,14 +33,14 @@ def test_float32_on_tf32_units_uses_the_tf32_peak() -> None:
 def test_a_pass_over_memory_is_memory_bound_at_the_copy_bandwidth() -> None:
     e = model.estimate(Work(flops=1e8, bytes=8e8), synthetic())
     assert e.seconds == pytest.approx(8e8 / 2e12)  # 400 µs, over the 10 µs launch
-    assert e.dominant is Term.MEMORY
+    assert e.dominant is Bound.MEMORY
     assert e.why.startswith("memory-bound: 763 MiB at 2 TB/s")
 
 
 def test_short_kernels_wait_on_the_host_launching_them() -> None:
     e = model.estimate(Work(flops=3e3, bytes=1.2e4, launches=3), synthetic())
     assert e.seconds == pytest.approx(3 * 10e-6)
-    assert e.dominant is Term.LAUNCH
+    assert e.dominant is Bound.LAUNCH
     assert e.why.startswith("launch-bound: 3 launch(es) × 10 µs of host dispatch outweigh")
 
 
@@ -52,16 +53,16 @@ def test_an_end_to_end_call_adds_its_copies_to_the_work() -> None:
     work = Work(flops=2e9, bytes=1.2e7, copied_in=(4e6, 4e6), copied_out=(4e6,))
     e = model.estimate(work, synthetic())
     copies = 8e6 / 10e9 + 4e6 / 5e9 + 3 * 20e-6   # 800 + 800 + 60 µs
-    assert e.terms[Term.TRANSFER] == pytest.approx(copies)
+    assert e.terms[Bound.TRANSFER] == pytest.approx(copies)
     assert e.seconds == pytest.approx(copies + max(2e9 / 50e12, 1.2e7 / 2e12, 10e-6))
-    assert e.dominant is Term.TRANSFER and e.regime == "transfer"
+    assert e.dominant is Bound.TRANSFER and e.regime == "transfer"
     assert "3 copies × 20 µs" in e.why
 
 
 def test_an_output_past_32_mib_lands_in_fresh_host_memory_a_regime_of_its_own() -> None:
     work = Work(bytes=2e8, copied_in=(1e8,), copied_out=(1e8,))
     e = model.estimate(work, synthetic())
-    assert e.dominant is Term.TRANSFER and e.regime == FRESH
+    assert e.dominant is Bound.TRANSFER and e.regime == FRESH
     assert e.why.endswith("its output lands in freshly mapped host memory")
     small = model.estimate(dataclasses.replace(work, copied_out=(1e6,)), synthetic())
     assert small.regime == "transfer"

@@ -31,6 +31,9 @@ BUSY_COUNTERS = ("busy_graph_s", "busy_kernels_s")
 
 
 class Bound(str, Enum):
+    """What sets a call's time: the four regimes, for a measured case (`classify`) and for
+    a predicted one (`gpuvs.predicting.model`, whose terms are named by `term`)."""
+
     LAUNCH = "launch-bound"
     TRANSFER = "transfer-bound"
     MEMORY = "memory-bound"
@@ -38,6 +41,12 @@ class Bound(str, Enum):
 
     def __str__(self) -> str:
         return self.value
+
+    @property
+    def term(self) -> str:
+        """The regime's one word ("launch"): a prediction's term, and the key its
+        calibration is stored under (`NAME.residuals.json`)."""
+        return self.value.removesuffix("-bound")
 
 
 @dataclass(frozen=True)

@@ -240,7 +240,7 @@ def document(t: Target, found: Sequence[Series]) -> str:
                              "cpu_median_s": p.cpu.summary.median if p.cpu.summary else None},
                 "predicted": None if pr is None else {
                     "seconds": pr.seconds, "interval_s": pr.interval,
-                    "speedup": p.speedup, "bound": pr.estimate.dominant.value,
+                    "speedup": p.speedup, "bound": pr.estimate.dominant.term,
                     "terms_s": {k.value: v for k, v in pr.estimate.terms.items()},
                     "why": pr.why(), "low_confidence": pr.low_confidence}}
 

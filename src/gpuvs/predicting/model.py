@@ -26,11 +26,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from enum import Enum
 from types import MappingProxyType
 
 from gpuvs import units
 from gpuvs.analysis.ceilings import peak_for
+from gpuvs.analysis.roofline import Bound
 from gpuvs.errors import UsageError
 from gpuvs.model import Case
 from gpuvs.predicting.profile import Profile
@@ -43,24 +43,14 @@ LATENCY = "launch + sync latency"
 H2D, D2H = "h2d pageable", "d2h pageable"
 
 
-class Term(str, Enum):
-    COMPUTE = "compute"
-    MEMORY = "memory"
-    LAUNCH = "launch"
-    TRANSFER = "transfer"
-
-    def __str__(self) -> str:
-        return self.value
-
-
 @dataclass(frozen=True)
 class Estimate:
     """The model's time per call for one call on one profile, before calibration."""
 
-    terms: Mapping[Term, float]   # seconds per call each term alone would take
-    dominant: Term
+    terms: Mapping[Bound, float]   # seconds per call each term alone would take
+    dominant: Bound  # the roofline's regime: the same four names as a measured case's
     why: str                      # the dominant term, in words, with its numbers
-    regime: str = ""              # what calibrates it: the dominant term's name, or FRESH
+    regime: str = ""              # what calibrates it: the dominant term (`Bound.term`), or FRESH
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "terms", MappingProxyType(dict(self.terms)))
@@ -70,10 +60,10 @@ class Estimate:
         return combine(self.terms)
 
 
-def combine(terms: Mapping[Term, float]) -> float:
+def combine(terms: Mapping[Bound, float]) -> float:
     """Launches overlap the device's work, copies overlap nothing."""
-    return max(terms[Term.COMPUTE], terms[Term.MEMORY], terms[Term.LAUNCH]) \
-        + terms[Term.TRANSFER]
+    return max(terms[Bound.COMPUTE], terms[Bound.MEMORY], terms[Bound.LAUNCH]) \
+        + terms[Bound.TRANSFER]
 
 
 def estimate(work: Work, profile: Profile) -> Estimate:
@@ -88,21 +78,21 @@ def estimate(work: Work, profile: Profile) -> Estimate:
     if work.flops and "flops" not in peaks:
         raise UsageError(_missing(profile, f"{work.dtype} matrix-product peak on a GPU"))
     dispatch = _gpu(profile, DISPATCH, work.backend)
-    terms = {Term.COMPUTE: work.flops / peaks["flops"] if work.flops else 0.0,
-             Term.MEMORY: work.bytes / peaks["bytes"],
-             Term.LAUNCH: work.launches * dispatch, Term.TRANSFER: 0.0}
+    terms = {Bound.COMPUTE: work.flops / peaks["flops"] if work.flops else 0.0,
+             Bound.MEMORY: work.bytes / peaks["bytes"],
+             Bound.LAUNCH: work.launches * dispatch, Bound.TRANSFER: 0.0}
     rates = (0.0, 0.0, 0.0)
     if work.end_to_end:
         rates = (_gpu(profile, H2D, "torch"), _gpu(profile, D2H, "torch"),
                  _gpu(profile, LATENCY, work.backend))
-        terms[Term.TRANSFER] = (sum(work.copied_in) / rates[0] + sum(work.copied_out) / rates[1]
+        terms[Bound.TRANSFER] = (sum(work.copied_in) / rates[0] + sum(work.copied_out) / rates[1]
                                 + (len(work.copied_in) + len(work.copied_out)) * rates[2])
-    dominant = (Term.TRANSFER if terms[Term.TRANSFER] >= combine(terms) / 2 else
-                max((Term.COMPUTE, Term.MEMORY, Term.LAUNCH), key=lambda t: terms[t]))
-    fresh = dominant is Term.TRANSFER and max(work.copied_out, default=0.0) > FRESH_BYTES
+    dominant = (Bound.TRANSFER if terms[Bound.TRANSFER] >= combine(terms) / 2 else
+                max((Bound.COMPUTE, Bound.MEMORY, Bound.LAUNCH), key=lambda t: terms[t]))
+    fresh = dominant is Bound.TRANSFER and max(work.copied_out, default=0.0) > FRESH_BYTES
     why = _why(dominant, work, terms, peaks, dispatch, rates) + (
         "; its output lands in freshly mapped host memory" if fresh else "")
-    return Estimate(terms, dominant, why, FRESH if fresh else dominant.value)
+    return Estimate(terms, dominant, why, FRESH if fresh else dominant.term)
 
 
 def scaled(measured_s: float, work: Work, source: Profile, target: Profile
@@ -127,17 +117,17 @@ def _missing(profile: Profile, what: str) -> str:
             f"--refresh --save-profile {profile.name}` on {profile.device} measures it")
 
 
-def _why(dominant: Term, work: Work, terms: Mapping[Term, float],
+def _why(dominant: Bound, work: Work, terms: Mapping[Bound, float],
          peaks: Mapping[str, float], dispatch: float, rates: tuple[float, float, float]
          ) -> str:
-    device = max(terms[Term.COMPUTE], terms[Term.MEMORY])
-    if dominant is Term.LAUNCH:
+    device = max(terms[Bound.COMPUTE], terms[Bound.MEMORY])
+    if dominant is Bound.LAUNCH:
         return (f"launch-bound: {work.launches:.0f} launch(es) × {units.seconds(dispatch)} "
                 f"of host dispatch outweigh {units.seconds(device)} of device work")
-    if dominant is Term.MEMORY:
+    if dominant is Bound.MEMORY:
         return (f"memory-bound: {units.nbytes(work.bytes)} at "
                 f"{units.rate(peaks['bytes'], 'B/s')}")
-    if dominant is Term.COMPUTE:
+    if dominant is Bound.COMPUTE:
         unit = f"{work.dtype}{' as TF32' if work.tf32 else ''}"
         return (f"compute-bound: {work.flops:.3g} FLOP at "
                 f"{units.rate(peaks['flops'], 'FLOP/s')} ({unit})")
@@ -145,4 +135,4 @@ def _why(dominant: Term, work: Work, terms: Mapping[Term, float],
     return (f"transfer-bound: {units.nbytes(sum(work.copied_in))} in at "
             f"{units.rate(rates[0], 'B/s')}, {units.nbytes(sum(work.copied_out))} out at "
             f"{units.rate(rates[1], 'B/s')}, {copies} copies × {units.seconds(rates[2])} "
-            f"(the work on the device: {units.seconds(combine(terms) - terms[Term.TRANSFER])})")
+            f"(the work on the device: {units.seconds(combine(terms) - terms[Bound.TRANSFER])})")

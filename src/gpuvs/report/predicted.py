@@ -72,7 +72,7 @@ def _row(s: Series, p: Point) -> tuple[str, ...]:
     note = prediction.why() + (f"; {prediction.low_confidence}"
                                if prediction.low_confidence else "")
     return (units.size(p.size), s.gpu.backend_device, s.data, measured, time, speedup,
-            prediction.estimate.dominant.value, note)
+            prediction.estimate.dominant.term, note)
 
 
 def crossover_table(found: Sequence[Series], target: Target) -> Table:
