@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import sqlite3
+import subprocess
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -64,3 +66,12 @@ def stored_count(db: str) -> int:
             return int(c.execute("select count(*) from measurements").fetchone()[0])
     except sqlite3.OperationalError:
         return 0
+
+
+def interruptible(cmd: list[str], stderr: int = subprocess.STDOUT) -> subprocess.Popen[str]:
+    """`cmd` started as a command typed in a terminal is: with SIGINT's default
+    disposition. A shell's background job starts with SIGINT ignored, and so do its
+    children, whatever ran the suite; a run that starts so rightly ignores Ctrl-C, and a
+    test that sends it one would wait forever."""
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=stderr, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from tests.helpers import invoke, stored_count
+from tests.helpers import interruptible, invoke, stored_count
 
 QUICK = ["--budget", "0.1", "--backend", "numpy", "--device", "cpu"]
 REPO = Path(__file__).resolve().parents[1]
@@ -135,10 +135,7 @@ def test_a_signal_marks_the_run_interrupted_and_resume_latest_finishes_it(db, si
     cmd = [sys.executable, "-m", "gpuvs", "run", "-w", "test_spin", "-s",
            "2e4,4e4,6e4,8e4,1e5", "-b", "numpy", "-d", "cpu", "--budget", "0.4", "--passes",
            "1", "--criterion", "fixed:n=40", "--db", db]
-    # A shell's background job starts with SIGINT ignored, and so would the run: give it
-    # the default disposition, as a command typed in a terminal has.
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    proc = interruptible(cmd, stderr=subprocess.PIPE)
     deadline = time.time() + 60
     while time.time() < deadline and stored_count(db) < 2:
         time.sleep(0.2)

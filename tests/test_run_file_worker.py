@@ -214,10 +214,9 @@ def test_an_interrupted_run_file_keeps_every_size_it_finished(script: Path, db: 
                                                               sig: int) -> None:
     """Each case is saved the moment its worker sends it, as `gpuvs run` saves them; an
     interrupt ends the run `interrupted` and says what was kept and how to go on."""
-    proc = subprocess.Popen(
+    proc = helpers.interruptible(
         [sys.executable, "-m", "gpuvs", "run-file", f"{script}::slow_from_40", "--sizes",
-         "10,20,30,40", "-d", "cpu", "--budget", "0.05", "--db", db],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+         "10,20,30,40", "-d", "cpu", "--budget", "0.05", "--db", db])
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and len(_stored_if_any(db)) < 3:
         time.sleep(0.2)
