@@ -39,7 +39,7 @@ from gpuvs.cli.app import (
     usage_errors,
     write_file,
 )
-from gpuvs.cli.recorded import Recording, executed
+from gpuvs.cli.recorded import executed
 from gpuvs.errors import UsageError
 
 # The CPU side of a prediction: one short pass is enough next to the predicted interval,
@@ -152,17 +152,11 @@ def _measure_cpu(store: Any, config: Any, out: Any, fresh: bool) -> list[Any]:
                   "--fresh measures them again)", markup=False, highlight=False)
     if not todo:
         return [m for _, m in known.values()]
-    recording = Recording(
-        command="predict", kind=RunKind.SWEEP, config=cpu_config.to_dict(),
-        header=lambda run_id: [f"run {run_id}: {len(todo)} CPU cases measured here; the "
-                               "GPU cases are predicted"],
-        execute=lambda run, shown: _execute(run, todo, cpu_config, shown),
-        tables=lambda ms, ceilings: (), closing=lambda run_id, counts: (),
-        again="`gpuvs predict` measures them again.", environment=here)
-    run = start_run(store, recording.kind, recording.config, here)
-    for line in recording.header(run.run_id):
-        out.print(line, markup=False, highlight=False)
-    executed(run, recording, out)
+    run = start_run(store, RunKind.SWEEP, cpu_config.to_dict(), here)
+    out.print(f"run {run.run_id}: {len(todo)} CPU cases measured here; the GPU cases are "
+              "predicted", markup=False, highlight=False)
+    executed(run, lambda run, shown: _execute(run, todo, cpu_config, shown),
+             "`gpuvs predict` measures them again.", out)
     return [m for _, m in known.values()] + [m for m in run.measurements()
                                             if m.status is Status.OK]
 

@@ -59,11 +59,13 @@ class Recording:
     lazily: bool = False
 
 
-def executed(run: Any, recording: Recording, out: Any) -> Counter[str]:
-    """The skeleton's middle, every case recorded as it ends: `recording.execute` guarded
-    (an interrupt leaves the run `interrupted`, its cases kept, and says how to finish
-    it), then the run finished. `gpuvs predict` measures its CPU cases through this alone:
-    its tables are predictions, not the run's."""
+def executed(run: Any, execute: Callable[[Any, Shown], Mapping[str, int]], again: str,
+             out: Any, complete: Callable[[Measurement], bool] | None = None
+             ) -> Counter[str]:
+    """The skeleton's middle, every case recorded as it ends: `execute(run, shown)`
+    guarded (an interrupt leaves the run `interrupted`, its cases kept, and says `again`:
+    how to finish it), then the run finished. `gpuvs predict` measures its CPU cases
+    through this alone: its tables are predictions, not the run's."""
     from gpuvs.store.runs import guarded
 
     def shown(n: int) -> AbstractContextManager[Advance]:
@@ -71,10 +73,10 @@ def executed(run: Any, recording: Recording, out: Any) -> Counter[str]:
 
     def finished() -> int:
         done = run.measurements()
-        return sum(map(recording.complete, done)) if recording.complete else len(done)
+        return sum(map(complete, done)) if complete else len(done)
 
-    with usage_errors(), guarded(run, recording.again, finished):
-        counts = Counter(recording.execute(run, shown))
+    with usage_errors(), guarded(run, again, finished):
+        counts = Counter(execute(run, shown))
     run.finish()
     return counts
 
@@ -95,7 +97,7 @@ def recorded(store: Any, recording: Recording, *, fmt: str = "plain",
                                lazily=recording.lazily, on_create=announce)
     if run.created:
         announce(run.run_id)
-    counts = executed(run, recording, out)
+    counts = executed(run, recording.execute, recording.again, out, recording.complete)
     measurements = run.measurements()
     ceilings = list(recording.ceilings(run))
     emit_tables(recording.tables(measurements, ceilings), fmt, console(),

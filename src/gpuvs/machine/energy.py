@@ -147,12 +147,14 @@ def idle_watts(device: str, seconds: float = IDLE_WINDOW_S, nvml: Any = None,
     """The GPU's power with nothing running on it: the counter's energy between two of its
     steps `seconds` or more apart, over the time between them; None where the counter
     cannot be read or does not move (no wait then)."""
-    steps = Steps(lambda: gpu_millijoules(device, nvml), clock, sleep)
-    first = steps.next()
+    def read() -> int | NoEnergy:
+        return gpu_millijoules(device, nvml)
+
+    first = next_step(read, clock, sleep)
     if first is None:
         return None
     sleep(seconds)
-    last = steps.next()
+    last = next_step(read, clock, sleep)
     if last is None or last[0] <= first[0]:
         return None
     return (last[1] - first[1]) / 1e3 / (last[0] - first[0])
@@ -164,32 +166,24 @@ def idle_by_device(devices: Iterable[str]) -> dict[str, float]:
     return {d: w for d, w in found.items() if w is not None}
 
 
-class Steps:
-    """A counter that moves in steps, read on them: `next()` waits for the counter's next
-    step and says when it came and what it read. The wait reads the counter every
-    STEP_POLL_S (a read of NVML, no work on the GPU), so a step is dated within that. The
-    idle power is read so: between two dated steps of a card doing nothing, nothing trails
-    and nothing is lost to the steps."""
-
-    def __init__(self, read: Callable[[], Any], clock: Callable[[], float],
-                 sleep: Callable[[float], None]) -> None:
-        self.read, self.clock, self.sleep = read, clock, sleep
-
-    def next(self, wait_s: float = STEP_WAIT_S) -> tuple[float, int] | None:
-        """(when, reading) at the counter's next step; None where it cannot be read or did
-        not move within `wait_s`."""
-        first = self.read()
-        if isinstance(first, NoEnergy):
-            return None
-        until = self.clock() + wait_s
-        while self.clock() < until:
-            self.sleep(STEP_POLL_S)
-            now = self.read()
-            if isinstance(now, NoEnergy):
-                return None
-            if now != first:
-                return self.clock(), now
+def next_step(read: Callable[[], int | NoEnergy], clock: Callable[[], float],
+              sleep: Callable[[float], None]) -> tuple[float, int] | None:
+    """(when, reading) at the counter's next step, read every STEP_POLL_S (a read of NVML,
+    no work on the GPU), so the step is dated within that; None where the counter cannot
+    be read or did not move within STEP_WAIT_S. The idle power is read between two such
+    steps: on a card doing nothing, nothing trails and nothing is lost to the steps."""
+    first = read()
+    if isinstance(first, NoEnergy):
         return None
+    until = clock() + STEP_WAIT_S
+    while clock() < until:
+        sleep(STEP_POLL_S)
+        now = read()
+        if isinstance(now, NoEnergy):
+            return None
+        if now != first:
+            return clock(), now
+    return None
 
 
 class _Window(Watch, ABC):

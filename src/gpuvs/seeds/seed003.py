@@ -363,9 +363,9 @@ def _energy_notes(ms: Sequence[Measurement]) -> tuple[str, ...]:
     if not any(energy.of(m) or energy.why_none(m) for m in ms):
         return ()
     return ("energy/epoch: the steps' energy alone (loading a batch is not in it); GPU: the "
-            f"board's from NVML's counter over at least {energy.ENERGY_WINDOW_S:g} s of steps; "
-            "CPU: RAPL's package "
-            "and DRAM where readable, or a power declared with --cpu-watts",)
+            f"board's from NVML's counter over at least {energy.ENERGY_WINDOW_S:g} s of "
+            "steps; CPU: RAPL's package and DRAM where readable, or a power declared with "
+            "--cpu-watts",)
 
 
 ACCURACY_COLUMNS = ("device", "epoch", "epoch time", "elapsed", "train accuracy",
