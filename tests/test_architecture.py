@@ -47,8 +47,8 @@ ALLOWED: dict[str, set[str]] = {
     # the five posts; several processes at once
     "seeds": {"analysis", "machine", "measuring", "model", "registry", "table", "units",
               "workloads"},
-    "distributed": {"backends", "errors", "execute", "measuring", "model", "store", "units",
-                    "workloads"},
+    "distributed": {"backends", "errors", "execute", "machine", "measuring", "model", "store",
+                    "units", "workloads"},
     # everything drawn for a person
     "report": {"analysis", "distributed", "machine", "measuring", "model", "predicting", "seeds",
                "table", "units", "workloads"},

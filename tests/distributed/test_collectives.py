@@ -34,7 +34,7 @@ def test_two_gloo_ranks_measure_and_check_every_collective(dist, db, monkeypatch
     for m in ms:  # ok means every rank's output matched the known result
         assert m.status is Status.OK, m.reason
         assert len(m.samples) == 3 and m.loops >= 1 and m.first_call_s is not None  # budget 0
-        assert m.timer == "host clock, slowest of 2 ranks"
+        assert m.timer == "host"
         assert m.counters["bytes"] == m.case.size and m.counters["nproc"] == 2
     for name in COLLECTIVES:
         assert f"dist · {name} · gloo · 2 × cpu" in result.output
@@ -62,8 +62,11 @@ def test_each_collective_passes_its_check_and_is_sampled(one_rank: Ranks, name: 
     assert result.status is Status.OK, result.reason
     assert len(result.samples) == 2 and result.warmups == collectives.WARMUP_CALLS
     m = collectives.record(_case(name), [result], threads=2)
-    assert m.status is Status.OK and m.counters == {"bytes": 4096.0, "nproc": 1.0,
-                                                    "threads": 2.0}
+    assert m.status is Status.OK
+    assert {k: m.counters[k] for k in ("bytes", "nproc", "threads")} == {
+        "bytes": 4096.0, "nproc": 1.0, "threads": 2.0}
+    # the watches every entry point times in: other processes' CPU time, peak memory
+    assert 0 <= m.counters["others_cpu_share"] <= 1 and m.counters["peak_host_bytes"] >= 0
 
 
 def test_a_wrong_reduction_is_caught(one_rank: Ranks) -> None:

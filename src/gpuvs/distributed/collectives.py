@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from gpuvs.distributed import watched
 from gpuvs.distributed.rank import (
     RankResult,
     Ranks,
@@ -38,6 +39,7 @@ from gpuvs.distributed.rank import (
     first_call,
     measurement,
 )
+from gpuvs.measuring.watch import Seen
 from gpuvs.model import Case, Measurement, Status
 from gpuvs.units import nbytes
 
@@ -125,32 +127,60 @@ def _turns(waiting: list[_Sampling], visit: Callable[[Case], None]
 
 
 class _Sampling:
-    """A started case: its buffers and its eager calls' sampler, stepped a batch a turn
-    until it is done."""
+    """A started case: its buffers, its watches and its eager calls' sampler, stepped a
+    batch a turn until it is done — and started again, inside fresh watches, when
+    `watched.again` says so (the same decision on every rank)."""
 
-    def __init__(self, case: Case, op: Op, first: float, calls: Sampler) -> None:
-        self.case, self.op, self.first, self.calls = case, op, first, calls
+    def __init__(self, r: Ranks, case: Case, op: Op, first: float, loops: int,
+                 plan: tuple[int, float, int], set_up: Seen) -> None:
+        self.r, self.case, self.op, self.first, self.loops = r, case, op, first, loops
+        self.plan, self.set_up = plan, set_up  # (least, budget_s, turns); peak memory
+        self.tries = watched.Tries()
+        self.ended: RankResult | None = None
+        self._begin()
+
+    def _begin(self) -> None:
+        least, budget_s, turns = self.plan
+        self.watches = watched.split(watched.case_watches(self.r, self.r.threads))[1]
+        self.watches.case_started()
+        self.calls = Sampler(self.r, self.op.call, self.loops, least,
+                             budget_s * watched.budget_factor(self.tries), turns)
+        self.watches.sampling_started()
 
     @property
     def finished(self) -> bool:
-        return self.calls.done
+        return self.ended is not None
 
     def step(self) -> bool:
-        if not self.calls.done:
-            self.calls.step()
+        """One batch; once the sampler is done, the case ends or starts again."""
+        if self.finished:
+            return True
+        if self.calls.step():
+            self.watches.sampling_ended(self.calls.calls)
+            calls = self.calls.took
+            result = watched.seen_with(RankResult(
+                samples=tuple(calls.mine), wall_samples=tuple(calls.walls),
+                first_call_s=self.first, loops=self.loops, warmups=WARMUP_CALLS,
+                criterion_met=self.calls.met), self.set_up, self.watches.case_ended())
+            if why := watched.again(self.r, result, self.tries):
+                self.tries = watched.next_try(self.tries, why)
+                self._begin()
+            else:
+                self.ended = watched.seen_with(result, tries=self.tries)
         return self.finished
 
     def result(self) -> RankResult:
-        calls = self.calls.took
-        return RankResult(samples=tuple(calls.mine), wall_samples=tuple(calls.walls),
-                          first_call_s=self.first, loops=self.calls.loops,
-                          warmups=WARMUP_CALLS, criterion_met=self.calls.met)
+        assert self.ended is not None
+        return self.ended
 
 
 def _start(r: Ranks, case: Case, samples: int, budget_s: float, turns: int
            ) -> RankResult | _Sampling:
     """Check, warm up and calibrate a case and take its first batch; a RankResult where
-    the case ends before sampling (no room, a wrong result)."""
+    the case ends before sampling (no room, a wrong result). Its peak memory is watched
+    from before its buffers are made until its first batch is taken."""
+    peak = watched.split(watched.case_watches(r, r.threads))[0]
+    peak.case_started()
     made = _made(r, case)
     if isinstance(made, RankResult):
         return made
@@ -158,7 +188,8 @@ def _start(r: Ranks, case: Case, samples: int, budget_s: float, turns: int
     for _ in range(WARMUP_CALLS):
         op.call()
     loops = calibrate(r, op.call)
-    started = _Sampling(case, op, first, Sampler(r, op.call, loops, samples, budget_s, turns))
+    started = _Sampling(r, case, op, first, loops, (samples, budget_s, turns),
+                        peak.case_ended())
     started.step()
     return started
 

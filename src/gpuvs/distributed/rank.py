@@ -20,7 +20,8 @@ from typing import Any
 from gpuvs.errors import first_line
 from gpuvs.measuring import caveats
 from gpuvs.measuring.criteria import MedianCI
-from gpuvs.model import Case, Measurement, Status
+from gpuvs.measuring.watch import Seen, observing
+from gpuvs.model import Case, Caveat, Measurement, Status
 
 # Calls per sample are calibrated so that one sample lasts at least this long: far above
 # the CUDA events' resolution (about 0.5 µs) and the jitter of leaving a barrier.
@@ -64,6 +65,7 @@ class RankResult:
     loops: int = 1
     warmups: int = 0
     criterion_met: bool = True  # False: the budget ended before the CI reached REL_CI
+    seen: Seen = Seen()  # what this rank's watches saw (`watched`)
 
 
 def barrier(r: Ranks) -> None:
@@ -158,7 +160,8 @@ def captured(r: Ranks, call: Callable[[], object], loops: int
         graph = torch.cuda.CUDAGraph()
         side = torch.cuda.Stream(r.device)
         side.wait_stream(torch.cuda.current_stream(r.device))
-        with warnings.catch_warnings(record=True) as seen:
+        with (warnings.catch_warnings(record=True) as seen,
+              observing("a CUDA graph capture")):
             warnings.simplefilter("always")
             with torch.cuda.graph(graph, stream=side, capture_error_mode="thread_local"):
                 for _ in range(loops):
@@ -230,6 +233,7 @@ class Sampler:
         self.took = Sampled()
         self.criterion = MedianCI(rel=REL_CI, min_samples=least)
         self.size, self.batches, self.spent_s = least, 0, 0.0
+        self.calls = 0  # every call run, the untimed loop before each batch included
         self.done = self.met = False
 
     def step(self) -> bool:
@@ -237,6 +241,7 @@ class Sampler:
         started = time.monotonic()
         mine, wall = batch(self.r, self.call, self.loops, self.size)
         took_s = time.monotonic() - started
+        self.calls += self.loops * (len(mine) + 1)
         every = every_rank(self.r, (mine, took_s, took_s / self.size))
         for worst in per_sample_max([e[0] for e in every]):
             self.criterion.add(worst)
@@ -271,13 +276,29 @@ def per_sample_max(rows: Sequence[Sequence[float]]) -> tuple[float, ...]:
     return tuple(max(column) for column in zip(*rows, strict=True)) if rows else ()
 
 
+def merged(seen: Sequence[Seen]) -> Seen:
+    """Every rank's caveats (once each, in order), and each counter as the rank that
+    bounds the case read it: the lowest clock (`…_mhz…`), the highest of anything else
+    (peak memory, power, temperature, other processes' share)."""
+    found: dict[Caveat, None] = {}
+    values: dict[str, list[float]] = {}
+    for s in seen:
+        found.update(dict.fromkeys(s.caveats))
+        for key, value in s.counters.items():
+            values.setdefault(key, []).append(value)
+    return Seen(tuple(found), {k: (min if "_mhz" in k else max)(v) for k, v in values.items()})
+
+
 def measurement(case: Case, results: Sequence[RankResult],
                 counters: dict[str, float]) -> Measurement:
-    """Rank 0's record of a case from every rank's result."""
+    """Rank 0's record of a case from every rank's result: the slowest rank's samples,
+    every rank's watches merged (`merged`), timed by the clock a single-device case on
+    the same device uses."""
     head = results[0]
     if head.status is not Status.OK:
         return Measurement(case, head.status, head.reason, first_call_s=head.first_call_s,
                            counters=counters)
+    seen = merged([r.seen for r in results])
     walls = [r.wall_samples for r in results]
     firsts = [r.first_call_s for r in results if r.first_call_s is not None]
     first = max(firsts) if firsts else None
@@ -287,7 +308,9 @@ def measurement(case: Case, results: Sequence[RankResult],
         case, Status.OK, samples=samples,
         wall_samples=per_sample_max(walls) if all(walls) else (), loops=head.loops,
         first_call_s=first, warmups=head.warmups,
-        caveats=caveats.detect(samples, first, criterion_met=head.criterion_met),
-        timer=("cuda events" if case.device.startswith("cuda") else "host clock")
-        + f", slowest of {len(results)} ranks", counters=counters,
+        caveats=tuple(dict.fromkeys((*caveats.detect(samples, first,
+                                                     criterion_met=head.criterion_met),
+                                     *seen.caveats))),
+        timer="cuda_events" if case.device.startswith("cuda") else "host",
+        counters={**seen.counters, **counters},
         graph_samples=per_sample_max(replayed) if all(replayed) else ())

@@ -28,6 +28,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from datetime import timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -165,8 +166,8 @@ def _results(spec: Spec, world: Ranks, groups: dict[int, Ranks]
         r = groups[case.size]
         active = min(case.size, int(os.environ.get("LOCAL_WORLD_SIZE", world.size)))
         threads = 0 if r.cuda else cpu_threads(active)
-        yield case, (scaling.run_case(r, case, spec.steps) if world.rank < case.size
-                     else None), threads, False
+        yield case, (scaling.run_case(r, case, spec.steps, threads, partial(visit, case))
+                     if world.rank < case.size else None), threads, False
 
 
 def _gathered(spec: Spec, world: Ranks, case: Case, mine: Any, threads: int

@@ -13,9 +13,10 @@ from __future__ import annotations
 import itertools
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
+from gpuvs.distributed import watched
 from gpuvs.distributed.rank import (
     RankResult,
     Ranks,
@@ -26,6 +27,7 @@ from gpuvs.distributed.rank import (
     per_sample_max,
 )
 from gpuvs.distributed.spec import per_rank_batch
+from gpuvs.measuring.watch import Watches
 from gpuvs.model import Case, Measurement, Status
 
 WARMUP_STEPS = 2  # of each kind, after the first step
@@ -38,9 +40,19 @@ STEPS_PER_BATCH = 10
 WEIGHT_TOLERANCE = 1e-6
 
 
-def run_case(r: Ranks, case: Case, steps: int) -> RankResult:
-    """This rank's part of one rank count: the first step, the check, then `steps` timed
-    steps with the all-reduce and `steps` without, in alternating batches."""
+def run_case(r: Ranks, case: Case, steps: int, threads: int,
+             restart: Callable[[], None] = lambda: None) -> RankResult:
+    """This rank's part of one rank count, inside the watches (`watched.measured`): taken
+    again, on a fresh model, with REMEASURE_BUDGET_FACTOR times the steps when the steps
+    split or drifted, or after a pause when another process contended."""
+    return watched.measured(r, lambda watches, factor: _taken(
+        r, case, round(steps * factor), watches), threads, restart)
+
+
+def _taken(r: Ranks, case: Case, steps: int, watches: Watches) -> RankResult:
+    """The first step, the check, then `steps` timed steps with the all-reduce and
+    `steps` without, in alternating batches; the watches hear when the timed steps start
+    and end."""
     import torch
     from torch.nn.parallel import DistributedDataParallel
 
@@ -74,12 +86,14 @@ def run_case(r: Ranks, case: Case, steps: int) -> RankResult:
     synced: list[float] = []
     local: list[float] = []
     walls: list[float] = []
+    watches.sampling_started()
     while len(synced) < steps:
         count = min(STEPS_PER_BATCH, steps - len(synced))
         taken, wall = batch(r, step, 1, count)
         synced += taken
         walls += [wall] if wall is not None else []
         local += batch(r, local_step, 1, count)[0]
+    watches.sampling_ended(2 * (len(synced) + math.ceil(steps / STEPS_PER_BATCH)))
     return RankResult(samples=tuple(synced), wall_samples=tuple(walls),
                       local_samples=tuple(local), first_call_s=first, warmups=WARMUP_STEPS)
 
