@@ -39,11 +39,12 @@ def test_nccl_collectives_on_two_gpus_are_checked_and_event_timed(dist, db) -> N
         # them moves between regimes; sampled in turns across the sweep, a case's CI
         # spans them. The sampling bug this pins gave ±100–150 %.
         assert m.summary.ci_halfwidth_rel <= 0.25, (m.case.key, m.summary)
-        # The same calls replayed from a CUDA graph: no host launch in them, so no
-        # host regime either.
+        # The same calls replayed from a CUDA graph: no host launch in them. NCCL's own
+        # pace still moves (a 4 KiB all-gather's replays ranged 6.5–25.7 µs a call on
+        # two H100s, its CI ±12.6 %), so the bound is the eager one.
         replay = m.graph_summary
         assert replay is not None and replay.median > 0, m.case.key
-        assert replay.ci_halfwidth_rel <= 0.10, (m.case.key, replay)
+        assert replay.ci_halfwidth_rel <= 0.25, (m.case.key, replay)
 
 
 @pytest.mark.usefixtures("two_gpus")
