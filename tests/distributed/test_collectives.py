@@ -5,6 +5,7 @@ protocol and check on one rank in this process."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -22,10 +23,12 @@ def test_two_gloo_ranks_measure_and_check_every_collective(dist, db, monkeypatch
                                                            tmp_path: Path) -> None:
     monkeypatch.setenv("NCCL_NVLS_ENABLE", "0")  # the multicast switch a host may set
     monkeypatch.setenv("NCCL_DEBUG", "WARN")
+    monkeypatch.setattr(os, "getloadavg", lambda: (64.0, 64.0, 64.0))  # as `gpuvs run`:
     out_json = tmp_path / "run.json"
     result = dist("collectives", "--backend", "gloo", "--nproc", "2", "--sizes", "1KiB,64KiB",
                   "--samples", "3", "--budget", "0", "--json", str(out_json))
     assert result.exit_code == 0, result.output
+    assert result.output.startswith("this machine is busy: load 64.0 on ")  # named first
     assert "NCCL variables on every rank: NCCL_DEBUG=WARN NCCL_NVLS_ENABLE=0" in result.output
     run_id = run_id_of(result.output)
     ms = open_store(db).measurements(run_id)

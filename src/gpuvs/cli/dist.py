@@ -140,19 +140,23 @@ def _execute(spec: Any, db: str | None, json_path: Any, fmt: str = "plain",
     A case whose ranks the watchdog had to kill (`timeout`) fails the command, as a crash
     does: the ranks did not finish it."""
     from gpuvs.distributed import launch, rank_main
+    from gpuvs.machine import contention
     from gpuvs.model import RunKind
     from gpuvs.report.dist_tables import dist_tables, ranks_note
     from gpuvs.report.layout import status_line
     if spec.launched and os.environ.get("RANK") != "0":
         rank_main.serve(spec)
         return 0
+    began = contention.snapshot()
     with usage_errors():
         store = open_store(db)
     info: dict[str, Any] = {}
 
     def header(run_id: str) -> list[str]:
         s = spec.setup
-        return [f"run {run_id}: {len(spec.cases)} cases on up to {s.nproc} ranks × "
+        busy = contention.busy_line(since=began)
+        return [*([busy] if busy else []),
+                f"run {run_id}: {len(spec.cases)} cases on up to {s.nproc} ranks × "
                 f"{s.device} ({s.backend})", *([said] if said else [])]
 
     def execute(run: Any, shown: Any) -> Counter[str]:
