@@ -3,7 +3,8 @@
 `gpuvs dist` starts its ranks through torchrun's machinery (`launch`), or runs inside a
 user's `torchrun` (`--launched`). Every rank runs `rank_main.serve`; rank 0 gathers the
 other ranks' samples, takes the slowest rank's time per sample, and saves one
-measurement per case as soon as the case finishes.
+measurement per case as soon as the case finishes. Every rank times inside the watches
+every other case is timed in (`watched`).
 
 These cases are not registered as ordinary workloads: an ordinary workload runs in one
 worker on one device, while these need a process group of N ranks, so they have their
