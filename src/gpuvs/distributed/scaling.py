@@ -78,7 +78,7 @@ def _taken(r: Ranks, case: Case, steps: int, watches: Watches) -> RankResult:
 
     losses: list[Any] = []
     first = first_call(r, lambda: losses.append(step()))
-    if wrong := agree(r, _check(r, model, float(losses[0]))):
+    if wrong := agree(r, _check(r, model, float(losses[0].detach()))):
         return RankResult(Status.WRONG_RESULT, wrong, first_call_s=first)
     for _ in range(WARMUP_STEPS):
         step()

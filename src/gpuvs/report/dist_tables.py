@@ -201,8 +201,9 @@ def _baseline_notes(ms: Sequence[Measurement], ones: Sequence[Measurement], mode
                                        if m.summary and m not in ones
                                        and "samples_per_s" in m.counters):
         notes.append("an efficiency above 100 %: weak scaling cannot beat one rank here; "
-                     "each N is a launch of its own, and the host's pace moved between "
-                     "launches (see N = 1 before and after): read it as 100 % within that")
+                     "each N runs apart from the others (a launch of its own, or its own "
+                     "group of ranks in turn), and the host's pace moved between them (see "
+                     "N = 1 before and after): read it as 100 % within that")
     return tuple(notes)
 
 
