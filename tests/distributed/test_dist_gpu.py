@@ -60,3 +60,22 @@ def test_ddp_scaling_on_one_and_two_gpus(dist, db) -> None:
     # DDP's model, batches and gradients on the device: its peak, watched as a worker's
     assert all(m.counters["peak_device_bytes"] > 1e6 and m.counters["sm_clock_mhz"] > 0
                for m in ms), [m.counters for m in ms]
+
+
+@pytest.mark.usefixtures("two_gpus")
+def test_ddp_energy_per_image_adds_every_gpus_board(dist, db) -> None:
+    from gpuvs.machine import energy
+
+    result = dist("scaling", "--backend", "nccl", "--nproc", "2", "--steps", "5", "--energy")
+    assert result.exit_code == 0, result.output
+    assert "energy/image" in result.output
+    ms = open_store(db).measurements(run_id_of(result.output))
+    for m in ms:
+        found = energy.of(m)
+        assert found is not None and found.per_call_j > 0, m.counters
+        assert found.above_idle_j is not None and 0 < found.above_idle_j < found.per_call_j
+        assert m.counters[energy.WINDOW_S] >= energy.ENERGY_WINDOW_S
+    one, two = ms[0], ms[1]
+    assert (one.case.size, two.case.size) == (1, 2)
+    # two GPUs' idle power against one's: each rank's own board, added at rank 0
+    assert 1.6 < two.counters[energy.GPU_IDLE_W] / one.counters[energy.GPU_IDLE_W] < 2.4

@@ -157,3 +157,26 @@ def test_a_launch_that_ended_badly_after_every_case_was_saved_says_so() -> None:
     first, second = note.splitlines()
     assert first.startswith("ranks: torch 2.11")
     assert second.startswith("the ranks ended badly after every case was saved")
+
+
+def test_energy_per_image_is_every_gpus_energy_over_the_images_a_step_trains() -> None:
+    from gpuvs.machine import energy
+
+    def with_energy(n: int, joules: float, idle_w: float) -> Measurement:
+        m = _scaling(n, 3e-3, 2.5e-3)
+        # 1500 steps over 4.5 s; all GPUs' boards together, as rank 0 merges them
+        return Measurement(m.case, m.status, samples=m.samples, counters={
+            **m.counters, energy.GPU_J: joules, energy.GPU_IDLE_W: idle_w,
+            energy.WINDOW_S: 4.5, energy.CALLS: 1500.0})
+
+    (table,) = dist_tables([with_energy(1, 1500 * 1.28, 130.0),
+                            with_energy(2, 1500 * 2.56, 260.0)])
+    cells = [dict(zip(table.columns, row, strict=True))["energy/image"] for row in table.rows]
+    # 1.28 J a step for 32 images: 40 mJ; less 130 W × 4.5 s over 1500 steps (0.39 J): 27.8 mJ
+    assert cells == ["40 mJ (27.8 mJ above idle)", "40 mJ (27.8 mJ above idle)"]
+    assert any("130 W at N = 1, 260 W at N = 2" in note for note in table.notes)
+
+
+def test_without_energy_asked_the_scaling_table_has_no_energy_column() -> None:
+    (table,) = dist_tables([_scaling(1, 3e-3, 2.5e-3), _scaling(2, 3e-3, 2.5e-3)])
+    assert "energy/image" not in table.columns

@@ -28,6 +28,18 @@ def test_rank_0_merges_every_ranks_watches_by_the_rank_that_bounds_the_case() ->
                              "others_cpu_share": 0.2}
 
 
+def test_the_gpus_energy_and_idle_power_add_up_over_the_ranks() -> None:
+    """One rank, one GPU: a step's energy is every board's; a CPU's RAPL package is one
+    counter that every rank on it reads."""
+    from gpuvs.machine.energy import CPU_PACKAGE_J, GPU_IDLE_W, GPU_J, WINDOW_S
+
+    a = Seen(counters={GPU_J: 900.0, GPU_IDLE_W: 130.0, WINDOW_S: 4.4, CPU_PACKAGE_J: 50.0})
+    b = Seen(counters={GPU_J: 950.0, GPU_IDLE_W: 131.0, WINDOW_S: 4.5, CPU_PACKAGE_J: 51.0})
+    both = rank.merged([a, b]).counters
+    assert both[GPU_J] == 1850.0 and both[GPU_IDLE_W] == 261.0
+    assert both[WINDOW_S] == 4.5 and both[CPU_PACKAGE_J] == 51.0
+
+
 def test_drifting_samples_are_taken_again_once(one_rank: Ranks) -> None:
     drifting = RankResult(samples=DRIFTING)
     assert watched.again(one_rank, drifting, watched.Tries()) == watched.REMEASURE

@@ -109,6 +109,11 @@ def scaling(
     strong: Annotated[bool, typer.Option(
         "--strong", help="Strong scaling: the global batch stays --batch and is split over "
                          "the ranks. Default: weak scaling, --batch per rank.")] = False,
+    energy: Annotated[bool, typer.Option(
+        "--energy", help="Energy per image beside the time: after its timed steps each rank "
+                         "count trains on for at least 4 s while every GPU's energy counter "
+                         "is read (NVML), and each GPU's idle power is measured first; "
+                         "faster and cheaper, or only faster?")] = False,
     timeout: TimeoutOpt = 120.0, setup_timeout: SetupTimeoutOpt = 120.0, db: DbOption = None,
     json_path: JsonOpt = None, launched: LaunchedOpt = False, fmt: FormatOpt = "plain",
 ) -> None:
@@ -125,9 +130,9 @@ def scaling(
         setup = dist_spec.resolve(backend, nproc, launched)
         cases = dist_spec.scaling_cases(setup, batch, strong)
         left_out = sorted(set(range(1, setup.nproc + 1)) - {c.size for c in cases})
-        spec = dist_spec.Spec("scaling", setup, cases, steps=steps, timeout_s=timeout,
-                         setup_timeout_s=setup_timeout, launched=launched,
-                         extra={"batch": batch, "strong": strong})
+        spec = dist_spec.Spec("scaling", setup, cases, steps=steps, energy=energy,
+                              timeout_s=timeout, setup_timeout_s=setup_timeout,
+                              launched=launched, extra={"batch": batch, "strong": strong})
     said = (f"--strong: {batch} images do not split evenly over "
             f"{', '.join(map(str, left_out))} ranks; those counts are left out"
             if left_out else "")
@@ -157,7 +162,8 @@ def _execute(spec: Any, db: str | None, json_path: Any, fmt: str = "plain",
         busy = contention.busy_line(since=began)
         return [*([busy] if busy else []),
                 f"run {run_id}: {len(spec.cases)} cases on up to {s.nproc} ranks × "
-                f"{s.device} ({s.backend})", *([said] if said else [])]
+                f"{s.device} ({s.backend})", *([said] if said else []),
+                *_energy_header(spec)]
 
     def execute(run: Any, shown: Any) -> Counter[str]:
         ranked = replace(spec, run_id=run.run_id, db=store.location)
@@ -177,3 +183,19 @@ def _execute(spec: Any, db: str | None, json_path: Any, fmt: str = "plain",
         again="The same `gpuvs dist` command measures every case again.",
         failed_statuses=frozenset({"crashed", "wrong_result", "timeout"})),
         fmt=fmt, json_path=json_path)
+
+
+def _energy_header(spec: Any) -> list[str]:
+    """What --energy does, said before the ranks start, and why a device cannot answer."""
+    from gpuvs.machine import energy
+
+    if not spec.energy:
+        return []
+    gpu = spec.setup.device != "cpu"
+    line = (f"energy: after its timed steps each rank count trains at least "
+            f"{energy.ENERGY_WINDOW_S:g} s more while every "
+            + ("GPU's energy counter is read; each GPU's idle power is measured before the "
+               "first case" if gpu else "rank reads the CPU's energy counters"))
+    found = energy.gpu_millijoules("cuda:0") if gpu else energy.cpu_microjoules()
+    return [line] + ([f"{'GPU' if gpu else 'CPU'} energy: {found.words}"]
+                     if isinstance(found, energy.NoEnergy) else [])

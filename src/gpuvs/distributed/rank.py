@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpuvs.errors import first_line
+from gpuvs.machine.energy import GPU_IDLE_W, GPU_J
 from gpuvs.measuring import caveats
 from gpuvs.measuring.criteria import MedianCI
 from gpuvs.measuring.watch import Seen, observing
@@ -30,6 +31,8 @@ MAX_LOOPS = 1000
 CALIBRATION_SAMPLES = 3
 # The CI of the median a case samples towards, as `gpuvs run` does by default.
 REL_CI = 0.01
+# Counters every rank's GPU adds to: its board's energy over the window, its idle power.
+SUMMED = frozenset({GPU_J, GPU_IDLE_W})
 
 
 @dataclass(frozen=True)
@@ -279,14 +282,17 @@ def per_sample_max(rows: Sequence[Sequence[float]]) -> tuple[float, ...]:
 def merged(seen: Sequence[Seen]) -> Seen:
     """Every rank's caveats (once each, in order), and each counter as the rank that
     bounds the case read it: the lowest clock (`…_mhz…`), the highest of anything else
-    (peak memory, power, temperature, other processes' share)."""
+    (peak memory, power, temperature, other processes' share) — but the GPUs' energy
+    and idle power, which are every GPU's together (one rank, one GPU). A CPU's RAPL
+    counter is the whole package's, which every rank on it reads: the highest."""
     found: dict[Caveat, None] = {}
     values: dict[str, list[float]] = {}
     for s in seen:
         found.update(dict.fromkeys(s.caveats))
         for key, value in s.counters.items():
             values.setdefault(key, []).append(value)
-    return Seen(tuple(found), {k: (min if "_mhz" in k else max)(v) for k, v in values.items()})
+    return Seen(tuple(found), {k: (sum if k in SUMMED else min if "_mhz" in k else max)(v)
+                               for k, v in values.items()})
 
 
 def measurement(case: Case, results: Sequence[RankResult],

@@ -33,10 +33,11 @@ from pathlib import Path
 from typing import Any
 
 from gpuvs import errors
-from gpuvs.distributed import collectives, scaling
+from gpuvs.distributed import collectives, scaling, watched
 from gpuvs.distributed.rank import Ranks, cpu_threads
 from gpuvs.distributed.spec import Spec
 from gpuvs.execute import policy
+from gpuvs.machine.energy import NOT_ASKED, EnergyOptions
 from gpuvs.model import Case, Measurement, Status
 from gpuvs.store.runs import resume_run
 
@@ -59,12 +60,14 @@ def serve(spec: Spec, on_done: Callable[[Measurement], None] = lambda m: None
     _planted_fault("setup", world.rank)
     groups = _subgroups(world, spec) if spec.command == "scaling" else {}
     info = _ready(world)
+    # Every rank's GPU idle at once, before any case: the base of "above idle".
+    power = watched.energy_options(world) if spec.energy else NOT_ASKED
     _emit(spec, world, "ready", **info)
     store = _store(spec) if world.rank == 0 else None
     # The parent started the run (its command skeleton); rank 0 records into it.
     run = resume_run(store, spec.run_id) if store is not None else None
     try:
-        for case, mine, threads, again in _results(spec, world, groups):
+        for case, mine, threads, again in _results(spec, world, groups, power):
             m = _gathered(spec, world, case, mine, threads)
             if m is not None and run is not None:
                 run.record(m)
@@ -134,8 +137,8 @@ def _subgroups(world: Ranks, spec: Spec) -> dict[int, Ranks]:
     return out
 
 
-def _results(spec: Spec, world: Ranks, groups: dict[int, Ranks]
-             ) -> Iterator[tuple[Case, Any, int, bool]]:
+def _results(spec: Spec, world: Ranks, groups: dict[int, Ranks],
+             power: EnergyOptions = NOT_ASKED) -> Iterator[tuple[Case, Any, int, bool]]:
     """This rank's part of each case as the case ends: (case, its RankResult — None on a
     rank a scaling case leaves out —, the CPU threads it ran with, whether the case was
     yielded before: its graph replays, added once every eager sample is taken). Rank 0
@@ -166,8 +169,8 @@ def _results(spec: Spec, world: Ranks, groups: dict[int, Ranks]
         r = groups[case.size]
         active = min(case.size, int(os.environ.get("LOCAL_WORLD_SIZE", world.size)))
         threads = 0 if r.cuda else cpu_threads(active)
-        yield case, (scaling.run_case(r, case, spec.steps, threads, partial(visit, case))
-                     if world.rank < case.size else None), threads, False
+        yield case, (scaling.run_case(r, case, spec.steps, threads, partial(visit, case),
+                                      power) if world.rank < case.size else None), threads, False
 
 
 def _gathered(spec: Spec, world: Ranks, case: Case, mine: Any, threads: int

@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 import math
 import statistics
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -21,12 +22,15 @@ from gpuvs.distributed.rank import (
     RankResult,
     Ranks,
     agree,
+    barrier,
     batch,
+    every_rank,
     first_call,
     measurement,
     per_sample_max,
 )
 from gpuvs.distributed.spec import per_rank_batch
+from gpuvs.machine.energy import ENERGY_WINDOW_S, NOT_ASKED, EnergyOptions
 from gpuvs.measuring.watch import Watches
 from gpuvs.model import Case, Measurement, Status
 
@@ -38,21 +42,29 @@ STEPS_PER_BATCH = 10
 # weights: without the all-reduce, Adam moves each weight by up to its learning rate
 # (1e-3) in a direction of that rank's own data, far beyond this.
 WEIGHT_TOLERANCE = 1e-6
+# The energy window runs this much past ENERGY_WINDOW_S, in chunks of steps this long
+# between a synchronisation and rank 0's word on the time: a window that fell short of
+# ENERGY_WINDOW_S would give no figure.
+ENERGY_MARGIN = 1.1
+ENERGY_CHUNK_S = 0.5
 
 
 def run_case(r: Ranks, case: Case, steps: int, threads: int,
-             restart: Callable[[], None] = lambda: None) -> RankResult:
+             restart: Callable[[], None] = lambda: None, power: EnergyOptions = NOT_ASKED
+             ) -> RankResult:
     """This rank's part of one rank count, inside the watches (`watched.measured`): taken
     again, on a fresh model, with REMEASURE_BUDGET_FACTOR times the steps when the steps
     split or drifted, or after a pause when another process contended."""
     return watched.measured(r, lambda watches, factor: _taken(
-        r, case, round(steps * factor), watches), threads, restart)
+        r, case, round(steps * factor), watches, power.asked), threads, restart,
+        power=power)
 
 
-def _taken(r: Ranks, case: Case, steps: int, watches: Watches) -> RankResult:
+def _taken(r: Ranks, case: Case, steps: int, watches: Watches, energy: bool = False
+           ) -> RankResult:
     """The first step, the check, then `steps` timed steps with the all-reduce and
     `steps` without, in alternating batches; the watches hear when the timed steps start
-    and end."""
+    and end — or, with `energy`, when the energy window's steps do (`_energy_window`)."""
     import torch
     from torch.nn.parallel import DistributedDataParallel
 
@@ -86,16 +98,46 @@ def _taken(r: Ranks, case: Case, steps: int, watches: Watches) -> RankResult:
     synced: list[float] = []
     local: list[float] = []
     walls: list[float] = []
-    watches.sampling_started()
+    window = watches if not energy else Watches()
+    window.sampling_started()
     while len(synced) < steps:
         count = min(STEPS_PER_BATCH, steps - len(synced))
         taken, wall = batch(r, step, 1, count)
         synced += taken
         walls += [wall] if wall is not None else []
         local += batch(r, local_step, 1, count)[0]
-    watches.sampling_ended(2 * (len(synced) + math.ceil(steps / STEPS_PER_BATCH)))
+    window.sampling_ended(2 * (len(synced) + math.ceil(steps / STEPS_PER_BATCH)))
+    if energy:
+        _energy_window(r, step, watches, statistics.median(synced))
     return RankResult(samples=tuple(synced), wall_samples=tuple(walls),
                       local_samples=tuple(local), first_call_s=first, warmups=WARMUP_STEPS)
+
+
+def _energy_window(r: Ranks, step: Callable[[], Any], watches: Watches, step_s: float
+                   ) -> None:
+    """Steps with the all-reduce, untimed, while the watches read every GPU's energy
+    counter, until rank 0's clock has seen ENERGY_MARGIN × ENERGY_WINDOW_S: the timed
+    steps alternate with steps without the all-reduce, whose energy is not the step's.
+    The steps go in chunks of about ENERGY_CHUNK_S at the slowest rank's median pace,
+    each ended by a synchronisation and rank 0's word, so every rank takes as many (a
+    count fixed from the timed steps' pace fell short: a CPU rank's later steps ran
+    faster, and 4 s of them took 3.6)."""
+    pace = max(every_rank(r, step_s))
+    chunk = max(1, math.ceil(ENERGY_CHUNK_S / max(pace, 1e-9)))
+    barrier(r)
+    watches.sampling_started()
+    started, steps = time.perf_counter(), 0
+    while True:
+        for _ in range(chunk):
+            step()
+        steps += chunk
+        if r.cuda:
+            import torch
+
+            torch.cuda.synchronize(r.device)
+        if every_rank(r, time.perf_counter() - started)[0] >= ENERGY_MARGIN * ENERGY_WINDOW_S:
+            break
+    watches.sampling_ended(steps)
 
 
 def record(case: Case, results: Sequence[RankResult], threads: int) -> Measurement:

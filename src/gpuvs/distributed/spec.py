@@ -62,6 +62,7 @@ class Spec:
     samples: int = 10  # collectives: at least these, more while the CI is wide …
     budget_s: float = 1.0  # … for at most this long
     steps: int = 20
+    energy: bool = False  # scaling: every GPU's energy per step, over ENERGY_WINDOW_S of steps
     timeout_s: float = 300.0
     setup_timeout_s: float = 120.0  # until `ready`: imports, rendezvous, process groups
     run_id: str = ""
@@ -84,7 +85,7 @@ class Spec:
         """The run's stored configuration: the command and its settings (its kind, dist,
         is the run's own: `RunKind.DIST`)."""
         keep = {"samples": self.samples, "budget_s": self.budget_s} if (
-            self.command == "collectives") else {"steps": self.steps}
+            self.command == "collectives") else {"steps": self.steps, "energy": self.energy}
         return {"command": self.command, **asdict(self.setup), **keep,
                 "timeout_s": self.timeout_s, "setup_timeout_s": self.setup_timeout_s,
                 "launched": self.launched, **self.extra}

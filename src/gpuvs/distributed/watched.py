@@ -16,8 +16,10 @@ taken again after CONTENDED_PAUSE_S, at most CONTENDED_RETRIES times (counters
 `contended_retries`, `paused_s`). Rank 0 merges every rank's caveats and counters
 (`rank.measurement`).
 
-Energy is not asked of a rank: `gpuvs dist` has no `--energy`, and a small collective
-sampled in turns shares its window with the other cases of its turn.
+Energy is asked only by `gpuvs dist scaling --energy` (`energy_options`): each rank's
+GPU's idle power is measured before the first case, and a rank count's energy window is
+steps of its own after the timed ones (`scaling`). A small collective sampled in turns
+shares its seconds with the other cases of its turn, so collectives read none.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from gpuvs.distributed.rank import RankResult, Ranks, every_rank, per_sample_max
+from gpuvs.machine import energy
+from gpuvs.machine.energy import NOT_ASKED, EnergyOptions
 from gpuvs.machine.memory import PeakMemory
 from gpuvs.machine.watches import standard
 from gpuvs.measuring import caveats
@@ -41,14 +45,21 @@ from gpuvs.model import Caveat, Status
 REMEASURE, CONTENDED = "remeasure", "contended"
 
 
-def case_watches(r: Ranks, threads: int) -> Watches:
+def case_watches(r: Ranks, threads: int, power: EnergyOptions = NOT_ASKED) -> Watches:
     """The watches of one case on this rank, as a worker's: telemetry on a GPU,
     contention against the cores the rank asks for (its torch threads on the CPU, one
-    on a GPU: the sibling ranks on the other cores are then not contention), and peak
-    memory, on the device through torch's allocator."""
+    on a GPU: the sibling ranks on the other cores are then not contention), peak
+    memory, on the device through torch's allocator, and energy where `power` asks."""
     from gpuvs import backends
 
-    return standard(r.device, cpu_threads=threads or None, backend=backends.get("torch"))
+    return standard(r.device, cpu_threads=threads or None, backend=backends.get("torch"),
+                    power=power)
+
+
+def energy_options(r: Ranks) -> EnergyOptions:
+    """Energy asked for on this rank, with its GPU's idle power, measured now: every
+    rank measures at once, before any case, so no GPU is busy with another's work."""
+    return EnergyOptions(asked=True, idle_w=energy.idle_watts(r.device) if r.cuda else None)
 
 
 def split(watches: Watches) -> tuple[Watches, Watches]:
@@ -118,14 +129,15 @@ def seen_with(result: RankResult, *seen: Seen, tries: Tries = Tries()) -> RankRe
 
 def measured(r: Ranks, take: Callable[[Watches, float], RankResult], threads: int,
              restart: Callable[[], None] = lambda: None,
-             pause: Callable[[float], None] = time.sleep) -> RankResult:
+             pause: Callable[[float], None] = time.sleep,
+             power: EnergyOptions = NOT_ASKED) -> RankResult:
     """One case taken inside its watches, again while `again` says so. `take(watches,
     budget_factor)` builds the case's inputs, then tells the watches when its samples
     start and end; `restart()` is told before each new try (rank 0 tells the parent,
     whose clock on the case starts again)."""
     tries = Tries()
     while True:
-        watches = case_watches(r, threads)
+        watches = case_watches(r, threads, power)
         watches.case_started()
         result = seen_with(take(watches, budget_factor(tries)), watches.case_ended())
         why = again(r, result, tries)

@@ -16,6 +16,7 @@ from gpuvs import units
 from gpuvs.analysis import speedup
 from gpuvs.distributed import COLLECTIVE_WORKLOAD, SCALING_WORKLOAD, WORKLOADS
 from gpuvs.distributed.bandwidth import COLLECTIVES, algbw, bus_factor, busbw, scaling_efficiency
+from gpuvs.machine import energy
 from gpuvs.model import Measurement, Status
 from gpuvs.table import Table
 
@@ -23,6 +24,7 @@ COLLECTIVE_COLUMNS = ("size", "per call ±CI", "wall", "graph replay ±CI", "alg
                       "loops", "note")
 SCALING_COLUMNS = ("N", "batch", "threads", "step ±CI", "samples/s", "efficiency", "compute",
                    "comm", "note")
+ENERGY_COLUMN = "energy/image"
 _NUMERIC = {"algbw", "busbw", "loops", "N", "batch", "samples/s", "compute"}
 
 
@@ -127,6 +129,11 @@ def _scaling_table(key: ScalingKey, ms: list[Measurement]) -> Table:
     backend, device, mode, batch = key
     ones = bases(ms)
     rows = [_scaling_row(m, ones) for m in ms]
+    columns = SCALING_COLUMNS
+    if any(energy.of(m) or energy.why_none(m) for m in ms):  # asked: --energy
+        columns = (*SCALING_COLUMNS[:-1], ENERGY_COLUMN, SCALING_COLUMNS[-1])
+        rows = [(*row[:-1], _energy_per_image(m), row[-1]) for m, row in zip(ms, rows,
+                                                                              strict=True)]
     what = (f"batch {batch} per rank (weak scaling)" if mode == "weak"
             else f"global batch {batch} split over the ranks (strong scaling)")
     notes = ("batch: images per rank × ranks; efficiency: samples/s at N over N × samples/s "
@@ -134,9 +141,10 @@ def _scaling_table(key: ScalingKey, ms: list[Measurement]) -> Table:
              "median",
              "compute: the same step under DDP's no_sync() (no gradient all-reduce); "
              "comm: step − compute, the all-reduce time the backward pass did not hide "
-             "(0 where it hid all of it)", *_baseline_notes(ms, ones, mode))
+             "(0 where it hid all of it)", *_baseline_notes(ms, ones, mode),
+             *_energy_notes(ms, columns))
     return Table(f"dist scaling · seed 003 CNN, DDP · {backend} · {device} · {what}",
-                 SCALING_COLUMNS, _right(SCALING_COLUMNS, rows), notes,
+                 columns, _right(columns, rows), notes,
                  wrapping=frozenset({"efficiency", "comm"}))
 
 
@@ -158,6 +166,35 @@ def _scaling_row(m: Measurement, ones: Sequence[Measurement]) -> tuple[str, ...]
             f"{k['samples_per_s']:.4g}" if "samples_per_s" in k else "",
             _efficiency(m, ones), units.seconds(k.get("compute_s")), comm,
             ", ".join(str(cv).replace("_", " ") for cv in m.caveats))
+
+
+def _energy_per_image(m: Measurement) -> str:
+    """'41 mJ (18 mJ above idle)': every GPU's energy per step over the images a step
+    trains (all ranks'); '—' where none could be read (the table's note says why)."""
+    found = energy.of(m)
+    images = m.counters.get("global_batch")
+    if found is None or not images:
+        return "—" if energy.why_none(m) else ""
+    above = (f" ({units.joules(found.above_idle_j / images)} above idle)"
+             if found.above_idle_j is not None else "")
+    return units.joules(found.per_call_j / images) + above
+
+
+def _energy_notes(ms: Sequence[Measurement], columns: Sequence[str]) -> tuple[str, ...]:
+    """What the energy column holds, and why a case has none."""
+    if ENERGY_COLUMN not in columns:
+        return ()
+    found = {m.case.size: f for m in ms if (f := energy.of(m)) is not None}
+    idle = {n: f.idle_w for n, f in found.items() if f.idle_w is not None}
+    what = ("every GPU's board, from NVML's counter" if ms[0].case.device != "cpu" else
+            "the CPU package's (RAPL), every process on it")
+    out = [f"{ENERGY_COLUMN}: {what}, over {energy.ENERGY_WINDOW_S:g} s and more of steps "
+           "with the all-reduce taken after the timed ones, per image trained"
+           + ("; above idle: less the GPUs' idle power, measured before the first case ("
+              + ", ".join(f"{w:.3g} W at N = {n}" for n, w in sorted(idle.items())) + ")"
+              if idle else "")] if found else []
+    missing = {why for m in ms if energy.of(m) is None and (why := energy.why_none(m))}
+    return (*out, *(f"{ENERGY_COLUMN}: {why}" for why in sorted(missing)))
 
 
 def efficiency(m: Measurement, ones: Measurement | Sequence[Measurement]
