@@ -224,6 +224,15 @@ def test_the_parsers_own_errors_are_one_line_too(args, message) -> None:
     assert result.output.startswith("error: ")
 
 
+def test_the_hint_names_gpuvs_however_it_was_started() -> None:
+    """`python -m gpuvs` is click's program name there; the hint still says `gpuvs …`."""
+    done = subprocess.run([sys.executable, "-m", "gpuvs", "dist", "collectives", "--energy"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and done.stderr.strip() == (
+        "error: No such option: --energy; `gpuvs dist collectives --help` lists what it "
+        "accepts")
+
+
 @pytest.mark.parametrize(("args", "message"), [
     (["-s", ""], "-s/--sizes was given an empty value; accepted: a list (1000,4096)"),
     (["-b", ""], "-b/--backend was given an empty value; accepted: cupy, jax, numpy, "),

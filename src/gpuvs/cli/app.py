@@ -64,7 +64,9 @@ def _click_exception() -> type[Exception]:
 def _parser_message(e: Any) -> str:
     """click's message, and where to read what the command accepts."""
     ctx = getattr(e, "ctx", None)
-    path = " ".join(["gpuvs", *ctx.command_path.split()[1:]]) if ctx is not None else ""
+    # The root's name is how gpuvs was started ("python -m gpuvs" too): say `gpuvs`.
+    path = ("gpuvs" + ctx.command_path.removeprefix(ctx.find_root().info_name or "")
+            if ctx is not None else "")
     hint = f"; `{path} --help` lists what it accepts" if path else ""
     return f"{e.format_message().rstrip('.')}{hint}"
 
