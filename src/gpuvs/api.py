@@ -44,10 +44,10 @@ def measure(fn: Callable[[], object], *, device: str = "cpu", budget_s: float = 
     Its peak memory is kept too (`peak_host_bytes`; on a GPU, `peak_device_bytes` from
     torch's allocator). With `energy=True` the samples span at least 4 s
     (ENERGY_WINDOW_S: NVML's counter moves in 100 ms steps) where an energy counter can be
-    read, and on a GPU its idle power is measured first (a second,
-    with nothing running): `gpuvs.machine.energy.of(m)` gives joules per call, the average
-    power and the energy above idle. `cpu_watts` declares the CPU's power where RAPL
-    cannot be read; a figure made from it says it was declared.
+    read, and on a GPU its idle power is measured first (a second, with nothing running):
+    `gpuvs.machine.energy.of(m)` gives joules per call, the average power and the energy
+    above idle. `cpu_watts` declares the CPU's power where RAPL cannot be read; a figure
+    made from it says it was declared.
     """
     RunConfig(budget_s=budget_s, criterion=criterion, devices=(device,), energy=energy,
               cpu_watts=cpu_watts).validate(KEYWORDS)

@@ -8,7 +8,8 @@ import pytest
 
 from gpuvs.distributed import collectives, rank, watched
 from gpuvs.distributed.rank import RankResult, Ranks
-from gpuvs.measuring.protocol import REMEASURE_BUDGET_FACTOR
+from gpuvs.measuring import protocol
+from gpuvs.measuring.protocol import REMEASURE_BUDGET_FACTOR, Tries
 from gpuvs.measuring.watch import Seen, Watch, Watches
 from gpuvs.model import Case, Caveat, Status
 
@@ -42,23 +43,23 @@ def test_the_gpus_energy_and_idle_power_add_up_over_the_ranks() -> None:
 
 def test_drifting_samples_are_taken_again_once(one_rank: Ranks) -> None:
     drifting = RankResult(samples=DRIFTING)
-    assert watched.again(one_rank, drifting, watched.Tries()) == watched.REMEASURE
-    assert watched.again(one_rank, drifting, watched.Tries(remeasured=True)) == ""
-    assert watched.again(one_rank, RankResult(samples=STEADY), watched.Tries()) == ""
+    assert watched.again(one_rank, drifting, Tries()) == watched.REMEASURE
+    assert watched.again(one_rank, drifting, Tries(remeasured=True)) == ""
+    assert watched.again(one_rank, RankResult(samples=STEADY), Tries()) == ""
 
 
 def test_a_contended_case_is_taken_again_after_a_pause(one_rank: Ranks) -> None:
     busy = RankResult(samples=STEADY, seen=Seen((Caveat.CONTENDED,)))
-    assert watched.again(one_rank, busy, watched.Tries()) == watched.CONTENDED
+    assert watched.again(one_rank, busy, Tries()) == watched.CONTENDED
     paused: list[float] = []
-    tries = watched.next_try(watched.Tries(), watched.CONTENDED, paused.append)
+    tries = watched.next_try(Tries(), watched.CONTENDED, paused.append)
     assert paused == [2.0] and tries.retries == 1
     assert watched.again(one_rank, busy, tries) == ""  # at most once: then kept, caveat and all
 
 
 def test_a_case_that_failed_is_not_taken_again(one_rank: Ranks) -> None:
     wrong = RankResult(Status.WRONG_RESULT, "rank 0: wrong", samples=DRIFTING)
-    assert watched.again(one_rank, wrong, watched.Tries()) == ""
+    assert watched.again(one_rank, wrong, Tries()) == ""
 
 
 def test_measured_takes_drifting_steps_again_with_a_longer_budget(one_rank: Ranks) -> None:
@@ -93,7 +94,7 @@ def test_a_collective_seen_contended_is_sampled_again(one_rank: Ranks,
     pytest.importorskip("torch")
     BusyOnce.told = 0
     monkeypatch.setattr(watched, "case_watches", lambda r, threads: Watches([BusyOnce()]))
-    monkeypatch.setattr(watched, "CONTENDED_PAUSE_S", 0.0)
+    monkeypatch.setattr(protocol, "CONTENDED_PAUSE_S", 0.0)
     case = Case("dist_collective", "correct", "gloo", "cpu", "float32", 4096,
                 (("collective", "all_reduce"), ("nproc", "1")))
     ((_, result),) = collectives.run_cases(one_rank, [case], samples=3, budget_s=0)

@@ -39,6 +39,7 @@ from gpuvs.distributed.rank import (
     first_call,
     measurement,
 )
+from gpuvs.measuring.protocol import Tries
 from gpuvs.measuring.watch import Seen
 from gpuvs.model import Case, Measurement, Status
 from gpuvs.units import nbytes
@@ -135,7 +136,7 @@ class _Sampling:
                  plan: tuple[int, float, int], set_up: Seen) -> None:
         self.r, self.case, self.op, self.first, self.loops = r, case, op, first, loops
         self.plan, self.set_up = plan, set_up  # (least, budget_s, turns); peak memory
-        self.tries = watched.Tries()
+        self.tries = Tries()
         self.ended: RankResult | None = None
         self._begin()
 
@@ -144,7 +145,7 @@ class _Sampling:
         self.watches = watched.split(watched.case_watches(self.r, self.r.threads))[1]
         self.watches.case_started()
         self.calls = Sampler(self.r, self.op.call, self.loops, least,
-                             budget_s * watched.budget_factor(self.tries), turns)
+                             budget_s * self.tries.budget_factor, turns)
         self.watches.sampling_started()
 
     @property

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from gpuvs.distributed.rank import RankResult, Ranks, every_rank, per_sample_max
 from gpuvs.machine import energy
@@ -34,15 +34,12 @@ from gpuvs.machine.energy import NOT_ASKED, EnergyOptions
 from gpuvs.machine.memory import PeakMemory
 from gpuvs.machine.watches import standard
 from gpuvs.measuring import caveats
-from gpuvs.measuring.protocol import (
-    CONTENDED_PAUSE_S,
-    CONTENDED_RETRIES,
-    REMEASURE_BUDGET_FACTOR,
-)
+from gpuvs.measuring.protocol import Tries
 from gpuvs.measuring.watch import Seen, Watches
 from gpuvs.model import Caveat, Status
 
 REMEASURE, CONTENDED = "remeasure", "contended"
+FIRST_TRY = Tries()
 
 
 def case_watches(r: Ranks, threads: int, power: EnergyOptions = NOT_ASKED) -> Watches:
@@ -70,54 +67,31 @@ def split(watches: Watches) -> tuple[Watches, Watches]:
     return Watches(peak), Watches([w for w in watches.watches if w not in peak])
 
 
-@dataclass(frozen=True)
-class Tries:
-    """How often a case was taken again so far, and why; the same on every rank."""
-
-    remeasured: bool = False
-    retries: int = 0
-    paused_s: float = 0.0
-
-    def counters(self) -> dict[str, float]:
-        return ({"remeasured": 1.0} if self.remeasured else {}) | (
-            {"contended_retries": float(self.retries), "paused_s": self.paused_s}
-            if self.retries else {})
-
-
 def again(r: Ranks, result: RankResult, tries: Tries) -> str:
-    """Why every rank takes this case again ('' for not, REMEASURE, CONTENDED), decided
-    on every rank from every rank's samples: the slowest rank's split or drifted, or a
-    rank's watches saw another process contend. A case that did not end `ok` ended the
-    same way on every rank (`rank.agree`), and is not taken again."""
+    """Why every rank takes this case again ('' for not, REMEASURE, CONTENDED), by the
+    protocol's policy (`protocol.Tries`) on every rank's readings: the slowest rank's
+    samples split or drifted, or a rank's watches saw another process contend. A case
+    that did not end `ok` ended the same way on every rank (`rank.agree`), and is not
+    taken again."""
     if result.status is not Status.OK:
         return ""
     every = every_rank(r, (result.samples, result.first_call_s,
                            Caveat.CONTENDED in result.seen.caveats))
     worst = per_sample_max([e[0] for e in every])
     firsts = [e[1] for e in every if e[1] is not None]
-    found = caveats.detect(worst, max(firsts) if firsts else None, result.criterion_met)
-    if not tries.remeasured and caveats.REMEASURE & set(found):
+    found = (*caveats.detect(worst, max(firsts) if firsts else None, result.criterion_met),
+             *((Caveat.CONTENDED,) if any(e[2] for e in every) else ()))
+    if tries.remeasure(found):
         return REMEASURE
-    if tries.retries < CONTENDED_RETRIES and any(e[2] for e in every):
-        return CONTENDED
-    return ""
+    return CONTENDED if tries.retry(found) else ""
 
 
 def next_try(tries: Tries, why: str, pause: Callable[[float], None] = time.sleep) -> Tries:
     """The tries after taking the case again for `why` (pausing first when contended)."""
-    if why == REMEASURE:
-        return replace(tries, remeasured=True)
-    t0 = time.perf_counter()
-    pause(CONTENDED_PAUSE_S)  # let whatever else runs finish, then measure again
-    return replace(tries, retries=tries.retries + 1,
-                   paused_s=tries.paused_s + time.perf_counter() - t0)
+    return tries.remeasuring() if why == REMEASURE else tries.paused(pause)
 
 
-def budget_factor(tries: Tries) -> float:
-    return REMEASURE_BUDGET_FACTOR if tries.remeasured else 1.0
-
-
-def seen_with(result: RankResult, *seen: Seen, tries: Tries = Tries()) -> RankResult:
+def seen_with(result: RankResult, *seen: Seen, tries: Tries = FIRST_TRY) -> RankResult:
     """The result with what its watches saw, and how often it was taken, added."""
     found: dict[Caveat, None] = dict.fromkeys(result.seen.caveats)
     counters = dict(result.seen.counters)
@@ -139,7 +113,7 @@ def measured(r: Ranks, take: Callable[[Watches, float], RankResult], threads: in
     while True:
         watches = case_watches(r, threads, power)
         watches.case_started()
-        result = seen_with(take(watches, budget_factor(tries)), watches.case_ended())
+        result = seen_with(take(watches, tries.budget_factor), watches.case_ended())
         why = again(r, result, tries)
         if not why:
             return seen_with(result, tries=tries)

@@ -23,9 +23,9 @@ average, 22–28 % low over a 2 s window.
 
 The GPU's idle power is measured by whoever starts a run — the runner, or `gpuvs.measure`
 — before any case, with nothing running, between two dated steps of the same counter
-IDLE_WINDOW_S or more apart, and
-handed to each case's watch, which stores it beside the joules (`gpu_idle_w`): the energy
-above idle is the window's joules less the idle power times the window, per call.
+IDLE_WINDOW_S or more apart, and handed to each case's watch, which stores it beside the
+joules (`gpu_idle_w`): the energy above idle is the window's joules less the idle power
+times the window, per call.
 
 Every reading fails soft: a counter that cannot be read gives no figure and a reason
 (`NoEnergy`), stored as a number in the case's counters and said in words by `why_none`.

@@ -28,7 +28,7 @@ from __future__ import annotations
 import gc
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
@@ -67,6 +67,45 @@ CONTENDED_PAUSE_S = 2.0
 # clock in steps of tens of ms: samples of 20 ms sat on one step each (1514 or 1530 µs),
 # and their median on whichever step came up most; a sample of 50 ms spans several.
 GOVERNED_SAMPLE_S = 0.05
+
+
+@dataclass(frozen=True)
+class Tries:
+    """How often a case was taken again so far, and why: the one policy, and the one set
+    of counters, of every entry point that measures a case again (`measure_watched`, a
+    `gpuvs dist` rank). Samples in two groups, or drifting, are taken once more with
+    REMEASURE_BUDGET_FACTOR times the budget (counter `remeasured`); a case that other
+    processes contended, once more after CONTENDED_PAUSE_S, at most CONTENDED_RETRIES
+    times (`contended_retries`, and `paused_s`, the machine's time, not the case's)."""
+
+    remeasured: bool = False
+    retries: int = 0
+    paused_s: float = 0.0
+
+    def remeasure(self, found: Iterable[Caveat]) -> bool:
+        return not self.remeasured and bool(caveats.REMEASURE & set(found))
+
+    def retry(self, found: Iterable[Caveat]) -> bool:
+        return Caveat.CONTENDED in set(found) and self.retries < CONTENDED_RETRIES
+
+    def remeasuring(self) -> Tries:
+        return replace(self, remeasured=True)
+
+    def paused(self, pause: Callable[[float], None] = time.sleep) -> Tries:
+        """After CONTENDED_PAUSE_S of `pause`: let whatever else runs finish."""
+        t0 = time.perf_counter()
+        pause(CONTENDED_PAUSE_S)
+        return replace(self, retries=self.retries + 1,
+                       paused_s=self.paused_s + time.perf_counter() - t0)
+
+    @property
+    def budget_factor(self) -> float:
+        return REMEASURE_BUDGET_FACTOR if self.remeasured else 1.0
+
+    def counters(self) -> dict[str, float]:
+        return ({"remeasured": 1.0} if self.remeasured else {}) | (
+            {"contended_retries": float(self.retries), "paused_s": self.paused_s}
+            if self.retries else {})
 
 
 class DeviceTimer(Protocol):
@@ -225,27 +264,21 @@ def measure_watched(make: Callable[[], Prepared], case: Case, clock: Clock,
     parent, whose clock on the case starts again). Returns the measurement and the
     prepared case it measured, whose `parts` and `counters` the caller still needs."""
     watches = watches if watches is not None else Watches()
-    retries = 0
-    paused = 0.0
+    tries = Tries()
     while True:
         watches.case_started()
         m, prepared = _split_measured_again(make, case, clock, new_criterion, budget, watches)
         seen = watches.case_ended()
         m = replace(m, caveats=tuple(dict.fromkeys((*m.caveats, *seen.caveats))),
                     counters={**m.counters, **seen.counters})
-        if Caveat.CONTENDED not in m.caveats or retries >= CONTENDED_RETRIES:
+        if not tries.retry(m.caveats):
             break
         del prepared  # its inputs go before the fresh ones are made
         gc.collect()
         again()
-        t0 = time.perf_counter()
-        pause(CONTENDED_PAUSE_S)  # let whatever else runs finish, then measure again
-        paused += time.perf_counter() - t0
-        retries += 1
-    if retries:  # the pause is the machine's, not the case's: `case_s` leaves it out
-        m = replace(m, counters={**m.counters, "contended_retries": float(retries),
-                                 "paused_s": paused})
-    return m, prepared
+        tries = tries.paused(pause)
+    # the pause is the machine's, not the case's: `case_s` leaves it out
+    return replace(m, counters={**m.counters, **tries.counters()}), prepared
 
 
 def _split_measured_again(make: Callable[[], Prepared], case: Case, clock: Clock,
@@ -254,15 +287,16 @@ def _split_measured_again(make: Callable[[], Prepared], case: Case, clock: Clock
     prepared = replace(make(), watches=watches)
     with watches.timing():
         m = measure(prepared, case, clock, new_criterion(), budget)
-    if not caveats.REMEASURE & set(m.caveats):
+    if not Tries().remeasure(m.caveats):
         return m, prepared
     del prepared  # its inputs go before the fresh ones are made
     gc.collect()
     prepared = replace(make(), watches=watches)
+    again = Tries().remeasuring()
     with watches.timing():
         m = measure(prepared, case, clock, new_criterion(),
-                    replace(budget, seconds=REMEASURE_BUDGET_FACTOR * budget.seconds))
-    return replace(m, counters={**m.counters, "remeasured": 1.0}), prepared
+                    replace(budget, seconds=again.budget_factor * budget.seconds))
+    return replace(m, counters={**m.counters, **again.counters()}), prepared
 
 
 def measure_as_written(prepared: Prepared, case: Case, clock: Clock) -> Measurement:

@@ -47,10 +47,10 @@ H2D, D2H = "h2d pageable", "d2h pageable"
 class Estimate:
     """The model's time per call for one call on one profile, before calibration."""
 
-    terms: Mapping[Bound, float]   # seconds per call each term alone would take
+    terms: Mapping[Bound, float]  # seconds per call each term alone would take
     dominant: Bound  # the roofline's regime: the same four names as a measured case's
-    why: str                      # the dominant term, in words, with its numbers
-    regime: str = ""              # what calibrates it: the dominant term (`Bound.term`), or FRESH
+    why: str  # the dominant term, in words, with its numbers
+    regime: str = ""  # what calibrates it: the dominant term (`Bound.term`), or FRESH
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "terms", MappingProxyType(dict(self.terms)))
