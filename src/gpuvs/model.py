@@ -224,6 +224,15 @@ class Measurement:
         )
 
 
+# Ops whose host cost differs from an elementwise one's, each with its own `dispatch`
+# probe on a GPU: an array made from nothing, a small matrix product (the BLAS's dispatch
+# and its shortest kernel), a fused function's call (a compiled function's guards, a
+# jitted one's dispatch, a raw kernel's launch). A workload says which family its
+# launches are (`Workload.op_family`; "" for elementwise ops); `gpuvs predict` prices
+# them at that family's measured cost.
+OP_FAMILIES = ("create", "product", "fused")
+
+
 @dataclass(frozen=True)
 class Ceiling:
     """A measured hardware peak (`gpuvs ceilings`): a rate or a cost of one device."""

@@ -7,9 +7,9 @@ import sqlite3
 import pytest
 from typer.testing import CliRunner
 
-from gpuvs.analysis.ceilings import peak_for, probe_cases, read
+from gpuvs.analysis.ceilings import dispatch_name, peak_for, probe_cases, read
 from gpuvs.cli import app
-from gpuvs.model import Case, Ceiling, Measurement, Status
+from gpuvs.model import OP_FAMILIES, Case, Ceiling, Measurement, Status
 
 
 def test_cpu_probes_cover_gemm_at_all_cores_and_one_thread_and_the_triad() -> None:
@@ -45,6 +45,20 @@ def test_probe_measurements_read_as_rates_and_costs() -> None:
     assert found["matmul float32 tf32=on"].value == pytest.approx(5e14)
     assert found["memory bandwidth (copy)"].value == pytest.approx(3e12)
     assert found["per-op dispatch cost"].value == pytest.approx(5e-6)
+
+
+def test_each_gpu_backend_gets_a_dispatch_probe_per_op_family_and_the_cpu_none() -> None:
+    family = {(c.backend, c.device, c.param("op")) for c in probe_cases(["torch", "cupy"])
+              if c.workload == "dispatch" and c.param("op")}
+    assert family == {(b, "cuda:0", f) for b in ("torch", "cupy") for f in OP_FAMILIES}
+
+
+def test_a_family_probe_reads_as_that_familys_dispatch_cost() -> None:
+    op = Case("dispatch", "correct", "jax", "cuda:0", "float32", 1,
+              (("mode", "loop"), ("op", "create")))
+    [ceiling] = read([_m(op, 40e-6)])
+    assert ceiling.name == "per-op dispatch cost (create)" == dispatch_name("create")
+    assert ceiling.value == pytest.approx(40e-6) and ceiling.backend == "jax"
 
 
 def test_a_case_is_bounded_by_its_own_device_dtype_and_tf32_mode() -> None:

@@ -11,7 +11,7 @@ from tests.predicting.samples import synthetic
 
 from gpuvs.analysis.roofline import Bound
 from gpuvs.errors import UsageError
-from gpuvs.model import Case
+from gpuvs.model import Case, Ceiling
 from gpuvs.predicting import model
 from gpuvs.predicting.model import FRESH
 from gpuvs.predicting.work import Work, of_case
@@ -49,6 +49,21 @@ def test_each_backend_launches_at_its_own_dispatch_cost() -> None:
     assert e.seconds == pytest.approx(2 * 100e-6)
 
 
+def test_an_op_family_launches_at_its_own_measured_cost() -> None:
+    profile = dataclasses.replace(synthetic(), ceilings=(
+        *synthetic().ceilings, Ceiling("per-op dispatch cost (create)", "cuda:0", "jax",
+                                       300e-6, "s", "")))
+    e = model.estimate(Work(bytes=1e3, backend="jax", op_family="create"), profile)
+    assert e.seconds == pytest.approx(300e-6)
+    assert "× 300 µs of host dispatch (an array creation's) outweigh" in e.why
+
+
+def test_a_profile_without_the_family_prices_it_as_an_elementwise_op() -> None:
+    e = model.estimate(Work(bytes=1e3, backend="jax", op_family="product"), synthetic())
+    assert e.seconds == pytest.approx(100e-6)
+    assert "× 100 µs of host dispatch outweigh" in e.why
+
+
 def test_an_end_to_end_call_adds_its_copies_to_the_work() -> None:
     work = Work(flops=2e9, bytes=1.2e7, copied_in=(4e6, 4e6), copied_out=(4e6,))
     e = model.estimate(work, synthetic())
@@ -72,7 +87,7 @@ def test_a_workload_case_is_counted_by_its_workload() -> None:
     square = Case("matmul", "correct", "torch", "cuda:0", "float32", 1024,
                   (("data", "end_to_end"), ("shape", "square")))
     work = of_case(square)
-    assert work.flops == 2 * 1024**3 and work.launches == 1
+    assert work.flops == 2 * 1024**3 and work.launches == 1 and work.op_family == "product"
     assert work.copied_in == (4 * 1024**2, 4 * 1024**2) and work.copied_out == (4 * 1024**2,)
     jax = of_case(dataclasses.replace(square, backend="jax", params=(("shape", "square"),)))
     assert jax.tf32 and not jax.end_to_end  # JAX multiplies float32 as TF32 by default

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
-from gpuvs.model import Case, Caveat, Ceiling, Measurement, Status
+from gpuvs.model import OP_FAMILIES, Case, Caveat, Ceiling, Measurement, Status
 
 GPU_DTYPES = ("float64", "float32", "bfloat16", "float16")
 CPU_DTYPES = ("float32", "float64")
@@ -28,6 +28,11 @@ TRANSFER_ELEMENTS = 1 << 26
 # The ceiling a one-element op's time per call is: what launching or dispatching one op
 # costs, which decides launch-bound work.
 DISPATCH = "per-op dispatch cost"
+
+
+def dispatch_name(family: str) -> str:
+    """The ceiling that prices one op of `family` ("" for an elementwise op)."""
+    return f"{DISPATCH} ({family})" if family else DISPATCH
 
 
 def dispatch_probes(pairs: Iterable[tuple[str, str]]) -> list[Case]:
@@ -52,6 +57,9 @@ def probe_cases(backends: Iterable[str]) -> list[Case]:
         for device in _devices(backend):
             cases += [Case("dispatch", "correct", backend, device, "float32", 1, (("mode", m),))
                       for m in ("loop", "latency")]
+            if device != "cpu":  # what a prediction for this GPU prices launches by
+                cases += [Case("dispatch", "correct", backend, device, "float32", 1,
+                               (("mode", "loop"), ("op", family))) for family in OP_FAMILIES]
     return cases
 
 
@@ -141,7 +149,7 @@ def _ceiling(m: Measurement) -> Ceiling | None:
         if c.param("mode") == "latency":  # what a caller waits: launch + synchronise
             wall = m.wall_summary.median if m.wall_summary else median
             return Ceiling("launch + sync latency", c.device, c.backend, wall, "s", key)
-        return Ceiling(DISPATCH, c.device, c.backend, median, "s", key)
+        return Ceiling(dispatch_name(c.param("op", "")), c.device, c.backend, median, "s", key)
     return None
 
 

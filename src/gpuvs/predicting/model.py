@@ -6,7 +6,9 @@ Four terms, each from one measured ceiling of the target:
   backend multiplies float32 on TF32 units);
 - **memory**: bytes moved ÷ the device's copy bandwidth;
 - **launch**: kernels launched × the backend's per-op dispatch cost on that GPU — the
-  host's time to issue the work, which a GPU waits on when each kernel is short;
+  host's time to issue the work, which a GPU waits on when each kernel is short. An op
+  of a family (`model.OP_FAMILIES`: an array creation, a small product, a fused call) is
+  priced at its own family's measured cost, where the profile has it;
 - **transfer** (end-to-end calls only): bytes copied in and out ÷ the pageable
   host↔device rates, plus one launch-and-sync latency per copy (each pageable copy
   waits for the device).
@@ -29,7 +31,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from gpuvs import units
-from gpuvs.analysis.ceilings import peak_for
+from gpuvs.analysis.ceilings import DISPATCH, dispatch_name, peak_for
 from gpuvs.analysis.roofline import Bound
 from gpuvs.errors import UsageError
 from gpuvs.model import Case
@@ -38,9 +40,10 @@ from gpuvs.predicting.work import Work
 
 FRESH_BYTES = 32 << 20  # glibc's largest mmap threshold: beyond it, fresh pages each call
 FRESH = "transfer-fresh"
-DISPATCH = "per-op dispatch cost"
 LATENCY = "launch + sync latency"
 H2D, D2H = "h2d pageable", "d2h pageable"
+FAMILY_WORDS = {"create": " (an array creation's)", "product": " (a small product's)",
+                "fused": " (a fused call's)"}
 
 
 @dataclass(frozen=True)
@@ -77,7 +80,7 @@ def estimate(work: Work, profile: Profile) -> Estimate:
         raise UsageError(_missing(profile, "GPU memory bandwidth"))
     if work.flops and "flops" not in peaks:
         raise UsageError(_missing(profile, f"{work.dtype} matrix-product peak on a GPU"))
-    dispatch = _gpu(profile, DISPATCH, work.backend)
+    dispatch, family = _dispatch(profile, work)
     terms = {Bound.COMPUTE: work.flops / peaks["flops"] if work.flops else 0.0,
              Bound.MEMORY: work.bytes / peaks["bytes"],
              Bound.LAUNCH: work.launches * dispatch, Bound.TRANSFER: 0.0}
@@ -90,7 +93,7 @@ def estimate(work: Work, profile: Profile) -> Estimate:
     dominant = (Bound.TRANSFER if terms[Bound.TRANSFER] >= combine(terms) / 2 else
                 max((Bound.COMPUTE, Bound.MEMORY, Bound.LAUNCH), key=lambda t: terms[t]))
     fresh = dominant is Bound.TRANSFER and max(work.copied_out, default=0.0) > FRESH_BYTES
-    why = _why(dominant, work, terms, peaks, dispatch, rates) + (
+    why = _why(dominant, work, terms, peaks, (dispatch, family), rates) + (
         "; its output lands in freshly mapped host memory" if fresh else "")
     return Estimate(terms, dominant, why, FRESH if fresh else dominant.term)
 
@@ -102,6 +105,18 @@ def scaled(measured_s: float, work: Work, source: Profile, target: Profile
     costs'), as the model splits the call on each: (seconds on target, target's estimate)."""
     there, here = estimate(work, target), estimate(work, source)
     return measured_s * there.seconds / here.seconds, there
+
+
+def _dispatch(profile: Profile, work: Work) -> tuple[float, str]:
+    """What one of `work`'s launches costs the host, and the op family that cost is of:
+    its own family's measured cost, else (a profile measured before families were) an
+    elementwise op's ("")."""
+    if work.op_family:
+        try:
+            return _gpu(profile, dispatch_name(work.op_family), work.backend), work.op_family
+        except UsageError:
+            pass
+    return _gpu(profile, DISPATCH, work.backend), ""
 
 
 def _gpu(profile: Profile, name: str, backend: str) -> float:
@@ -118,12 +133,14 @@ def _missing(profile: Profile, what: str) -> str:
 
 
 def _why(dominant: Bound, work: Work, terms: Mapping[Bound, float],
-         peaks: Mapping[str, float], dispatch: float, rates: tuple[float, float, float]
-         ) -> str:
+         peaks: Mapping[str, float], launch: tuple[float, str],
+         rates: tuple[float, float, float]) -> str:
     device = max(terms[Bound.COMPUTE], terms[Bound.MEMORY])
+    dispatch, family = launch
     if dominant is Bound.LAUNCH:
         return (f"launch-bound: {work.launches:.0f} launch(es) × {units.seconds(dispatch)} "
-                f"of host dispatch outweigh {units.seconds(device)} of device work")
+                f"of host dispatch{FAMILY_WORDS.get(family, '')} outweigh "
+                f"{units.seconds(device)} of device work")
     if dominant is Bound.MEMORY:
         return (f"memory-bound: {units.nbytes(work.bytes)} at "
                 f"{units.rate(peaks['bytes'], 'B/s')}")

@@ -33,6 +33,7 @@ class Work:
     backend: str = "torch"
     tf32: bool = False           # float32 products on TF32 matrix units
     workload: str = ""           # whose calibration applies; "" for the user's code
+    op_family: str = ""          # what each launch costs the host (`model.OP_FAMILIES`)
 
     @property
     def end_to_end(self) -> bool:
@@ -51,4 +52,4 @@ def of_case(case: Case) -> Work:
             and case.backend in TF32_BY_DEFAULT)
     return Work(counted.get("flops", 0.0), counted.get("bytes_moved", 0.0),
                 max(1.0, counted.get("launches", 1.0)), copied_in, copied_out, case.dtype,
-                case.backend, tf32, case.workload)
+                case.backend, tf32, case.workload, workload.op_family(case))

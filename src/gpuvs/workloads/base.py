@@ -241,6 +241,11 @@ class Workload(ABC):
         """Ops (kernels, on a GPU) one call launches: the unit of its dispatch floor."""
         return 1
 
+    def op_family(self, case: Case) -> str:
+        """Which of `model.OP_FAMILIES` the ops a call launches are ("" for elementwise
+        ones): the host cost `gpuvs predict` prices each launch at."""
+        return ""
+
     def copies(self, size: int, params: Params, dtype: str
                ) -> tuple[tuple[float, ...], tuple[float, ...]]:
         """The arrays an end-to-end call copies: the bytes of each one copied to the

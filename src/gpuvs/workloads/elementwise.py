@@ -134,6 +134,11 @@ class Elementwise(Workload):
             c |= {"launches": 1.0, "bytes_moved": 2.0 * case.size * ITEMSIZE[case.dtype]}
         return c
 
+    def op_family(self, case: Case) -> str:
+        if case.variant == "tuned":
+            return "fused"
+        return "create" if case.param("op") == "ones" else ""
+
     def flops(self, size: int, params: Params) -> float:
         return float(FLOPS_PER_ELEMENT[dict(params)["op"]] * size)
 

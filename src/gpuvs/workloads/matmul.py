@@ -73,6 +73,9 @@ class Matmul(Workload):
         # Square products only: the sizes where a GPU overtakes a CPU.
         return self.default_sizes(params) if dict(params).get("shape") == "square" else ()
 
+    def op_family(self, case: Case) -> str:
+        return "product"
+
     def flops(self, size: int, params: Params) -> float:
         m, k, n = _shape(size, params)
         return 2.0 * m * k * n

@@ -4,21 +4,26 @@ Each probe is an ordinary workload, so it runs in the same isolated workers, by 
 protocol, and lands in the same store: a matrix product that fills the chip (peak
 FLOP/s per dtype, float32 with and without TF32), a device-to-device copy (bandwidth,
 bytes read + written), host↔device copies (pageable and pinned), a one-element op
-(dispatch cost per op, and launch-plus-sync latency), and a STREAM-like triad for the
+(dispatch cost per op, and launch-plus-sync latency; on a GPU, also an array creation,
+a small product and a fused call), and a STREAM-like triad for the
 CPU's memory bandwidth. `gpuvs ceilings` runs them; `gpuvs.analysis.ceilings` reads them.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from gpuvs.backends.base import Backend
 from gpuvs.measuring.protocol import Prepared
-from gpuvs.model import Case, Params
+from gpuvs.model import OP_FAMILIES, Case, Params
 from gpuvs.workloads import register
 from gpuvs.workloads.base import ITEMSIZE, Workload, place, random_inputs
+from gpuvs.workloads.elementwise import FUSERS, Elementwise, fused_chain
+
+PRODUCT_N = 16  # the `product` family's matrices: the BLAS's fixed cost, not its FLOPs
 
 
 class Probe(Workload):
@@ -112,32 +117,58 @@ class Copy(Probe):
 
 @register
 class Dispatch(Probe):
-    """The fixed cost of one op: dispatch + launch in a loop, and launch + sync alone."""
+    """The fixed cost of one op: dispatch + launch in a loop, and launch + sync alone.
+
+    The loop's op is a one-element `x * 1`; with `op` (on a GPU, for `gpuvs predict`) it
+    is one of `model.OP_FAMILIES` instead, as small as the family allows:
+    `ones(1)`, a 16 × 16 product, or the elementwise workload's own fused chain on one
+    element (its function, compiled or jitted as that workload runs it)."""
 
     name = "dispatch"
     description = "ceiling: cost of a one-element op (per op in a loop; latency with sync)"
 
     def param_sets(self) -> tuple[Params, ...]:
-        return ((("mode", "loop"),), (("mode", "latency"),))
+        return ((("mode", "loop"),), (("mode", "latency"),),
+                *((("mode", "loop"), ("op", family)) for family in OP_FAMILIES))
 
     def default_sizes(self, params: Params) -> tuple[int, ...]:
         return (1,)
 
+    def applies(self, case: Case) -> bool:
+        return case.param("op") != "fused" or (case.backend in FUSERS
+                                                and case.device != "cpu")
+
     def memory_needed(self, size: int, params: Params, dtype: str) -> int:
-        return size * ITEMSIZE[dtype]
+        return PRODUCT_N * PRODUCT_N * ITEMSIZE[dtype] * 2
+
+    def preload(self, backend: Backend, case: Case) -> None:
+        if case.param("op") == "fused":
+            Elementwise().preload(backend, replace(case, workload="elementwise",
+                                                   variant="tuned"))
 
     def prepare(self, backend: Backend, case: Case) -> Prepared:
-        x = backend.from_numpy(np.ones(case.size, dtype=case.dtype), case.device, case.dtype)
-
-        def one_op() -> Any:
-            return x * 1
+        family = case.param("op")
+        if family == "create":
+            call, value = (lambda: backend.ones((1,), case.dtype, case.device)), 1.0
+        elif family == "product":
+            a = backend.from_numpy(np.ones((PRODUCT_N, PRODUCT_N), dtype=case.dtype),
+                                   case.device, case.dtype)
+            call, value = (lambda: a @ a), float(PRODUCT_N)
+        elif family == "fused":  # on zeros: the in-place chain keeps them zero, call after call
+            x = backend.from_numpy(np.zeros(1, dtype=case.dtype), case.device, case.dtype)
+            fused = fused_chain(backend.name)
+            call, value = (lambda: fused(x)), 0.0
+        else:
+            x = backend.from_numpy(np.ones(1, dtype=case.dtype), case.device, case.dtype)
+            call, value = (lambda: x * 1), 1.0
 
         def check(out: object) -> None:
-            if not np.all(backend.to_numpy(out) == 1):
+            if not np.all(backend.to_numpy(out) == value):
                 from gpuvs.errors import WrongResult
-                raise WrongResult("a one-element multiply by 1 changed the value")
+                raise WrongResult(f"the dispatch probe's {family or 'x * 1'} gave "
+                                  f"{backend.to_numpy(out).ravel()[:3]}, not {value:g}")
 
-        return Prepared(call=one_op, check=check, single_call=case.param("mode") == "latency")
+        return Prepared(call=call, check=check, single_call=case.param("mode") == "latency")
 
 
 @register
