@@ -61,6 +61,18 @@ def test_a_family_probe_reads_as_that_familys_dispatch_cost() -> None:
     assert ceiling.value == pytest.approx(40e-6) and ceiling.backend == "jax"
 
 
+def test_each_gpu_backends_own_copy_path_is_probed_both_ways_and_into_fresh_pages() -> None:
+    paths = {(c.backend, c.param("direction"), c.size) for c in probe_cases(["numpy", "jax"])
+             if c.workload == "transfer" and c.param("path") == "backend"}
+    assert paths == {("jax", "h2d", 7 << 20), ("jax", "d2h", 7 << 20), ("jax", "d2h", 1 << 26)}
+    out = [Case("transfer", "correct", "jax", "cuda:0", "float32", n,
+                (("direction", "d2h"), ("path", "backend"))) for n in (7 << 20, 1 << 26)]
+    found = read([_m(out[0], 2e-3, bytes_moved=4 * (7 << 20)),
+                  _m(out[1], 0.1, bytes_moved=4 * (1 << 26))])
+    assert [c.name for c in found] == ["d2h (to NumPy)", "d2h (to NumPy, fresh pages)"]
+    assert found[1].value == pytest.approx(4 * (1 << 26) / 0.1)
+
+
 def test_a_case_is_bounded_by_its_own_device_dtype_and_tf32_mode() -> None:
     ceilings = [Ceiling("matmul float32 tf32=off", "cuda:0", "torch", 5e13, "FLOP/s", ""),
                 Ceiling("matmul float32 tf32=on", "cuda:0", "torch", 4e14, "FLOP/s", ""),

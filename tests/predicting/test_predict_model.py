@@ -74,6 +74,21 @@ def test_an_end_to_end_call_adds_its_copies_to_the_work() -> None:
     assert "3 copies × 20 µs" in e.why
 
 
+def test_copies_go_at_the_backends_own_rates_where_the_profile_measured_them() -> None:
+    own = (Ceiling("h2d (from NumPy)", "cuda:0", "jax", 4e9, "B/s", ""),
+           Ceiling("d2h (to NumPy)", "cuda:0", "jax", 2e9, "B/s", ""),
+           Ceiling("d2h (to NumPy, fresh pages)", "cuda:0", "jax", 1e9, "B/s", ""))
+    profile = dataclasses.replace(synthetic(), ceilings=(*synthetic().ceilings, *own))
+    small = Work(bytes=1e3, copied_in=(4e6,), copied_out=(4e6,), backend="jax")
+    e = model.estimate(small, profile)  # 1 ms in, 2 ms out, 2 × 100 µs of sync
+    assert e.terms[Bound.TRANSFER] == pytest.approx(4e6 / 4e9 + 4e6 / 2e9 + 2 * 100e-6)
+    big = dataclasses.replace(small, copied_out=(1e8,))  # past 32 MiB: into fresh pages
+    assert model.estimate(big, profile).terms[Bound.TRANSFER] == pytest.approx(
+        4e6 / 4e9 + 1e8 / 1e9 + 2 * 100e-6)
+    torchs = model.estimate(dataclasses.replace(small, backend="cupy"), profile)
+    assert torchs.terms[Bound.TRANSFER] == pytest.approx(4e6 / 10e9 + 4e6 / 5e9 + 2 * 20e-6)
+
+
 def test_an_output_past_32_mib_lands_in_fresh_host_memory_a_regime_of_its_own() -> None:
     work = Work(bytes=2e8, copied_in=(1e8,), copied_out=(1e8,))
     e = model.estimate(work, synthetic())

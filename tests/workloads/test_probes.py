@@ -1,5 +1,6 @@
-"""The `dispatch` probe's op families: each runs and checks its own result, and the
-fused one runs only where a workload fuses (a GPU backend with a fused chain)."""
+"""The probes `gpuvs predict` prices work by: the `dispatch` probe's op families (each
+runs and checks its own result; the fused one only where a workload fuses, on a GPU)
+and each backend's own copy path."""
 
 from __future__ import annotations
 
@@ -49,3 +50,17 @@ def test_workloads_name_the_family_of_the_ops_they_launch() -> None:
                              (("shape", "square"),))) == "product"
     assert workloads.get("gru").op_family(
         Case("gru", "correct", "torch", "cuda:0", "float32", 20, (("how", "batched"),))) == ""
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+@pytest.mark.parametrize("direction", ["h2d", "d2h"])
+def test_a_backends_copy_path_is_timed_through_from_numpy_and_to_numpy(
+        backend: str, direction: str) -> None:
+    pytest.importorskip(backend)
+    case = Case("transfer", "correct", backend, "cpu", "float32", 1 << 16,
+                (("direction", direction), ("path", "backend")))
+    b, probe = backends.get(backend), workloads.get("transfer")
+    assert not probe.applies(case)  # a CPU has no link to price: only GPUs are probed
+    m = measure(probe.prepare(b, case), case, b.clock("cpu"), FixedCount(n=3))
+    assert m.status is Status.OK, m.reason
+    assert probe.applies(replace(case, backend="jax", device="cuda:0"))

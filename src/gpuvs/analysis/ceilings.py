@@ -25,9 +25,23 @@ GPU_COPY_ELEMENTS = 1 << 28   # 1 GiB of float32: far beyond any L2
 CPU_STREAM_ELEMENTS = 1 << 25  # 3 arrays of float64: 805 MB, far beyond any CPU cache
 CACHE_TRIAD_BYTES_PER_ELEMENT = 3 * 8
 TRANSFER_ELEMENTS = 1 << 26
+# An array brought back past this lands in freshly mapped host memory on every call
+# (glibc's largest mmap threshold: allocators hand such sizes to the kernel with mmap and
+# give them back on free), and the copy faults it in page by page. Each backend's own
+# copy path is probed on both sides of it: 28 MiB (memory used before), and 256 MiB.
+FRESH_BYTES = 32 << 20
+PATH_ELEMENTS = 7 << 20
 # The ceiling a one-element op's time per call is: what launching or dispatching one op
 # costs, which decides launch-bound work.
 DISPATCH = "per-op dispatch cost"
+
+
+def copy_name(direction: str, fresh: bool = False) -> str:
+    """The ceiling of a backend's own copy path (`Backend.from_numpy`, `.to_numpy`), as
+    an end-to-end call copies: "h2d", "d2h", or "d2h" into freshly mapped pages."""
+    if direction == "h2d":
+        return "h2d (from NumPy)"
+    return "d2h (to NumPy, fresh pages)" if fresh else "d2h (to NumPy)"
 
 
 def dispatch_name(family: str) -> str:
@@ -57,9 +71,13 @@ def probe_cases(backends: Iterable[str]) -> list[Case]:
         for device in _devices(backend):
             cases += [Case("dispatch", "correct", backend, device, "float32", 1, (("mode", m),))
                       for m in ("loop", "latency")]
-            if device != "cpu":  # what a prediction for this GPU prices launches by
+            if device != "cpu":  # what a prediction for this GPU prices launches and copies by
                 cases += [Case("dispatch", "correct", backend, device, "float32", 1,
                                (("mode", "loop"), ("op", family))) for family in OP_FAMILIES]
+                cases += [Case("transfer", "correct", backend, device, "float32", n,
+                               (("direction", d), ("path", "backend")))
+                          for d, n in (("h2d", PATH_ELEMENTS), ("d2h", PATH_ELEMENTS),
+                                       ("d2h", TRANSFER_ELEMENTS))]
     return cases
 
 
@@ -143,8 +161,10 @@ def _ceiling(m: Measurement) -> Ceiling | None:
         return Ceiling(f"memory bandwidth ({c.workload}){threads}", c.device, c.backend,
                        m.counters["bytes_moved"] / median, "B/s", key)
     if c.workload == "transfer":
-        return Ceiling(f"{c.param('direction')} {c.param('memory')}", c.device, c.backend,
-                       m.counters["bytes_moved"] / median, "B/s", key)
+        moved = m.counters["bytes_moved"]
+        name = (copy_name(c.param("direction"), fresh=moved > FRESH_BYTES)
+                if c.param("path") == "backend" else f"{c.param('direction')} {c.param('memory')}")
+        return Ceiling(name, c.device, c.backend, moved / median, "B/s", key)
     if c.workload == "dispatch":
         if c.param("mode") == "latency":  # what a caller waits: launch + synchronise
             wall = m.wall_summary.median if m.wall_summary else median

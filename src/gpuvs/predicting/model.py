@@ -9,8 +9,9 @@ Four terms, each from one measured ceiling of the target:
   host's time to issue the work, which a GPU waits on when each kernel is short. An op
   of a family (`model.OP_FAMILIES`: an array creation, a small product, a fused call) is
   priced at its own family's measured cost, where the profile has it;
-- **transfer** (end-to-end calls only): bytes copied in and out ÷ the pageable
-  host↔device rates, plus one launch-and-sync latency per copy (each pageable copy
+- **transfer** (end-to-end calls only): bytes copied in and out ÷ the backend's own
+  copy rates (`from_numpy`, `to_numpy`: JAX's and CuPy's paths are not torch's), else
+  torch's pageable rates, plus one launch-and-sync latency per copy (each pageable copy
   waits for the device).
 
 The device works while the host launches, so a resident call takes the largest of the
@@ -19,9 +20,10 @@ its copies, which neither overlaps. The largest term is the call's bound, said i
 
 An output past FRESH_BYTES is brought back into freshly mapped host memory on every call
 (allocators hand such sizes to the kernel with mmap and give them back on free), and
-the copy then faults it in page by page: far slower than the probe's copy into memory
-used before. No ceiling measures that rate; such calls form a regime of their own
-(`Estimate.regime`), which the validation run calibrates apart.
+the copy then faults it in page by page: far slower than a copy into memory used before.
+It is priced at the backend's copy into fresh pages where the profile measured one, and
+such calls form a regime of their own (`Estimate.regime`), which the validation run
+calibrates apart.
 """
 
 from __future__ import annotations
@@ -31,14 +33,13 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from gpuvs import units
-from gpuvs.analysis.ceilings import DISPATCH, dispatch_name, peak_for
+from gpuvs.analysis.ceilings import DISPATCH, FRESH_BYTES, copy_name, dispatch_name, peak_for
 from gpuvs.analysis.roofline import Bound
 from gpuvs.errors import UsageError
 from gpuvs.model import Case
 from gpuvs.predicting.profile import Profile
 from gpuvs.predicting.work import Work
 
-FRESH_BYTES = 32 << 20  # glibc's largest mmap threshold: beyond it, fresh pages each call
 FRESH = "transfer-fresh"
 LATENCY = "launch + sync latency"
 H2D, D2H = "h2d pageable", "d2h pageable"
@@ -85,14 +86,18 @@ def estimate(work: Work, profile: Profile) -> Estimate:
              Bound.MEMORY: work.bytes / peaks["bytes"],
              Bound.LAUNCH: work.launches * dispatch, Bound.TRANSFER: 0.0}
     rates = (0.0, 0.0, 0.0)
+    fresh = max(work.copied_out, default=0.0) > FRESH_BYTES
     if work.end_to_end:
-        rates = (_gpu(profile, H2D, "torch"), _gpu(profile, D2H, "torch"),
-                 _gpu(profile, LATENCY, work.backend))
-        terms[Bound.TRANSFER] = (sum(work.copied_in) / rates[0] + sum(work.copied_out) / rates[1]
-                                + (len(work.copied_in) + len(work.copied_out)) * rates[2])
+        h2d = _copy(profile, work.backend, (copy_name("h2d"),), H2D)
+        d2h = {f: _copy(profile, work.backend, (copy_name("d2h", f), copy_name("d2h")), D2H)
+               for f in (False, True)}
+        rates = (h2d, d2h[fresh], _gpu(profile, LATENCY, work.backend))
+        terms[Bound.TRANSFER] = (sum(work.copied_in) / h2d
+                                 + sum(o / d2h[o > FRESH_BYTES] for o in work.copied_out)
+                                 + (len(work.copied_in) + len(work.copied_out)) * rates[2])
     dominant = (Bound.TRANSFER if terms[Bound.TRANSFER] >= combine(terms) / 2 else
                 max((Bound.COMPUTE, Bound.MEMORY, Bound.LAUNCH), key=lambda t: terms[t]))
-    fresh = dominant is Bound.TRANSFER and max(work.copied_out, default=0.0) > FRESH_BYTES
+    fresh = fresh and dominant is Bound.TRANSFER
     why = _why(dominant, work, terms, peaks, (dispatch, family), rates) + (
         "; its output lands in freshly mapped host memory" if fresh else "")
     return Estimate(terms, dominant, why, FRESH if fresh else dominant.term)
@@ -105,6 +110,17 @@ def scaled(measured_s: float, work: Work, source: Profile, target: Profile
     costs'), as the model splits the call on each: (seconds on target, target's estimate)."""
     there, here = estimate(work, target), estimate(work, source)
     return measured_s * there.seconds / here.seconds, there
+
+
+def _copy(profile: Profile, backend: str, own: tuple[str, ...], torchs: str) -> float:
+    """A copy's rate on `backend`'s own path (the first of `own` measured), else (a
+    profile measured before those were) torch's pageable `copy_` (`torchs`)."""
+    for name in own:
+        try:
+            return _gpu(profile, name, backend)
+        except UsageError:
+            continue
+    return _gpu(profile, torchs, "torch")
 
 
 def _dispatch(profile: Profile, work: Work) -> tuple[float, str]:

@@ -207,23 +207,35 @@ class Triad(Probe):
 
 @register
 class Transfer(Probe):
+    """Host↔device copies: torch's `copy_` between buffers made before, pageable and
+    pinned (the link's rates); and, with `path=backend`, each backend's own copy path —
+    `from_numpy` in, `to_numpy` out — as an end-to-end call copies (its d2h on a fresh
+    device array each call, so that no backend hands back a host copy it kept)."""
+
     name = "transfer"
     description = "ceiling: host↔device copy bandwidth, pageable and pinned (torch)"
 
     def param_sets(self) -> tuple[Params, ...]:
-        return tuple((("direction", d), ("memory", m))
-                     for d in ("h2d", "d2h") for m in ("pageable", "pinned"))
+        return (*((("direction", d), ("memory", m))
+                  for d in ("h2d", "d2h") for m in ("pageable", "pinned")),
+                *((("direction", d), ("path", "backend")) for d in ("h2d", "d2h")))
 
     def default_sizes(self, params: Params) -> tuple[int, ...]:
         return (1 << 26,)
+
+    def applies(self, case: Case) -> bool:
+        return case.device != "cpu" and (case.backend == "torch"
+                                         or case.param("path") == "backend")
 
     def bytes_moved(self, size: int, params: Params, dtype: str) -> float:
         return float(size * ITEMSIZE[dtype])
 
     def memory_needed(self, size: int, params: Params, dtype: str) -> int:
-        return size * ITEMSIZE[dtype]
+        return 2 * size * ITEMSIZE[dtype]
 
     def prepare(self, backend: Backend, case: Case) -> Prepared:
+        if case.param("path") == "backend":
+            return _backend_path(backend, case)
         import torch
 
         if backend.name != "torch" or case.device == "cpu":
@@ -243,7 +255,19 @@ class Transfer(Probe):
         return Prepared(call=transfer, check=lambda out: _same(out, expected))
 
 
+def _backend_path(backend: Backend, case: Case) -> Prepared:
+    host = random_inputs((case.size,), case.dtype, seed=6)
+    expected = host.astype(np.float64)
+    if case.param("direction") == "h2d":
+        return Prepared(call=lambda: backend.from_numpy(host, case.device, case.dtype),
+                        check=lambda out: _same(backend.to_numpy(out), expected))
+    dev = backend.from_numpy(host, case.device, case.dtype)
+    return Prepared(call=lambda: backend.to_numpy(dev * 1),
+                    check=lambda out: _same(out, expected))
+
+
 def _same(out: Any, expected: np.ndarray) -> None:
     from gpuvs.errors import WrongResult
-    if not np.array_equal(out.cpu().numpy().astype(np.float64), expected):
+    host = out if isinstance(out, np.ndarray) else out.cpu().numpy()
+    if not np.array_equal(host.astype(np.float64), expected):
         raise WrongResult("the copy differs from its source")
