@@ -22,6 +22,15 @@ Offline, from exports made before (nothing is measured):
     PYTHONPATH=src python3 benchmarks/predict.py --target h100 --out OUT \\
         --from-run OUT/run-all.json --from-run OUT/seeds.json
 
+Held out (what a user gets): the judged runs predicted with the calibration of other
+runs — measured on other machines before — each case still without its own series:
+
+    PYTHONPATH=src python3 benchmarks/predict.py --target h100 --out OUT3 \
+        --from-run NEW/run-all.json --from-run NEW/seeds.json \
+        --calibration OLD/run-all.json --calibration OLD/seeds.json
+
+Exports may be gzipped (`RUN.json.gz`, as docs/runs/ keeps them).
+
 GPU → GPU (Habitat's setting): the target's runs predicted from the same cases measured
 on another GPU, scaled term by term by the two profiles:
 
@@ -34,6 +43,7 @@ on another GPU, scaled term by term by the two profiles:
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import os
 import shutil
@@ -50,7 +60,7 @@ from gpuvs.predicting.forecast import Target
 from gpuvs.predicting.residuals import save
 from gpuvs.report.markdown import to_markdown
 from gpuvs.report.predicted import crossover_checks_table, error_table
-from gpuvs.store.export import load_json
+from gpuvs.store.export import load_json, run_from_document
 from gpuvs.table import Table
 
 CEILINGS = ("ceilings", "--budget", "0.3")
@@ -86,6 +96,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, help="directory for every file written")
     p.add_argument("--from-run", action="append", default=[], metavar="RUN.json",
                    help="judge these exports instead of measuring (repeatable)")
+    p.add_argument("--calibration", action="append", default=[], metavar="RUN.json",
+                   help="calibrate with these runs instead of the judged ones, which are "
+                        "then held out (repeatable)")
     p.add_argument("--source", help="GPU → GPU: the profile of the GPU the source runs "
                                     "were measured on (a name or a file)")
     p.add_argument("--source-run", action="append", default=[], metavar="RUN.json",
@@ -128,15 +141,27 @@ def _gpuvs(command: list[str] | tuple[str, ...], out: Path, name: str) -> None:
 
 
 def _runs(paths: list[Path]) -> list[tuple[Any, list[Measurement]]]:
-    return [load_json(p)[:2] for p in paths]
+    return [_load(p) for p in paths]
+
+
+def _load(path: Path) -> tuple[Any, list[Measurement]]:
+    """A run export, plain or gzipped."""
+    if path.suffix != ".gz":
+        return load_json(path)[:2]
+    try:
+        return run_from_document(json.loads(gzip.decompress(path.read_bytes())))
+    except (OSError, ValueError) as err:
+        raise UsageError(f"cannot read {path}: {err}") from None
 
 
 def _tables(found: profile.Found, paths: list[Path], out: Path,
             args: argparse.Namespace) -> list[Table]:
     runs = _runs(paths)
     every = [m for _, ms in runs for m in ms]
-    learnt = validation.residuals_of(every, found.profile, [r.run_id for r, _ in runs],
-                                     min(r.started_at for r, _ in runs))
+    calibration = _runs([Path(p) for p in args.calibration]) or runs
+    learnt = validation.residuals_of([m for _, ms in calibration for m in ms], found.profile,
+                                     [r.run_id for r, _ in calibration],
+                                     min(r.started_at for r, _ in calibration))
     name = found.profile.name
     shipped = out / "profiles" / f"{name}{profile.SUFFIX}"
     if Path(str(found.path)).resolve() != shipped.resolve():
@@ -152,10 +177,13 @@ def _tables(found: profile.Found, paths: list[Path], out: Path,
                          "judge (the runs are kept; run this on the GPU machine)")
     _write_predictions(out / "predictions.json", judged)
     source = ", ".join(r.run_id for r, _ in runs)
+    held_out = (f"calibrated by other runs: {', '.join(learnt.runs)}",) if args.calibration \
+        else ()
     tables = [
         error_table(f"CPU → {name}: predicted time per call against measured, per workload",
                     validation.error_rows(judged, crossed), (
-                        LEFT_OUT, f"measured: runs {source} on {found.profile.device}",
+                        LEFT_OUT, *held_out,
+                        f"measured: runs {source} on {found.profile.device}",
                         "inside interval: the measured time within the predicted 90 % "
                         "interval; crossover: the predicted size within one sweep step "
                         "of the measured one")),

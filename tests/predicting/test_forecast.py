@@ -13,7 +13,7 @@ from tests.predicting.samples import measured, synthetic
 from gpuvs.model import Case
 from gpuvs.predicting import forecast, model, profile, validation
 from gpuvs.predicting.forecast import Target
-from gpuvs.predicting.residuals import Prediction
+from gpuvs.predicting.residuals import Prediction, Residual, of_points
 from gpuvs.predicting.validation import Check, CrossoverCheck
 from gpuvs.predicting.work import Work
 
@@ -48,6 +48,14 @@ def test_the_fastest_cpu_case_of_each_size_is_the_baseline(target: Target) -> No
     [s] = forecast.series(cpu, forecast.predict_cases(target, [case("cupy", "cuda:0", 1000)]))
     assert s.points[0].cpu.case.backend == "torch" and s.points[0].speedup == pytest.approx(0.5)
     assert s.crossover is None
+
+
+def test_many_validation_runs_are_counted_with_the_first_and_last_named(target: Target) -> None:
+    runs = [f"20261126-0{i}0000-abcd" for i in range(6)]
+    points = [Residual("matmul", "launch", f"s{i}", 1.0) for i in range(6)]
+    t = dataclasses.replace(target, residuals=of_points("syn", runs, "2026-11-26", points))
+    assert ("(6 runs, 20261126-000000-abcd … 20261126-050000-abcd), each against its "
+            "prediction made without it") in t.lines()[1]
 
 
 def test_a_case_the_profile_cannot_predict_says_why(target: Target) -> None:

@@ -3,6 +3,7 @@ docs/runs/: its files, and its table's numbers recomputed from the cases it wrot
 
 from __future__ import annotations
 
+import gzip
 import importlib.util
 import json
 import subprocess
@@ -55,6 +56,26 @@ def test_offline_it_writes_residuals_predictions_and_the_error_table(syn: Path,
     saved = json.loads((out / "profiles" / "syn.residuals.json").read_text())
     assert len(saved["points"]) == 25 and saved["runs"] == ["20261123-234930-ccbb"]
     assert (out / "profiles" / "syn.json").read_text() == syn.read_text()
+
+
+def test_held_out_runs_are_judged_against_the_calibration_of_other_runs(
+        syn: Path, tmp_path: Path) -> None:
+    """The H200 sweep, gzipped as docs/runs/predict/ keeps runs, judged by the H100
+    sweep's calibration: the residuals written are the calibration's, and the table names
+    the runs it rests on."""
+    gz = tmp_path / "h200.json.gz"
+    gz.write_bytes(gzip.compress(H200.read_bytes()))
+    out = tmp_path / "out"
+    done = bench("--target", str(syn), "--out", str(out), "--from-run", str(gz),
+                 "--calibration", str(H100))
+    assert done.returncode == 0, done.stderr
+    assert "calibrated by other runs: 20261123-234930-ccbb" in done.stdout
+    saved = json.loads((out / "profiles" / "syn.residuals.json").read_text())
+    assert saved["runs"] == ["20261123-234930-ccbb"]  # the H100's, not the judged H200's
+    judged = json.loads((out / "predictions.json").read_text())
+    h200 = json.loads(H200.read_text())["measurements"]
+    assert len(judged) == sum(m["case"]["device"] != "cpu" and m["status"] == "ok"
+                              for m in h200) > 0  # every finished H200 GPU case, judged
 
 
 def test_gpu_to_gpu_adds_the_scaled_table(tmp_path: Path) -> None:

@@ -48,11 +48,18 @@ class Target:
         r = self.residuals
         validated = (
             f"intervals: where 90 % of {len(r.points)} cases measured on {self.name} fell "
-            f"(run {', '.join(r.runs)}), each against its prediction made without it"
+            f"({_runs(r.runs)}), each against its prediction made without it"
             if r is not None else
             f"interval: not yet validated for {self.name}: no residuals beside its profile "
             "(benchmarks/predict.py on that GPU writes them), so times are the model's alone")
         return (f"predicted for {self.name} from the {self.found.origin()}", validated)
+
+
+def _runs(runs: Sequence[str]) -> str:
+    """The validation runs, by id where few (`gpuvs show` prints each), else counted."""
+    if len(runs) <= 3:
+        return f"run {', '.join(runs)}"
+    return f"{len(runs)} runs, {runs[0]} … {runs[-1]}"
 
 
 def target(spec: str) -> Target:
