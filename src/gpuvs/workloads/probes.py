@@ -213,7 +213,8 @@ class Transfer(Probe):
     device array each call, so that no backend hands back a host copy it kept)."""
 
     name = "transfer"
-    description = "ceiling: host↔device copy bandwidth, pageable and pinned (torch)"
+    description = ("ceiling: host↔device copy bandwidth (torch, pageable and pinned; each "
+                   "backend's own from_numpy/to_numpy)")
 
     def param_sets(self) -> tuple[Params, ...]:
         return (*((("direction", d), ("memory", m))
