@@ -112,6 +112,43 @@ def test_measuring_the_cpu_here_then_predicting(syn: Path, db: str) -> None:
     assert len(stored.runs()) == 1
 
 
+def test_a_busy_machine_is_named_before_the_cpu_cases_are_measured(
+        syn: Path, db: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    import psutil
+
+    monkeypatch.setattr(os, "getloadavg", lambda: (4.0 * psutil.cpu_count(), 0.0, 0.0))
+    result = invoke("predict", "-w", "elementwise", "-a", "op=scale", "-s", "1000",
+                    "-b", "numpy", "--target", "syn", "--db", db)
+    assert result.exit_code == 0, result.output
+    busy, measuring = result.output.splitlines()[:2]
+    assert busy.startswith("this machine is busy: load ")
+    assert measuring.endswith("1 CPU cases measured here; the GPU cases are predicted")
+
+
+def test_a_cpu_case_measured_on_a_busy_machine_is_not_reused(db: str) -> None:
+    from gpuvs.cli.predict import _measured_before
+    from gpuvs.model import Caveat
+    from gpuvs.workloads import get
+
+    case = Case("elementwise", "correct", "numpy", "cpu", "float32", 1000, (("op", "scale"),))
+    version = get("elementwise").version
+    store = open_store(db)
+
+    def stored(*caveats: Caveat) -> str:
+        run = start_run(store, RunKind.SWEEP, {"budget_s": 0.1}, Environment("fp", {}))
+        run.record(Measurement(case, Status.OK, samples=(1e-6,) * 9, caveats=caveats,
+                               workload_version=version))
+        run.finish()
+        return run.run_id
+
+    stored(Caveat.CONTENDED)
+    assert _measured_before(store, [case], "fp") == {}  # measured again, on a quiet machine
+    quiet = stored()
+    assert _measured_before(store, [case], "fp")[case.key][0] == quiet
+
+
 def test_profiles_lists_yours_and_whether_each_was_validated(syn: Path) -> None:
     result = invoke("profiles")
     assert result.exit_code == 0, result.output

@@ -82,7 +82,9 @@ def predict(
     of the same selectors is predicted from its counted work (FLOPs, bytes, launches,
     copies) and the target's measured ceilings. Intervals come from the target's
     validation run; without one, the prediction says it is not yet validated."""
+    from gpuvs.machine.contention import snapshot
     from gpuvs.predicting import forecast
+    began = snapshot()  # what other processes do from here is named, as `run` does
     with usage_errors():
         check_format(fmt)
         check_writable(json_path, report_path)
@@ -100,7 +102,7 @@ def predict(
                                   passes or PASSES, axis, full_suite)
     out = narration(fmt)
     if from_run is None:
-        cpu = _measure_cpu(store, config, out, fresh)
+        cpu = _measure_cpu(store, config, out, fresh, began)
     raise typer.Exit(_answer(t, cpu, config, fmt, json_path, report_path))
 
 
@@ -129,15 +131,18 @@ def _stored_cpu(store: Any, spec: str, workload: Any, variant: Any, backend: Any
     return cpu, config
 
 
-def _measure_cpu(store: Any, config: Any, out: Any, fresh: bool) -> list[Any]:
+def _measure_cpu(store: Any, config: Any, out: Any, fresh: bool, began: Any) -> list[Any]:
     """The plan's CPU cases: those this machine measured before (same environment, same
-    workload versions) unless `fresh`, the others measured now as a run of their own."""
+    workload versions, a quiet machine) unless `fresh`, the others measured now as a run
+    of their own — after naming a busy machine, and followed by how many of them other
+    processes disturbed: a slow CPU time makes every predicted speedup read high."""
     from dataclasses import replace
 
     from gpuvs import backends
     from gpuvs.execute import plan
     from gpuvs.machine import env
-    from gpuvs.model import RunKind, Status
+    from gpuvs.machine.contention import busy_line
+    from gpuvs.model import Caveat, RunKind, Status
     from gpuvs.store.runs import start_run
     cpu_config = replace(config, devices=("cpu",))
     with usage_errors():
@@ -152,13 +157,20 @@ def _measure_cpu(store: Any, config: Any, out: Any, fresh: bool) -> list[Any]:
                   "--fresh measures them again)", markup=False, highlight=False)
     if not todo:
         return [m for _, m in known.values()]
+    if busy := busy_line(since=began):
+        out.print(busy, markup=False, highlight=False)
     run = start_run(store, RunKind.SWEEP, cpu_config.to_dict(), here)
     out.print(f"run {run.run_id}: {len(todo)} CPU cases measured here; the GPU cases are "
               "predicted", markup=False, highlight=False)
     executed(run, lambda run, shown: _execute(run, todo, cpu_config, shown),
              "`gpuvs predict` measures them again.", out)
-    return [m for _, m in known.values()] + [m for m in run.measurements()
-                                            if m.status is Status.OK]
+    measured = [m for m in run.measurements() if m.status is Status.OK]
+    if disturbed := sum(Caveat.CONTENDED in m.caveats for m in measured):
+        out.print(f"{disturbed} of the {len(measured)} CPU cases were measured while other "
+                  "processes took the CPU (contended): those CPU times read slow, so the "
+                  "speedups predicted against them read high; on a quiet machine, "
+                  "`gpuvs predict` measures them again", markup=False, highlight=False)
+    return [m for _, m in known.values()] + measured
 
 
 def _execute(run: Any, todo: Sequence[Any], config: Any, shown: Any) -> dict[str, int]:
@@ -175,9 +187,10 @@ RECENT_RUNS = 50
 
 def _measured_before(store: Any, cases: Sequence[Any], fingerprint: str) -> dict[str, Any]:
     """Case key → (run id, its latest finished measurement) among this environment's
-    recent sweeps, of the workload's current version (a changed workload never mixes)."""
+    recent sweeps, of the workload's current version (a changed workload never mixes),
+    measured on a quiet machine (a contended one is measured again)."""
     from gpuvs import workloads
-    from gpuvs.model import RunKind, Status
+    from gpuvs.model import Caveat, RunKind, Status
     wanted = {c.key for c in cases}
     found: dict[str, Any] = {}
     for record in store.runs(RECENT_RUNS):
@@ -185,6 +198,7 @@ def _measured_before(store: Any, cases: Sequence[Any], fingerprint: str) -> dict
             continue
         for m in store.measurements(record.run_id):
             if (m.case.key in wanted and m.case.key not in found and m.status is Status.OK
+                    and Caveat.CONTENDED not in m.caveats
                     and m.workload_version == workloads.get(m.case.workload).version):
                 found[m.case.key] = (record.run_id, m)
     return found
