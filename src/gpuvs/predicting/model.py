@@ -86,18 +86,17 @@ def estimate(work: Work, profile: Profile) -> Estimate:
              Bound.MEMORY: work.bytes / peaks["bytes"],
              Bound.LAUNCH: work.launches * dispatch, Bound.TRANSFER: 0.0}
     rates = (0.0, 0.0, 0.0)
-    fresh = max(work.copied_out, default=0.0) > FRESH_BYTES
+    past_fresh = max(work.copied_out, default=0.0) > FRESH_BYTES
     if work.end_to_end:
-        h2d = _copy(profile, work.backend, (copy_name("h2d"),), H2D)
-        d2h = {f: _copy(profile, work.backend, (copy_name("d2h", f), copy_name("d2h")), D2H)
-               for f in (False, True)}
-        rates = (h2d, d2h[fresh], _gpu(profile, LATENCY, work.backend))
+        h2d = _copy(profile, work.backend, "h2d")
+        d2h = {f: _copy(profile, work.backend, "d2h", f) for f in (False, True)}
+        rates = (h2d, d2h[past_fresh], _gpu(profile, LATENCY, work.backend))
         terms[Bound.TRANSFER] = (sum(work.copied_in) / h2d
                                  + sum(o / d2h[o > FRESH_BYTES] for o in work.copied_out)
                                  + (len(work.copied_in) + len(work.copied_out)) * rates[2])
     dominant = (Bound.TRANSFER if terms[Bound.TRANSFER] >= combine(terms) / 2 else
                 max((Bound.COMPUTE, Bound.MEMORY, Bound.LAUNCH), key=lambda t: terms[t]))
-    fresh = fresh and dominant is Bound.TRANSFER
+    fresh = past_fresh and dominant is Bound.TRANSFER
     why = _why(dominant, work, terms, peaks, (dispatch, family), rates) + (
         "; its output lands in freshly mapped host memory" if fresh else "")
     return Estimate(terms, dominant, why, FRESH if fresh else dominant.term)
@@ -112,35 +111,35 @@ def scaled(measured_s: float, work: Work, source: Profile, target: Profile
     return measured_s * there.seconds / here.seconds, there
 
 
-def _copy(profile: Profile, backend: str, own: tuple[str, ...], torchs: str) -> float:
-    """A copy's rate on `backend`'s own path (the first of `own` measured), else (a
-    profile measured before those were) torch's pageable `copy_` (`torchs`)."""
-    for name in own:
-        try:
-            return _gpu(profile, name, backend)
-        except UsageError:
-            continue
-    return _gpu(profile, torchs, "torch")
+def _copy(profile: Profile, backend: str, direction: str, fresh: bool = False) -> float:
+    """A copy's rate on `backend`'s own path (into fresh pages, if `fresh` and measured),
+    else (a profile measured before those were) torch's pageable `copy_`."""
+    for name in (copy_name(direction, True),) * fresh + (copy_name(direction),):
+        if rate := _measured(profile, name, backend):
+            return rate
+    return _gpu(profile, H2D if direction == "h2d" else D2H, "torch")
 
 
 def _dispatch(profile: Profile, work: Work) -> tuple[float, str]:
     """What one of `work`'s launches costs the host, and the op family that cost is of:
     its own family's measured cost, else (a profile measured before families were) an
     elementwise op's ("")."""
-    if work.op_family:
-        try:
-            return _gpu(profile, dispatch_name(work.op_family), work.backend), work.op_family
-        except UsageError:
-            pass
+    if work.op_family and (own := _measured(profile, dispatch_name(work.op_family),
+                                            work.backend)):
+        return own, work.op_family
     return _gpu(profile, DISPATCH, work.backend), ""
 
 
 def _gpu(profile: Profile, name: str, backend: str) -> float:
-    found = [c.value for c in profile.ceilings if c.name == name and c.backend == backend
-             and c.device != "cpu" and c.value > 0]
-    if not found:
+    """A GPU ceiling the model cannot do without; UsageError, saying how to measure it."""
+    if (value := _measured(profile, name, backend)) is None:
         raise UsageError(_missing(profile, f"{name} of {backend} on a GPU"))
-    return found[0]
+    return value
+
+
+def _measured(profile: Profile, name: str, backend: str) -> float | None:
+    return next((c.value for c in profile.ceilings if c.name == name
+                 and c.backend == backend and c.device != "cpu" and c.value > 0), None)
 
 
 def _missing(profile: Profile, what: str) -> str:

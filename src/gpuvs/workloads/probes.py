@@ -19,9 +19,9 @@ import numpy as np
 from gpuvs.backends.base import Backend
 from gpuvs.measuring.protocol import Prepared
 from gpuvs.model import OP_FAMILIES, Case, Params
-from gpuvs.workloads import register
+from gpuvs.workloads import get, register
 from gpuvs.workloads.base import ITEMSIZE, Workload, place, random_inputs
-from gpuvs.workloads.elementwise import FUSERS, Elementwise, fused_chain
+from gpuvs.workloads.elementwise import FUSERS, fused_chain
 
 PRODUCT_N = 16  # the `product` family's matrices: the BLAS's fixed cost, not its FLOPs
 
@@ -143,8 +143,8 @@ class Dispatch(Probe):
 
     def preload(self, backend: Backend, case: Case) -> None:
         if case.param("op") == "fused":
-            Elementwise().preload(backend, replace(case, workload="elementwise",
-                                                   variant="tuned"))
+            get("elementwise").preload(backend, replace(case, workload="elementwise",
+                                                        variant="tuned"))
 
     def prepare(self, backend: Backend, case: Case) -> Prepared:
         family = case.param("op")
