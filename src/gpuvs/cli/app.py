@@ -298,20 +298,21 @@ def wrap_up(out: Any, run: Any, measurements: list[Any], counts: Mapping[str, in
     """After a run's tables: its JSON and its report where asked for, and the exit code —
     1 when a case crashed or gave a wrong result (`failed_statuses`), since a run's
     numbers are then incomplete."""
+    db = run.store.location
     if json_path:
-        from gpuvs.store.export import write_json
+        from gpuvs.store.export import json_text
         with usage_errors():
             try:
-                write_json(json_path, run.stored(), measurements, ceilings)
-            except OSError as e:  # the measurements are safe: say how to get the file
-                raise UsageError(f"cannot write the JSON to {json_path}: "
-                                 f"{e.strerror or e}; the run is saved: `gpuvs export "
-                                 f"{run.run_id} -o PATH` writes it") from None
+                write_file(json_path, json_text(run.stored(), measurements, ceilings),
+                           "JSON", db)
+            except UsageError as e:  # the measurements are safe: say how to get the file
+                raise UsageError(f"{e}; the run is saved: `gpuvs export {run.run_id} -o "
+                                 "PATH` writes it") from None
         out.print(f"wrote {json_path}")
     if report_path:
         with usage_errors():
             try:
-                write_report(report_path, run.stored(), measurements, list(ceilings))
+                write_report(report_path, run.stored(), measurements, list(ceilings), db)
             except UsageError as e:  # the measurements are safe: say how to get the page
                 raise UsageError(f"{e}; the run is saved: `gpuvs report {run.run_id} -o "
                                  "PATH` writes its report") from None
@@ -405,22 +406,31 @@ def estimate_line(estimated: Any, config: Any) -> str:
     return f"{about} ({source}; budget {config.budget_s:g} s a case, {passes})"
 
 
-def check_writable(*paths: Path | None) -> None:
-    """Before a run starts: each output path given can be written (its nearest existing
-    directory is writable and the path is no directory), so that a bad path fails in one
-    line at once, not after the whole run."""
+def check_writable(db: str | None, *outputs: tuple[Path | None, str]) -> None:
+    """Before a command starts: each output given as (path, the kind written there) may be
+    written (`store.output.check_output`: never over the results store at `db`, never
+    over a file of another kind) and its nearest existing directory is writable, so that
+    a bad path fails in one line at once, not after the whole run."""
     import os
 
-    from gpuvs.store.export import refuse_special
-    for path in filter(None, paths):
-        refuse_special(path)
-        if path.is_dir():
-            raise UsageError(f"{path} is a directory; give a file path")
+    from gpuvs.store.output import check_output
+    protected = protected_files(db)
+    for path, kind in outputs:
+        if path is None:
+            continue
+        check_output(path, kind, protected)
         parent = next((p for p in path.absolute().parents if p.exists()), None)
         if parent is None or not parent.is_dir():
             raise UsageError(f"cannot write {path}: {parent} is a file, not a directory")
         if not os.access(parent, os.W_OK):
             raise UsageError(f"cannot write {path}: {parent} is not writable")
+
+
+def protected_files(db: str | None) -> tuple[Path, ...]:
+    """The files of the results store `--db` names (else $GPUVS_DB, else the default):
+    no output is ever written over them."""
+    from gpuvs.store import files
+    return files(db)
 
 
 FILE_STEM_MAX = 100
@@ -436,17 +446,20 @@ def file_stem(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", name).lstrip(".")[:FILE_STEM_MAX] or "run"
 
 
-def write_report(path: Path, record: Any, measurements: list[Any], ceilings: list[Any]) -> None:
+def write_report(path: Path, record: Any, measurements: list[Any], ceilings: list[Any],
+                 db: str | None) -> None:
     """Render and write atomically; a path that cannot be written is bad usage."""
     from gpuvs.report.html import render_html
-    write_file(path, render_html(record, measurements, ceilings), "report")
+    write_file(path, render_html(record, measurements, ceilings), "report", db)
 
 
-def write_file(path: Path, content: str | bytes, what: str) -> None:
-    """Write atomically; a path that cannot be written is bad usage, said in one line."""
-    from gpuvs.store.export import write_atomic
+def write_file(path: Path, content: str | bytes, what: str, db: str | None) -> None:
+    """Write atomically, never over the results store at `db` or a file of another kind
+    (`store.output.write_atomic`); a path that cannot be written is bad usage, said in
+    one line."""
+    from gpuvs.store.output import write_atomic
     try:
-        write_atomic(path, content)
+        write_atomic(path, content, protected_files(db))
     except OSError as e:
         # mkdir under a file says only "File exists": name the file in the way instead.
         blocker = next((p for p in path.parents if p.exists()), None)

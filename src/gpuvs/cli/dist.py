@@ -20,11 +20,13 @@ from gpuvs.cli.app import (
     JsonOpt,
     app,
     check_format,
+    check_writable,
     open_store,
     split,
     usage_errors,
 )
 from gpuvs.cli.recorded import Recording, recorded
+from gpuvs.store.output import JSON
 
 dist_app = typer.Typer(
     help="Several processes, one per device: data-parallel scaling of seed 003's CNN and "
@@ -82,6 +84,7 @@ def collectives(
 
     with usage_errors():
         check_format(fmt)
+        check_writable(db, (json_path, JSON))
         cfg.positive("--samples", samples)
         cfg.not_negative("--budget", budget)
         cfg.positive("--timeout", timeout)
@@ -124,6 +127,7 @@ def scaling(
 
     with usage_errors():
         check_format(fmt)
+        check_writable(db, (json_path, JSON))
         cfg.positive("--steps", steps)
         cfg.positive("--timeout", timeout)
         cfg.positive("--setup-timeout", setup_timeout)

@@ -21,6 +21,7 @@ from gpuvs.cli.app import (
     app,
     append_step_summary,
     check_format,
+    check_writable,
     console,
     emit_tables,
     open_store,
@@ -28,6 +29,7 @@ from gpuvs.cli.app import (
     write_file,
 )
 from gpuvs.errors import GpuvsError, UsageError
+from gpuvs.store.output import HTML
 
 ThresholdOpt = Annotated[str, typer.Option(
     "--threshold", metavar="PERCENT",
@@ -156,6 +158,7 @@ def compare(
     from gpuvs.analysis import regression
     with usage_errors():
         check_format(fmt)
+        check_writable(db, (report_path, HTML))
         if len(runs_) < 2:
             raise UsageError("compare needs two runs or more: gpuvs compare A B [C …]")
         t = _threshold(threshold)
@@ -173,7 +176,7 @@ def compare(
                                  "measure different code — pass --force to compare anyway")
             results.append((run, ms, changes, unmatched))
         if report_path is not None:
-            _page(report_path, base_run, results, t)
+            _page(report_path, base_run, results, t, db)
     _print(base_run, base_ms, results, t, force, fmt)
 
 
@@ -206,9 +209,9 @@ def _print(base_run: Any, base_ms: list[Any], results: list[Any], t: float, forc
                   markup=False, highlight=False)
 
 
-def _page(path: Path, base_run: Any, results: list[Any], t: float) -> None:
+def _page(path: Path, base_run: Any, results: list[Any], t: float, db: str | None) -> None:
     from gpuvs.report.pages import render_compare
-    write_file(path, render_compare(base_run, results, t), "comparison")
+    write_file(path, render_compare(base_run, results, t), "comparison", db)
 
 
 AllowFailedOpt = Annotated[bool, typer.Option(

@@ -41,6 +41,7 @@ from gpuvs.cli.app import (
 )
 from gpuvs.cli.recorded import executed
 from gpuvs.errors import UsageError
+from gpuvs.store.output import HTML, JSON
 
 # The CPU side of a prediction: one short pass is enough next to the predicted interval,
 # and `gpuvs predict -w matmul` answers in seconds.
@@ -87,7 +88,7 @@ def predict(
     began = snapshot()  # what other processes do from here is named, as `run` does
     with usage_errors():
         check_format(fmt)
-        check_writable(json_path, report_path)
+        check_writable(db, (json_path, JSON), (report_path, HTML))
         chosen = _target(target, profile)
         t = forecast.target(chosen)
         exported = from_run is not None and (from_run.endswith(".json")
@@ -103,7 +104,7 @@ def predict(
     out = narration(fmt)
     if from_run is None:
         cpu = _measure_cpu(store, config, out, fresh, began)
-    raise typer.Exit(_answer(t, cpu, config, fmt, json_path, report_path))
+    raise typer.Exit(_answer(t, cpu, config, fmt, (json_path, report_path), db))
 
 
 def _target(name: str | None, profile: Path | None) -> str:
@@ -204,12 +205,13 @@ def _measured_before(store: Any, cases: Sequence[Any], fingerprint: str) -> dict
     return found
 
 
-def _answer(t: Any, cpu: list[Any], config: Any, fmt: str, json_path: Path | None,
-            report_path: Path | None) -> int:
+def _answer(t: Any, cpu: list[Any], config: Any, fmt: str,
+            outputs: tuple[Path | None, Path | None], db: str | None) -> int:
     from gpuvs.execute import plan
     from gpuvs.predicting import forecast
     from gpuvs.report import documents
     from gpuvs.report.predicted import forecast_tables, predicted_plots, render_forecast
+    json_path, report_path = outputs
     with usage_errors():
         gpu_cases = [c for c in plan.expand(config) if c.device != "cpu"]
     predicted = forecast.predict_cases(t, gpu_cases)
@@ -224,10 +226,10 @@ def _answer(t: Any, cpu: list[Any], config: Any, fmt: str, json_path: Path | Non
     with usage_errors():
         if json_path:
             from gpuvs.predicting.forecast import document
-            write_file(json_path, document(t, found), "predictions")
+            write_file(json_path, document(t, found), "predictions", db)
         if report_path:
             write_file(report_path, render_forecast(t, tables, predicted_plots(cpu, found)),
-                       "report")
+                       "report", db)
     for path in filter(None, (json_path, report_path)):
         narration(fmt).print(f"wrote {path}", markup=False, highlight=False)
     return 0

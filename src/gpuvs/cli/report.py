@@ -55,7 +55,7 @@ def report(
     with usage_errors():
         record, measurements, ceilings = load_run(run_id, from_json, db)
         path = output or Path(f"{file_stem(record.run_id)}.html")
-        write_report(path, record, measurements, ceilings)
+        write_report(path, record, measurements, ceilings, db)
     console().print(f"wrote {path}")
 
 
@@ -76,7 +76,7 @@ def plot(
         folder = png or Path(f"{file_stem(record.run_id)}-plots")
         plots = all_plots(measurements, ceilings)
         for p in plots:
-            write_file(folder / f"{p.name}.png", to_png(p), "plot")
+            write_file(folder / f"{p.name}.png", to_png(p), "plot", db)
     out = console()
     if not plots:
         out.print(f"no plot: no case of run {record.run_id} finished")
@@ -118,5 +118,5 @@ def _history(run_id: str | None, from_json: Path | None, output: Path | None,
             raise UsageError("no stored run to draw" + (f" with workload {workload!r}"
                                                         if workload else ""))
         path = output or Path("gpuvs-history.html")
-        write_file(path, render_history(found, by, workload), "history")
+        write_file(path, render_history(found, by, workload), "history", db)
     console().print(f"wrote {path}")

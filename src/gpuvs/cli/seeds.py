@@ -19,6 +19,7 @@ from gpuvs.cli.app import (
     TimeoutOpt,
     app,
     check_format,
+    check_writable,
     energy_header,
     estimate_line,
     open_store,
@@ -29,6 +30,7 @@ from gpuvs.cli.app import (
 )
 from gpuvs.cli.recorded import Recording, recorded
 from gpuvs.errors import UsageError
+from gpuvs.store.output import JSON
 
 # Sampling seconds a case: most cases meet their CI within it, and the run must fit in
 # 8 minutes on a GPU machine (docs/seeds-h100.md says where the time goes).
@@ -77,6 +79,7 @@ def seeds(
     from gpuvs.seeds.base import SeedOptions
     with usage_errors():
         check_format(fmt)
+        check_writable(db, (json_path, JSON))
         chosen = _chosen(split(seed, "--seed", "0 to 4, or 000 to 004"))
         cfg.not_negative("--epochs", epochs)
         if data is not None:  # the whole archive, read now: not a table over crashed cases

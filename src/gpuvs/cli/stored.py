@@ -12,6 +12,7 @@ from gpuvs.cli.app import (
     FormatOpt,
     app,
     check_format,
+    check_writable,
     console,
     emit_tables,
     file_stem,
@@ -22,6 +23,7 @@ from gpuvs.cli.app import (
 )
 from gpuvs.errors import UsageError
 from gpuvs.model import RunKind
+from gpuvs.store.output import CSV, JSON
 
 
 @app.command()
@@ -77,6 +79,8 @@ def export(
     with usage_errors():
         if format not in ("json", "csv"):
             raise UsageError(f"unknown format {format!r}; accepted: json, csv")
+        if output not in (None, "-"):
+            check_writable(db, (Path(output), JSON if format == "json" else CSV))
         store = open_store(db, reading=True)
         if run_id == "latest":
             run_id = store.latest_run_id() or run_id
@@ -89,7 +93,7 @@ def export(
             sys.stdout.flush()
             return
         path = Path(output) if output else Path(f"{file_stem(record.run_id)}.{format}")
-        write_file(path, text, "export")
+        write_file(path, text, "export", db)
     console(stderr=True).print(f"wrote {path}", markup=False, highlight=False)
 
 

@@ -29,6 +29,7 @@ from gpuvs.cli.app import (
     usage_errors,
 )
 from gpuvs.cli.recorded import Recording, recorded
+from gpuvs.store.output import JSON
 from gpuvs.yours.run_file import DEFAULT_INPUTS
 
 
@@ -74,7 +75,7 @@ def run_file(
 
     with usage_errors():
         check_format(fmt)
-        check_writable(json_path)
+        check_writable(db, (json_path, JSON))
         script(target)  # the shape and the file, before a worker starts
         chosen = parse_sizes(split(sizes, "-s/--sizes", SIZES))
         devices = check_devices(split(device, "-d/--device", DEVICES) or ("cpu", "cuda"))

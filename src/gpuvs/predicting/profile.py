@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from gpuvs.errors import UsageError
 from gpuvs.model import Ceiling, Run
-from gpuvs.store.export import write_atomic
+from gpuvs.store.output import write_atomic
 
 if TYPE_CHECKING:
     from importlib.resources.abc import Traversable

@@ -34,7 +34,7 @@ import numpy as np
 from gpuvs.errors import UsageError
 from gpuvs.predicting.model import Estimate
 from gpuvs.predicting.profile import RESIDUALS_SUFFIX, Found
-from gpuvs.store.export import write_atomic
+from gpuvs.store.output import write_atomic
 
 FORMAT_VERSION = 1
 TARGET_ERROR = 0.25   # the bar for CPU → GPU: a workload past it is low-confidence

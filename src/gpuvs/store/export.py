@@ -6,9 +6,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import stat
-import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, fields
 from pathlib import Path
@@ -18,9 +15,9 @@ from gpuvs.errors import UsageError
 from gpuvs.machine import energy
 from gpuvs.machine.memory import PEAK_DEVICE, PEAK_HOST
 from gpuvs.model import Ceiling, Environment, Measurement, Run
+from gpuvs.store.output import write_atomic
 
 FORMAT_VERSION = 1
-SHARED_MODE = 0o644
 # The largest size a case may have: the stores' 64-bit signed integer.
 MAX_SIZE = 2**63 - 1
 # How much of a value read from a file an error message quotes.
@@ -146,45 +143,6 @@ def load_json(path: Path) -> tuple[Run, list[Measurement], list[Ceiling]]:
         raise UsageError(f"{path}: {err}") from None
 
 
-def write_atomic(path: Path, content: str | bytes) -> None:
-    """Readers see the old file or the new one, never half of one.
-
-    The temporary file is private (0600); the result gets the mode of the file it replaces,
-    else the usual 0644, since a report or an export is written to be shared. Only a
-    regular file is replaced (`refuse_special`).
-    """
-    refuse_special(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    mode = path.stat().st_mode & 0o777 if path.exists() else SHARED_MODE
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        os.fchmod(fd, mode)
-        with os.fdopen(fd, "wb") as f:
-            f.write(content.encode() if isinstance(content, str) else content)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def refuse_special(path: Path) -> None:
-    """A symbolic link, a FIFO, a device or a socket at `path` is refused in one line:
-    the rename that makes a write atomic would put a regular file in its place — a link
-    to a report elsewhere, a pipe a reader waits on, /dev/null — and say "wrote"."""
-    try:
-        mode = path.lstat().st_mode
-    except OSError:  # nothing there (or nothing to see): the write itself will say
-        return
-    kind = ("a symbolic link" if stat.S_ISLNK(mode) else "a FIFO" if stat.S_ISFIFO(mode)
-            else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
-            else "a socket" if stat.S_ISSOCK(mode) else "")
-    if kind:
-        raise UsageError(f"{path} is {kind}; gpuvs writes regular files only, so it would "
-                         "be replaced: give the path of a regular file or a new one")
-
-
 def write_json(path: Path, run: Run, measurements: Iterable[Measurement],
                ceilings: Iterable[Ceiling] = ()) -> None:
     write_atomic(path, json_text(run, measurements, ceilings))
@@ -274,6 +232,3 @@ def json_text(run: Run, measurements: Iterable[Measurement],
               ceilings: Iterable[Ceiling] = ()) -> str:
     return json.dumps(run_document(run, measurements, ceilings), indent=1, default=str)
 
-
-def write_csv(path: Path, run: Run, measurements: Iterable[Measurement]) -> None:
-    write_atomic(path, csv_text(run, measurements))
