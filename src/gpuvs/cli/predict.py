@@ -89,47 +89,119 @@ def predict(
     with usage_errors():
         check_format(fmt)
         check_writable(db, (json_path, JSON), (report_path, HTML))
-        chosen = _target(target, profile)
-        t = forecast.target(chosen)
-        exported = from_run is not None and (from_run.endswith(".json")
-                                             or Path(from_run).is_file())
+        t = forecast.target(_target(target, profile))
+        exported = from_run is not None and _is_file(from_run)
         store = None if exported else open_store(db, reading=from_run is not None)
         if from_run is not None:
-            cpu, config = _stored_cpu(store, from_run, workload, variant, backend, dtype,
-                                      sizes, axis, full_suite)
+            said, cpu, config = _stored_cpu(store, from_run, workload, variant, backend,
+                                            dtype, sizes, axis, full_suite)
         else:
             config = build_config(split(workload), variant, backend, ["cpu", "cuda"], dtype,
                                   sizes, budget or BUDGET_S, None, None, False,
                                   passes or PASSES, axis, full_suite)
     out = narration(fmt)
+    for line in t.skipped:  # a bad file in the profile directory: said, not fatal
+        console(stderr=True).print(f"warning: {line}", markup=False, highlight=False,
+                                   soft_wrap=True)
     if from_run is None:
         cpu = _measure_cpu(store, config, out, fresh, began)
+    else:
+        for line in [*said, *_contended(cpu, "`gpuvs predict` without --from-run")]:
+            out.print(line, markup=False, highlight=False)
     raise typer.Exit(_answer(t, cpu, config, fmt, (json_path, report_path), db))
 
 
-def _target(name: str | None, profile: Path | None) -> str:
+def _target(name: str | None, profile: Path | None) -> str | Path:
+    """The GPU named once: `--target NAME` a profile's name, `--profile FILE` always a
+    file (once, a name without .json read a stored profile instead of the file)."""
     if (name is None) == (profile is None):
         raise UsageError("name the GPU once: --target NAME (`gpuvs profiles` lists them) "
                          "or --profile FILE")
-    return str(profile) if profile is not None else str(name)
+    if profile is not None:
+        return profile
+    if str(name).endswith(".json") or "/" in str(name):
+        raise UsageError(f"--target {name!r} names a profile, not a file: give a name "
+                         "`gpuvs profiles` lists, or the file with --profile FILE")
+    return str(name)
 
 
 def _stored_cpu(store: Any, spec: str, workload: Any, variant: Any, backend: Any,
-                dtype: Any, sizes: Any, axis: Any, full_suite: bool) -> tuple[list[Any], Any]:
-    """A stored run's finished CPU cases, and the selectors of the GPU cases to predict:
-    those given, else the run's own workloads, variants and sizes."""
+                dtype: Any, sizes: Any, axis: Any, full_suite: bool
+                ) -> tuple[list[str], list[Any], Any]:
+    """A stored run's finished CPU cases (`latest`: the newest run that has some, naming
+    those it skipped), and the selectors of the GPU cases to predict: those given, else
+    the run's own workloads, variants and sizes."""
     from gpuvs.cli.history import load
-    _, ms = load(spec, store)
-    cpu = [m for m in ms if m.case.device == "cpu" and m.summary is not None]
-    if not cpu:
-        raise UsageError(f"run {spec!r} has no finished CPU case to predict from")
+    said: list[str] = []
+    if spec == "latest" and not _is_file(spec):
+        run, cpu, skipped = _newest_usable(store)
+        if skipped:
+            said.append(f"--from-run latest: run {run.run_id}, the newest with CPU cases of "
+                        f"gpuvs's workloads; skipped {'; '.join(skipped)}")
+    else:
+        run, ms = load(spec, store)
+        cpu = _cpu_cases(ms)
+        if why := _unusable(run, cpu):
+            raise UsageError(f"--from-run {spec!r}: {why}")
     named = split(workload)
     variants = variant or sorted({m.case.variant for m in cpu} - {"as_written"}) or None
     config = build_config(named or tuple(sorted({m.case.workload for m in cpu})), variants,
                           backend, ["cpu", "cuda"], dtype,
                           sizes or [",".join(str(s) for s in sorted({m.case.size for m in cpu}))],
                           None, None, None, False, 1, axis, full_suite)
-    return cpu, config
+    return said, cpu, config
+
+
+def _is_file(spec: str) -> bool:
+    return spec.endswith(".json") or Path(spec).is_file()
+
+
+def _cpu_cases(ms: Sequence[Any]) -> list[Any]:
+    """The finished CPU cases of gpuvs's own workloads: what a prediction sets the GPU
+    against (a dist run's collectives or your own function are no workload it counts)."""
+    from gpuvs import workloads
+    known = set(workloads.names())
+    return [m for m in ms if m.case.device == "cpu" and m.summary is not None
+            and m.case.workload in known]
+
+
+def _unusable(run: Any, cpu: Sequence[Any]) -> str:
+    """Why `run` cannot be predicted from, or ""."""
+    from gpuvs.model import RunKind
+    if run.kind in (RunKind.DIST, RunKind.CEILINGS, RunKind.YOURS, RunKind.PYTEST):
+        return (f"run {run.run_id} is a {run.kind} run: it has no CPU case of a workload "
+                "gpuvs predicts (`gpuvs run` measures some)")
+    if not cpu:
+        return f"run {run.run_id} has no finished CPU case to predict from"
+    return ""
+
+
+def _newest_usable(store: Any) -> tuple[Any, list[Any], list[str]]:
+    """The newest recent run `--from-run latest` can predict from, and why each newer
+    one was skipped."""
+    skipped = []
+    for run in store.runs(RECENT_RUNS):
+        cpu = _cpu_cases(store.measurements(run.run_id))
+        why = _unusable(run, cpu)
+        if not why:
+            return run, cpu, skipped
+        skipped.append(why)
+    raise UsageError(f"--from-run latest: none of the {RECENT_RUNS} newest runs has a "
+                     "finished CPU case of gpuvs's workloads"
+                     + (f" ({skipped[0]}, …)" if skipped else "")
+                     + "; `gpuvs run` measures some")
+
+
+def _contended(measured: Sequence[Any], again: str) -> list[str]:
+    """One line where CPU times the predictions are set against were contended."""
+    from gpuvs.model import Caveat
+    disturbed = sum(Caveat.CONTENDED in m.caveats for m in measured)
+    if not disturbed:
+        return []
+    return [f"{disturbed} of the {len(measured)} CPU cases were measured while other "
+            "processes took the CPU (contended, marked in the tables): those CPU times read "
+            f"slow, so the speedups predicted against them read high; on a quiet machine, "
+            f"{again} measures them again"]
 
 
 def _measure_cpu(store: Any, config: Any, out: Any, fresh: bool, began: Any) -> list[Any]:
@@ -143,7 +215,7 @@ def _measure_cpu(store: Any, config: Any, out: Any, fresh: bool, began: Any) -> 
     from gpuvs.execute import plan
     from gpuvs.machine import env
     from gpuvs.machine.contention import busy_line
-    from gpuvs.model import Caveat, RunKind, Status
+    from gpuvs.model import RunKind, Status
     from gpuvs.store.runs import start_run
     cpu_config = replace(config, devices=("cpu",))
     with usage_errors():
@@ -166,11 +238,8 @@ def _measure_cpu(store: Any, config: Any, out: Any, fresh: bool, began: Any) -> 
     executed(run, lambda run, shown: _execute(run, todo, cpu_config, shown),
              "`gpuvs predict` measures them again.", out)
     measured = [m for m in run.measurements() if m.status is Status.OK]
-    if disturbed := sum(Caveat.CONTENDED in m.caveats for m in measured):
-        out.print(f"{disturbed} of the {len(measured)} CPU cases were measured while other "
-                  "processes took the CPU (contended): those CPU times read slow, so the "
-                  "speedups predicted against them read high; on a quiet machine, "
-                  "`gpuvs predict` measures them again", markup=False, highlight=False)
+    for line in _contended(measured, "`gpuvs predict`"):
+        out.print(line, markup=False, highlight=False)
     return [m for _, m in known.values()] + measured
 
 
@@ -239,10 +308,14 @@ def _answer(t: Any, cpu: list[Any], config: Any, fmt: str,
 def profiles() -> None:
     """List the device profiles `gpuvs predict --target` can name: those shipped with
     gpuvs (measured on that GPU) and your own (`gpuvs ceilings --save-profile NAME`)."""
-    from gpuvs.predicting.profile import ENV_VAR, available, user_dir
+    from gpuvs.predicting.profile import ENV_VAR, scan, user_dir
     from gpuvs.predicting.residuals import beside
     from gpuvs.report.predicted import profiles_table
     with usage_errors():
-        found = [(f, beside(f)) for f in available()]
+        catalog = scan()
+        found = [(f, beside(f)) for f in catalog.found]
         mine = str(user_dir() or f"none: set {ENV_VAR} to a directory")
+    for line in catalog.skipped:
+        console(stderr=True).print(f"warning: {line}", markup=False, highlight=False,
+                                   soft_wrap=True)
     emit_tables([profiles_table(found, mine)], "plain", console(), dict)
