@@ -246,8 +246,14 @@ def test_the_hint_names_gpuvs_however_it_was_started() -> None:
     (["-s", "1e3:1e5:nan"], "size range factor 'nan' must be a number above 1 and finite"),
     (["-s", "1:1e6:1.001"], "size range '1:1e6:1.001' makes 13,823 sizes; a range makes "
                             "at most 200"),
-    (["--budget", "nan"], "--budget must be a positive number of seconds; got nan"),
-    (["--timeout", "inf"], "--timeout must be a positive number of seconds; got inf"),
+    (["--budget", "nan"], "--budget must be a positive number of seconds up to 604,800 "
+                          "(a week); got nan"),
+    (["--timeout", "inf"], "--timeout must be a positive number of seconds up to 604,800 "
+                           "(a week); got inf"),
+    (["--timeout", "1e10"], "--timeout must be a positive number of seconds up to 604,800 "
+                            "(a week); got 10000000000.0"),
+    (["--criterion", "fixed:n=1e12"], "criterion parameter n=1e+12 must be a whole number "
+                                      "from 1 to 1,000,000"),
 ])
 def test_empty_and_non_finite_values_are_refused_not_defaulted(args, message) -> None:
     """An empty -b once ran every backend, `1e3:1e5:inf` one size: each is refused."""

@@ -25,6 +25,12 @@ VARIANTS = ("as_written", "correct", "tuned")
 # Python API's keyword arguments (`gpuvs.measure(budget_s=…)`).
 FLAGS = {"budget_s": "--budget", "timeout_s": "--timeout", "cpu_watts": "--cpu-watts"}
 MAX_PASSES = 4
+# The longest a case may sample (--budget) or run (--timeout): a week. Past it a number of
+# seconds is a typo, and 1e10 once overflowed the deadline's timestamp and left the run
+# `running` (OverflowError: timestamp out of range).
+MAX_SECONDS = 7 * 24 * 3600
+# Seed 003's --epochs: a real fit of CIFAR-100 takes minutes an epoch on a CPU.
+MAX_EPOCHS = 1000
 # The largest size accepted: far past any memory, and still exact as a float and as the
 # store's 64-bit integer.
 SIZE_MAX = 10**15
@@ -83,9 +89,10 @@ class RunConfig:
                                      f"{', '.join(backend.dtypes)}")
         for key in ("budget_s", "timeout_s"):
             value = getattr(self, key)
-            if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
-                raise UsageError(f"{names[key]} must be a positive number of seconds; got "
-                                 f"{value}")
+            if not (isinstance(value, (int, float)) and not isinstance(value, bool)
+                    and math.isfinite(value) and 0 < value <= MAX_SECONDS):
+                raise UsageError(f"{names[key]} must be a positive number of seconds up to "
+                                 f"{MAX_SECONDS:,} (a week); got {value!r}")
         self._check_values()
         self._check_watts(names)
         if not (isinstance(self.passes, int) and not isinstance(self.passes, bool)
@@ -360,16 +367,22 @@ def build(flags: Mapping[str, Any], pyproject: Path | None = None,
     return RunConfig(**(dict(defaults or {}) | table | given)).validate()
 
 
-def positive(name: str, value: float) -> None:
-    """A count or a number of seconds that must be above zero: every setting outside a
-    `RunConfig` (dist's samples, steps and timeouts) is checked here, so that a bad value
-    reads the same whichever command it was given to."""
-    if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
-        raise UsageError(f"{name} must be above 0; got {value:g}")
+def positive(name: str, value: float, most: float | None = None) -> None:
+    """A count or a number of seconds that must be above zero (and at most `most`): every
+    setting outside a `RunConfig` (dist's samples, steps and timeouts) is checked here, so
+    that a bad value reads the same whichever command it was given to."""
+    if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0
+            and (most is None or value <= most)):
+        raise UsageError(f"{name} must be above 0{_up_to(most)}; got {value:g}")
 
 
-def not_negative(name: str, value: float) -> None:
+def not_negative(name: str, value: float, most: float | None = None) -> None:
     """A count or seconds that may be zero (a budget of 0: exactly the samples asked for;
-    seeds' --epochs 0: no fit)."""
-    if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
-        raise UsageError(f"{name} must be 0 or more; got {value:g}")
+    seeds' --epochs 0: no fit), and at most `most`."""
+    if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0
+            and (most is None or value <= most)):
+        raise UsageError(f"{name} must be 0 or more{_up_to(most)}; got {value:g}")
+
+
+def _up_to(most: float | None) -> str:
+    return "" if most is None else f", up to {most:,g}"

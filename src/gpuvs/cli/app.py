@@ -468,6 +468,22 @@ def write_file(path: Path, content: str | bytes, what: str, db: str | None) -> N
         raise UsageError(f"cannot write the {what} to {path}: {why}") from None
 
 
+def warn_thinned(source: str, measurements: Sequence[Any]) -> None:
+    """One line on stderr where cases of a run read from `source` held more samples than
+    gpuvs reads (`store.export.thinned`): their intervals are wider than all the samples
+    would give."""
+    from gpuvs.model import Caveat
+    from gpuvs.store.export import MAX_SAMPLES, SAMPLES_STORED
+    thinned = [m for m in measurements if Caveat.THINNED in m.caveats]
+    if thinned:
+        most = max(m.counters.get(SAMPLES_STORED, 0) for m in thinned)
+        console(stderr=True).print(
+            f"warning: {len(thinned)} case(s) of {source} held up to {most:,.0f} samples; "
+            f"an evenly spaced {MAX_SAMPLES:,} of each were read (caveat thinned: their "
+            "intervals are wider than all the samples would give)",
+            markup=False, highlight=False, soft_wrap=True)
+
+
 def check_format(fmt: str) -> str:
     """One of FORMATS, or a UsageError naming what would be accepted."""
     if fmt not in FORMATS:

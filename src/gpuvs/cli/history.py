@@ -26,6 +26,7 @@ from gpuvs.cli.app import (
     emit_tables,
     open_store,
     usage_errors,
+    warn_thinned,
     write_file,
 )
 from gpuvs.errors import GpuvsError, UsageError
@@ -50,10 +51,12 @@ def load(spec: str, store: Any) -> tuple[Any, list[Any]]:
     if _is_export(spec):
         from gpuvs.store.export import load_json
         run, ms, _ = load_json(Path(spec))
-        return run, ms
-    run_id = (store.latest_run_id() or spec) if spec == "latest" else spec
-    record = store.get_run(run_id)
-    return record, store.measurements(record.run_id)
+    else:
+        run_id = (store.latest_run_id() or spec) if spec == "latest" else spec
+        run = store.get_run(run_id)
+        ms = store.measurements(run.run_id)
+    warn_thinned(spec, ms)
+    return run, ms
 
 
 def _threshold(text: str) -> float:

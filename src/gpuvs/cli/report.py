@@ -16,6 +16,7 @@ from gpuvs.cli.app import (
     open_store,
     stored_ceilings,
     usage_errors,
+    warn_thinned,
     write_file,
     write_report,
 )
@@ -91,12 +92,16 @@ def load_run(run_id: str | None, from_json: Path | None, db: str | None
         raise UsageError("give a RUN_ID or --from RUN.json (one of the two)")
     if from_json is not None:
         from gpuvs.store.export import load_json
-        return load_json(from_json)
-    store = open_store(db, reading=True)
-    if run_id == "latest":
-        run_id = store.latest_run_id() or run_id
-    record = store.get_run(run_id)
-    return record, store.measurements(record.run_id), stored_ceilings(store, record)
+        record, measurements, ceilings = load_json(from_json)
+    else:
+        store = open_store(db, reading=True)
+        if run_id == "latest":
+            run_id = store.latest_run_id() or run_id
+        record = store.get_run(run_id)
+        measurements = store.measurements(record.run_id)
+        ceilings = stored_ceilings(store, record)
+    warn_thinned(str(from_json or record.run_id), measurements)
+    return record, measurements, ceilings
 
 
 HISTORY_RUNS = 200

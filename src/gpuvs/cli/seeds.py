@@ -81,7 +81,7 @@ def seeds(
         check_format(fmt)
         check_writable(db, (json_path, JSON))
         chosen = _chosen(split(seed, "--seed", "0 to 4, or 000 to 004"))
-        cfg.not_negative("--epochs", epochs)
+        cfg.not_negative("--epochs", epochs, cfg.MAX_EPOCHS)
         if data is not None:  # the whole archive, read now: not a table over crashed cases
             from gpuvs.workloads.cifar import load_cifar100
             if not data.is_file():

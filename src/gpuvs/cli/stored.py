@@ -19,6 +19,7 @@ from gpuvs.cli.app import (
     open_store,
     stored_ceilings,
     usage_errors,
+    warn_thinned,
     write_file,
 )
 from gpuvs.errors import UsageError
@@ -44,6 +45,7 @@ def show(run_id: Annotated[str, typer.Argument(help="A run id, or 'latest'.")],
             run_id = store.latest_run_id() or run_id
         record = store.get_run(run_id)
         measurements = store.measurements(run_id)
+        warn_thinned(f"run {run_id}", measurements)
         ceilings = [] if record.kind is RunKind.DIST else stored_ceilings(store, record)
         tables = (dist_tables(measurements) if record.kind is RunKind.DIST else
                   (seed_tables(measurements) if record.kind is RunKind.SEEDS else [])

@@ -6,15 +6,17 @@ from __future__ import annotations
 
 import json
 import math
+from bisect import bisect_left
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, fields
+from dataclasses import asdict, fields, replace
+from itertools import accumulate
 from pathlib import Path
 from typing import Any
 
 from gpuvs.errors import UsageError
 from gpuvs.machine import energy
 from gpuvs.machine.memory import PEAK_DEVICE, PEAK_HOST
-from gpuvs.model import Ceiling, Environment, Measurement, Run
+from gpuvs.model import Caveat, Ceiling, Environment, Measurement, Run
 from gpuvs.store.output import write_atomic
 
 FORMAT_VERSION = 1
@@ -22,6 +24,19 @@ FORMAT_VERSION = 1
 MAX_SIZE = 2**63 - 1
 # How much of a value read from a file an error message quotes.
 SHOWN_IN_ERRORS = 80
+# The most samples a series of one case is read with, and the largest run file read.
+# A case gpuvs measures holds about 500 samples (2 ms each over a 1 s budget, in two
+# passes; 20,000 take a 40 s budget); a file anyone wrote may hold millions, and one of
+# two million samples (17 MB) once asked 29.8 GiB of the statistics. A summary's
+# bootstraps cost about 0.2 s per 1,000 samples on the 2-core box, so the bound is also
+# the read's time. Past MAX_SAMPLES an evenly spaced subset is kept
+# (`thinned`) rather than the file refused: its median and spread are the same, its
+# stretches keep their time order, and only its interval widens, which errs on the side
+# of doubt; the caveat THINNED and the counter SAMPLES_STORED say so. A file past
+# MAX_FILE_BYTES is refused before it is parsed: parsing holds every number at once.
+MAX_SAMPLES = 20_000
+MAX_FILE_BYTES = 256 * 1024 * 1024
+SAMPLES_STORED = "samples_stored"
 
 
 def run_document(run: Run, measurements: Iterable[Measurement],
@@ -85,7 +100,35 @@ def measurement_from(d: Any) -> Measurement:
     if m.loops < 1 or m.warmups < 0:
         raise ValueError(f"{where}: loops {m.loops}, warmups {m.warmups}; loops count from "
                          "1, warm-up calls from 0")
-    return m
+    return thinned(m)
+
+
+def thinned(m: Measurement) -> Measurement:
+    """`m` with at most MAX_SAMPLES samples in each series: an evenly spaced subset in
+    time order, each pass keeping its share (see MAX_SAMPLES for why), marked THINNED."""
+    longest = max(len(m.samples), len(m.wall_samples), len(m.graph_samples))
+    if longest <= MAX_SAMPLES:
+        return m
+    samples, passes = _even(m.samples, m.passes)
+    return replace(m, samples=samples, passes=passes,
+                   wall_samples=_even(m.wall_samples, ())[0],
+                   graph_samples=_even(m.graph_samples, ())[0],
+                   caveats=tuple(dict.fromkeys((*m.caveats, Caveat.THINNED))),
+                   counters={**m.counters, SAMPLES_STORED: float(longest)})
+
+
+def _even(series: tuple[float, ...], groups: tuple[int, ...]
+          ) -> tuple[tuple[float, ...], tuple[int, ...]]:
+    """MAX_SAMPLES evenly spaced values of `series`, and how many fell in each group."""
+    n = len(series)
+    if n <= MAX_SAMPLES:
+        return series, groups
+    kept = [i * n // MAX_SAMPLES for i in range(MAX_SAMPLES)]
+    ends = list(accumulate(groups)) if groups and sum(groups) == n else []
+    starts = [0, *ends[:-1]] if ends else []
+    counts = [bisect_left(kept, end) - bisect_left(kept, start)
+              for start, end in zip(starts, ends, strict=True)]
+    return tuple(series[i] for i in kept), tuple(c for c in counts if c)
 
 
 def ceilings_from_document(doc: Mapping[str, Any]) -> list[Ceiling]:
@@ -126,8 +169,14 @@ def _check_version(doc: Any) -> None:
 
 
 def load_json(path: Path) -> tuple[Run, list[Measurement], list[Ceiling]]:
-    """A run exported with `gpuvs export -f json` (or `--json`), from a file."""
+    """A run exported with `gpuvs export -f json` (or `--json`), from a file: at most
+    MAX_FILE_BYTES, and each case's series at most MAX_SAMPLES (`thinned`)."""
     try:
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            raise UsageError(f"{path} is {size / 2**20:,.0f} MiB; gpuvs reads a run file of "
+                             f"at most {MAX_FILE_BYTES // 2**20} MiB (export fewer cases, "
+                             "or a run at a time)")
         doc = json.loads(path.read_text(encoding="utf-8"))
     except OSError as err:
         raise UsageError(f"cannot read {path}: {err.strerror or err}") from None
