@@ -326,14 +326,24 @@ def _prices_table(value: Any, path: Path) -> tuple[tuple[str, float], ...]:
         raise UsageError(f"[tool.gpuvs.prices] of {path}: {e}") from None
 
 
+# A value each list setting of `[tool.gpuvs]` could hold, for its error messages.
+LIST_EXAMPLES = {"sizes": "[1000, 4096]", "backends": '["numpy", "torch"]',
+                 "devices": '["cpu", "cuda"]', "workloads": '["matmul"]',
+                 "dtypes": '["float32"]', "variants": '["correct"]',
+                 "axes": '["shape=square"]'}
+
+
 def _typed(key: str, value: Any, kind: str, path: Path) -> Any:
     """A `[tool.gpuvs]` value checked against its setting's type, in one line if not."""
     where = f"{key} in [tool.gpuvs] of {path}"
     if kind.startswith("tuple"):
         item = "int" if "int" in kind else "str"
+        example = LIST_EXAMPLES.get(key, '["numpy", "torch"]')
         if not isinstance(value, list):
-            example = "[1000, 4096]" if item == "int" else '["numpy", "torch"]'
             raise UsageError(f"{where} must be a list, e.g. {key} = {example}; got {value!r}")
+        if not value:  # read as "not given", `sizes = []` silently ran the default sizes
+            raise UsageError(f"{where} is empty; list at least one, e.g. {key} = {example}, "
+                             "or leave the key out for gpuvs's default")
         if item == "int":
             return parse_sizes([str(v) for v in value]) if all(
                 isinstance(v, int) and not isinstance(v, bool) for v in value) else _bad(

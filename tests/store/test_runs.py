@@ -59,7 +59,7 @@ def test_an_interrupted_run_counts_its_cases_as_gpuvs_runs_does(any_db: str) -> 
                                Status.UNAVAILABLE, reason="no CUDA device"))
         with pytest.raises(Interrupted, match=re.escape(
                 "its recorded cases are kept: 3 ok (2 of them after their first pass only, "
-                "which --resume measures again), 1 unavailable. finish it.")), \
+                "which finishing it measures again), 1 unavailable. finish it.")), \
                 guarded(run, "finish it.", finished=lambda: 2):
             raise KeyboardInterrupt
         with pytest.raises(Interrupted, match="kept: 3 ok, 1 unavailable. finish it."), \

@@ -484,6 +484,13 @@ def warn_thinned(source: str, measurements: Sequence[Any]) -> None:
             markup=False, highlight=False, soft_wrap=True)
 
 
+def said(text: str, fmt: str) -> str:
+    """A command's own line as `fmt` prints it: with `md` (a pull request's comment, a
+    step summary) the names and values from data in it are escaped (`markdown.line`)."""
+    from gpuvs.report.markdown import line
+    return line(text) if fmt == "md" else text
+
+
 def check_format(fmt: str) -> str:
     """One of FORMATS, or a UsageError naming what would be accepted."""
     if fmt not in FORMATS:
@@ -512,18 +519,40 @@ def emit_tables(tables: Sequence[Any], fmt: str, out: Any,
 def append_step_summary(text: str) -> None:
     """Append to $GITHUB_STEP_SUMMARY, where a GitHub Actions step sets it. The summary is
     a courtesy, never the result: a path that cannot be written (a directory, a missing
-    or read-only one, a full device) costs one warning line on stderr, and the command
-    ends as it would have."""
+    or read-only one, a full device), that is no regular file (a FIFO blocked the command
+    forever; it is opened without waiting, then refused) or that holds a database (the
+    results store: appended to, it would be damaged) costs one warning line on stderr,
+    and the command ends as it would have."""
     import os
 
     summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if not summary:
         return
     try:
-        with open(summary, "a", encoding="utf-8") as f:
+        if os.path.exists(summary):  # said by name: opening a FIFO says "no such device"
+            _summary_file(os.stat(summary).st_mode, summary)
+        fd = os.open(summary, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK, 0o644)
+        with open(fd, "a", encoding="utf-8", closefd=True) as f:
+            _summary_file(os.fstat(fd).st_mode, summary)  # what was opened, after all
             f.write(text + "\n")
-    except OSError as e:
+    except (OSError, UsageError) as e:
+        why = e.strerror or str(e) if isinstance(e, OSError) else str(e)
         console(stderr=True).print(f"warning: cannot append to $GITHUB_STEP_SUMMARY "
-                                   f"({summary}): {e.strerror or e}; the command's result "
-                                   "is unchanged", markup=False, highlight=False,
-                                   soft_wrap=True)
+                                   f"({summary}): {why}; the command's result is unchanged",
+                                   markup=False, highlight=False, soft_wrap=True)
+
+
+def _summary_file(mode: int, path: str) -> None:
+    """UsageError unless the file of `mode` at `path` is a regular file other than a
+    database: a FIFO, a device or a socket, or a SQLite file is no step summary."""
+    import stat
+
+    from gpuvs.store.output import HEAD, kind_of
+    if not stat.S_ISREG(mode):
+        kind = ("a FIFO" if stat.S_ISFIFO(mode) else "a device" if stat.S_ISCHR(mode)
+                or stat.S_ISBLK(mode) else "a socket" if stat.S_ISSOCK(mode) else "no file")
+        raise UsageError(f"it is {kind}, not a regular file")
+    with open(path, "rb") as f:
+        head = f.read(HEAD)
+    if kind_of(head).startswith("a SQLite"):
+        raise UsageError(f"it holds {kind_of(head)}, not a step summary")

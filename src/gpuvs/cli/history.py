@@ -25,6 +25,7 @@ from gpuvs.cli.app import (
     console,
     emit_tables,
     open_store,
+    said,
     usage_errors,
     warn_thinned,
     write_file,
@@ -206,10 +207,10 @@ def _print(base_run: Any, base_ms: list[Any], results: list[Any], t: float, forc
         lines = environment_diff(base_run, run, clocks) + unmatched_lines(unmatched, force)
         tables = [change_table(changes, t, names), means_table(means)]
         for line in lines:
-            out.print(line, markup=False, highlight=False)
+            out.print(said(line, fmt), markup=False, highlight=False)
         emit_tables(tables, fmt, out, dict)
-        out.print(f"B ({run.run_id}) against A ({base_run.run_id}): {verdict_counts(changes)}",
-                  markup=False, highlight=False)
+        out.print(said(f"B ({run.run_id}) against A ({base_run.run_id}): "
+                       f"{verdict_counts(changes)}", fmt), markup=False, highlight=False)
 
 
 def _page(path: Path, base_run: Any, results: list[Any], t: float, db: str | None) -> None:
@@ -282,10 +283,11 @@ def _gate_errors(fmt: str) -> Iterator[None]:
         yield
     except GpuvsError as e:
         from gpuvs.report.documents import error_document
+        from gpuvs.report.markdown import line
         reason = str(e)
         if fmt == "json":
             emit_tables([], fmt, console(), lambda: error_document("check", reason))
-        append_step_summary(f"gpuvs check: **error**: {reason}")
+        append_step_summary(f"gpuvs check: **error**: {line(reason)}")
         raise
 
 
@@ -313,6 +315,7 @@ def _judged(base: tuple[Any, list[Any]], judged: tuple[Any, list[Any]], gate: An
         unmatched_lines,
         verdict_counts,
     )
+    from gpuvs.report.markdown import line as md_line
     from gpuvs.report.markdown import to_markdown
     (a, a_ms), (b, b_ms) = base, judged
     out, clocks = console(), (_clock(a_ms), _clock(b_ms))
@@ -322,13 +325,14 @@ def _judged(base: tuple[Any, list[Any]], judged: tuple[Any, list[Any]], gate: An
     code = EXIT_FAILED_RUN if gate.verdict == "fail" else 0
     if fmt == "json":
         emit_tables(tables, fmt, out, lambda: check_document(a, b, gate, clocks))
-        append_step_summary(f"gpuvs check, {b.run_id} against {a.run_id}: {verdict}")
+        append_step_summary(md_line(f"gpuvs check, {b.run_id} against {a.run_id}: "
+                                    f"{verdict}"))
         return code
     lines = [*environment_diff(a, b, clocks, across=ACCEPTED),
              *unmatched_lines(gate.unmatched, allowed[0]),
              *not_measured_lines(gate, allowed[1])]
     for line in lines:
-        out.print(line, markup=False, highlight=False)
+        out.print(said(line, fmt), markup=False, highlight=False)
     emit_tables(tables, fmt, out, dict, step_summary=False)
     tail = [f"{b.run_id} against {a.run_id}: {verdict_counts(gate.changes)}"]
     if gate.ambiguous:
@@ -337,7 +341,9 @@ def _judged(base: tuple[Any, list[Any]], judged: tuple[Any, list[Any]], gate: An
                     + ", ".join(c.key for c in gate.ambiguous))
     tail.append(verdict)
     for line in tail:
-        out.print(line, markup=False, highlight=False)
-    append_step_summary("\n\n".join([*lines, to_markdown(tables), *tail]) if fmt == "md"
-                        else f"gpuvs check, {b.run_id} against {a.run_id}: {verdict}")
+        out.print(said(line, fmt), markup=False, highlight=False)
+    append_step_summary("\n\n".join([*map(md_line, lines), to_markdown(tables),
+                                     *map(md_line, tail)]) if fmt == "md"
+                        else md_line(f"gpuvs check, {b.run_id} against {a.run_id}: "
+                                     f"{verdict}"))
     return code

@@ -100,7 +100,29 @@ def seeds(
         from gpuvs.execute.plan import check_gpu_here
         check_gpu_here(config)
         store = open_store(db)
-    raise typer.Exit(_run(store, config, cases, chosen, options, json_path, fmt))
+    again = _again(chosen, options, {"-d": ",".join(config.devices) if device else None,
+                                     "--budget": budget, "--timeout": timeout,
+                                     "--cpu-watts": cpu_watts, "--energy": energy or None})
+    raise typer.Exit(_run(store, config, cases, chosen, options, json_path, fmt, again))
+
+
+def _again(chosen: tuple[str, ...], options: Any, given: dict[str, Any]) -> str:
+    """The command that measures the same posts again, as seeds accepts it (--seed with
+    a list; seeds has no --resume): after an interrupt it once said `gpuvs seeds 000
+    002`, no valid command."""
+    import shlex
+    words = ["gpuvs", "seeds", "--seed", ",".join(chosen)]
+    words += ["--quick"] * options.quick + ["--compile"] * options.compile
+    if options.cifar:
+        words += ["--data", options.cifar]
+    if options.epochs:
+        words += ["--epochs", str(options.epochs)]
+    for flag, value in given.items():
+        if value is True:
+            words.append(flag)
+        elif value is not None:
+            words += [flag, f"{value:g}" if isinstance(value, float) else str(value)]
+    return shlex.join(words)
 
 
 def _chosen(names: tuple[str, ...]) -> tuple[str, ...]:
@@ -121,7 +143,7 @@ def _cases(chosen: tuple[str, ...], options: Any, devices: tuple[str, ...]) -> l
 
 
 def _run(store: Any, config: Any, cases: list[Any], chosen: tuple[str, ...], options: Any,
-         json_path: Path | None, fmt: str = "plain") -> int:
+         json_path: Path | None, fmt: str, again: str) -> int:
     import time
     from dataclasses import asdict
 
@@ -153,6 +175,6 @@ def _run(store: Any, config: Any, cases: list[Any], chosen: tuple[str, ...], opt
         closing=lambda run_id, counts: [
             f"run {run_id} finished in {units.seconds(time.monotonic() - started)}: "
             f"{status_line(dict(counts))}. `gpuvs show {run_id}` prints every case's table."],
-        again=f"`gpuvs seeds {' '.join(chosen)}` measures them again.",
+        again=f"`{again}` measures them again.",
         complete=lambda m: runner.complete(m, config.passes), environment=environment),
         fmt=fmt, json_path=json_path)

@@ -17,6 +17,7 @@ from gpuvs.cli.app import (
     emit_tables,
     file_stem,
     open_store,
+    said,
     stored_ceilings,
     usage_errors,
     warn_thinned,
@@ -53,9 +54,10 @@ def show(run_id: Annotated[str, typer.Argument(help="A run id, or 'latest'.")],
                                   Prices.of(record.config.get("prices"))))
     out = console()
     if fmt != "json":
-        out.print(f"run {record.run_id} · {record.kind} · {record.status} · started "
-                  f"{record.started_at} · machine {machine_of(record)} · commit "
-                  f"{commit_of(record)} · environment {record.environment.fingerprint}",
+        out.print(said(f"run {record.run_id} · {record.kind} · {record.status} · started "
+                       f"{record.started_at} · machine {machine_of(record)} · commit "
+                       f"{commit_of(record)} · environment "
+                       f"{record.environment.fingerprint}", fmt),
                   markup=False, highlight=False)
     emit_tables(tables, fmt, out, lambda: cases_document("show", measurements, ceilings,
                                                          record))
