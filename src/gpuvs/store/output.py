@@ -64,6 +64,16 @@ def check_output(path: Path, kind: str, protected: Iterable[Path] = ()) -> None:
     """UsageError, in one line, unless `path` may receive a file of `kind`: it is none
     of the `protected` files (the results store's), no special file, and either absent,
     empty, or a file of the same kind (see the module's docstring)."""
+    if "\x00" in str(path):  # every system call on it would raise ValueError
+        raise UsageError(f"the output path {_shown(path)!r} holds a NUL byte, which no "
+                         "file name can; give a file path")
+    try:
+        _check(path, kind, tuple(protected))
+    except OSError as e:  # a name too long, a loop of links: the path cannot be written
+        raise UsageError(f"cannot write {_shown(path)}: {e.strerror or e}") from None
+
+
+def _check(path: Path, kind: str, protected: tuple[Path, ...]) -> None:
     refuse_special(path)
     if path.is_dir():
         raise UsageError(f"{path} is a directory; give a file path")
@@ -79,6 +89,11 @@ def check_output(path: Path, kind: str, protected: Iterable[Path] = ()) -> None:
         raise UsageError(f"{path} exists and holds {found}, not {kind}; gpuvs replaces only "
                          "a file of the kind it writes there: give a new path, or move the "
                          "file away first")
+
+
+def _shown(path: Path, most: int = 80) -> str:
+    text = str(path)
+    return text if len(text) <= most else f"{text[:most]}… ({len(text):,} characters)"
 
 
 def store_files(database: Path) -> tuple[Path, ...]:
