@@ -179,7 +179,7 @@ def _unusable(run: Any, cpu: Sequence[Any]) -> str:
 def _newest_usable(store: Any) -> tuple[Any, list[Any], list[str]]:
     """The newest recent run `--from-run latest` can predict from, and why each newer
     one was skipped."""
-    skipped = []
+    skipped: list[str] = []
     for run in store.runs(RECENT_RUNS):
         cpu = _cpu_cases(store.measurements(run.run_id))
         why = _unusable(run, cpu)
