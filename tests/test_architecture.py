@@ -32,7 +32,7 @@ ALLOWED: dict[str, set[str]] = {
     "registry": {"errors"},
     # measuring one case: the protocol, its criteria, caveats and watches
     "measuring": {"errors", "model", "stats"},
-    "backends": {"errors", "measuring", "registry"},
+    "backends": {"errors", "measuring", "model", "registry"},
     "workloads": {"backends", "errors", "measuring", "model", "registry", "units"},
     "machine": {"backends", "measuring", "model", "units"},
     "config": {"backends", "errors", "measuring", "workloads"},

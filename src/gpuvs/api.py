@@ -15,7 +15,7 @@ from gpuvs.execute.take import take
 from gpuvs.execute.wire import Sampling
 from gpuvs.machine.energy import ENERGY_WINDOW_S, EnergyOptions, idle_watts, readable
 from gpuvs.measuring.protocol import Prepared
-from gpuvs.model import Case, Measurement
+from gpuvs.model import Case, Measurement, on_gpu
 
 if TYPE_CHECKING:
     from gpuvs.predicting.forecast import CallForecast, SweepForecast
@@ -52,7 +52,7 @@ def measure(fn: Callable[[], object], *, device: str = "cpu", budget_s: float = 
     """
     config = RunConfig(budget_s=budget_s, criterion=criterion, devices=(device,),
                        energy=energy, cpu_watts=cpu_watts).validate(KEYWORDS)
-    gpu = backends.on_gpu(device)
+    gpu = on_gpu(device)
     case = Case(name, "correct", "torch" if gpu else "python", device, "", 0)
     windowed = energy and readable(device)  # a counter to read: sample a whole window
     power = EnergyOptions(energy, idle_watts(device) if windowed and gpu else None,

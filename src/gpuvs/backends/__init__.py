@@ -12,6 +12,7 @@ import re
 from gpuvs.backends.base import Backend
 from gpuvs.errors import BackendUnavailable, UsageError
 from gpuvs.measuring.protocol import Clock, HostClock
+from gpuvs.model import on_gpu
 from gpuvs.registry import Registry
 
 REGISTRY: Registry[Backend] = Registry(
@@ -34,11 +35,6 @@ def check_device(device: object) -> str:
     return device
 
 
-def on_gpu(device: str) -> bool:
-    """Whether `device` names a GPU (`cuda`, `cuda:N`)."""
-    return device.startswith("cuda")
-
-
 def clock_for(device: str, backend: Backend | str | None = None) -> Clock:
     """How work on `device` is timed: the host clock on the CPU (work there is
     synchronous), else `backend`'s device events (torch's by default), after saying why
@@ -56,4 +52,4 @@ def clock_for(device: str, backend: Backend | str | None = None) -> Clock:
 
 
 __all__ = ["Backend", "DEVICES", "REGISTRY", "check_device", "clock_for", "get", "names",
-           "on_gpu", "register"]
+           "register"]

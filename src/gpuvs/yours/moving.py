@@ -36,6 +36,7 @@ import numpy as np
 from gpuvs import backends
 from gpuvs.errors import UsageError
 from gpuvs.measuring.protocol import Clock, HostClock
+from gpuvs.model import on_gpu
 from gpuvs.workloads.base import TOLERANCE
 
 MOVABLE = ("torch tensors, torch.nn.Modules, NumPy and CuPy arrays, and lists, tuples, "
@@ -312,7 +313,7 @@ def clock_for(device: str, objs: Sequence[object]) -> tuple[str, Clock]:
     """The backend name and clock for work on `device` over these tensors and arrays:
     the host clock on the CPU; CUDA events through torch (tensors, modules) or CuPy."""
     backends.check_device(device)
-    if not backends.on_gpu(device):
+    if not on_gpu(device):
         return (backend_for(objs, "cpu") if leaves(objs) else "python"), HostClock()
     name = "torch" if any(is_tensor(x) or is_module(x) for x in objs) else "cupy"
     return name, backends.clock_for(device, name)
