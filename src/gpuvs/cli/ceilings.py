@@ -46,7 +46,7 @@ def ceilings(
     began = snapshot()  # what other processes do from here is named below, as `run` does
     with usage_errors():
         check_format(fmt)
-        store = open_store(db)
+        config = cfg.build({"budget_s": budget}, defaults=machine.DEFAULTS)
         names = (split(backend, "-b/--backend", ", ".join(registry.names()))
                  or registry.names())
         for name in names:
@@ -54,7 +54,7 @@ def ceilings(
         if save_profile:  # a bad name is said before minutes of measuring, not after
             from gpuvs.predicting.profile import check_name
             check_name(save_profile)
-        config = cfg.build({"budget_s": budget}, defaults=machine.DEFAULTS)
+        store = open_store(db)
 
     probes = len(probe_cases(names))
 

@@ -82,14 +82,14 @@ def predict(
         t = forecast.target(chosen)
         exported = from_run is not None and (from_run.endswith(".json")
                                              or Path(from_run).is_file())
+        if from_run is None:  # the settings first: a bad one leaves no store behind
+            config = build_config(split(workload), variant, backend, ["cpu", "cuda"], dtype,
+                                  sizes, budget, None, None, False, passes, axis, full_suite,
+                                  defaults=cpu_side.DEFAULTS)
         store = None if exported else open_store(db, reading=from_run is not None)
         if from_run is not None:
             cpu, config = _stored_cpu(store, from_run, workload, variant, backend, dtype,
                                       sizes, axis, full_suite)
-        else:
-            config = build_config(split(workload), variant, backend, ["cpu", "cuda"], dtype,
-                                  sizes, budget, None, None, False, passes, axis, full_suite,
-                                  defaults=cpu_side.DEFAULTS)
     if from_run is None:
         with usage_errors():
             cpu = cpu_side.cpu_cases(store, config, fresh=fresh, began=began,
