@@ -14,23 +14,18 @@ from typing import Annotated, Any
 
 import typer
 
-from gpuvs.cli.app import (
-    EXIT_FAILED_RUN,
-    DbOption,
-    FormatOpt,
-    app,
+from gpuvs.cli.app import EXIT_FAILED_RUN, app, usage_errors
+from gpuvs.cli.options import DbOption, FormatOpt, check_format, open_store
+from gpuvs.cli.output import (
     append_step_summary,
-    check_format,
     check_writable,
-    console,
     emit_tables,
-    open_store,
     said,
-    usage_errors,
     warn_thinned,
     write_file,
 )
 from gpuvs.errors import GpuvsError, UsageError
+from gpuvs.report.console import console
 from gpuvs.store.output import HTML
 
 ThresholdOpt = Annotated[str, typer.Option(

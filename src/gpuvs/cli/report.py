@@ -8,19 +8,12 @@ from typing import Annotated, Any
 
 import typer
 
-from gpuvs.cli.app import (
-    DbOption,
-    app,
-    console,
-    file_stem,
-    open_store,
-    stored_ceilings,
-    usage_errors,
-    warn_thinned,
-    write_file,
-    write_report,
-)
+from gpuvs.cli.app import app, usage_errors
+from gpuvs.cli.options import DbOption, open_store
+from gpuvs.cli.output import file_stem, warn_thinned, write_file, write_report
 from gpuvs.errors import UsageError
+from gpuvs.jobs.recording import machine_ceilings
+from gpuvs.report.console import console
 
 RunIdArg = Annotated[str | None, typer.Argument(
     help="A run id, or 'latest'. Leave it out with --from.", show_default=False)]
@@ -99,7 +92,7 @@ def load_run(run_id: str | None, from_json: Path | None, db: str | None
             run_id = store.latest_run_id() or run_id
         record = store.get_run(run_id)
         measurements = store.measurements(record.run_id)
-        ceilings = stored_ceilings(store, record)
+        ceilings = machine_ceilings(store, record)
     warn_thinned(str(from_json or record.run_id), measurements)
     return record, measurements, ceilings
 

@@ -23,7 +23,7 @@ from gpuvs.analysis.crossover import GroupKey, group_key
 from gpuvs.analysis.speedup import best_cpu_by_size, data_of
 from gpuvs.errors import UsageError
 from gpuvs.model import Case, Caveat, Measurement
-from gpuvs.predicting import model, residuals
+from gpuvs.predicting import pricing, residuals
 from gpuvs.predicting.profile import SUFFIX, Found, load_file, named, unusable
 from gpuvs.predicting.residuals import Prediction, Residuals
 from gpuvs.predicting.work import Work, of_case, tf32_words
@@ -43,7 +43,7 @@ class Target:
 
     def predict(self, work: Work, leave_out: str = "") -> Prediction:
         """`work` on this GPU; UsageError when the profile lacks a ceiling it needs."""
-        estimate = model.estimate(work, self.found.profile)
+        estimate = pricing.estimate(work, self.found.profile)
         if self.residuals is None:
             return Prediction(estimate)
         return self.residuals.predict(estimate, work.workload, leave_out)
