@@ -131,7 +131,8 @@ HOSTILE = {
     "a ceiling a string": "ceiling 1 is 'x', not an object",
     "libraries a string": "'libraries' is not a mapping of names to versions",
     "contended a string": "has contended 'no'; it is true or false",
-    "format_version true": "is not a gpuvs device profile of format 1 (format_version True)",
+    "format_version true": "is not a gpuvs device profile of format 1 or 2 (format_version "
+                           "True)",
 }
 
 
