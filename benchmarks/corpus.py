@@ -14,8 +14,10 @@ probes, then 3–4 minutes of corpus on an H100; it stops starting functions at
    saving), copied to OUT/NAME.json under NAME — the profile to ship, measured;
 2. per function and size: `gpuvs.predict(fn, *args, target=OUT/NAME.json)` (the CPU
    measured, the work counted by class, the GPU predicted by the model alone, budget
-   0.1 s) and `gpuvs.compare(fn, *args)` (CPU, GPU resident and end-to-end, budget
-   0.1 s), each function's record appended to OUT/corpus.json as it finishes.
+   0.1 s) and `gpuvs.compare(fn, *args, devices=("cuda",))` (the GPU resident and
+   end-to-end, budget 0.1 s; the CPU was just measured), each record written to
+   OUT/corpus.json as it finishes. The winner measured is that CPU time against the
+   GPU's measured one, the winner predicted the same CPU time against the prediction.
 
 `--profile FILE` skips step 1 (a profile measured before). Without a GPU, compare's GPU
 cases are unavailable and the records say so.
@@ -166,12 +168,14 @@ def _record(gpuvs: Any, f: Any, size: int, target: Path, budget: float) -> dict[
         forecast = gpuvs.predict(fn, *args, target=str(target), budget_s=budget,
                                  name=f.name)
         record["work"] = asdict(forecast.work)
-        record["predicted"] = {"cpu_s": _median(forecast.cpu), **{
+        record["cpu_s"] = _median(forecast.cpu)  # measured by gpuvs.predict, here
+        record["predicted"] = {
             data: {"seconds": p.seconds, "why": p.why(), "notes": list(p.estimate.notes)}
             for data, p in (("resident", forecast.resident),
-                            ("end_to_end", forecast.end_to_end))}}
-        fn, args = f.build(size)
-        compared = gpuvs.compare(fn, *args, budget_s=budget, name=f.name)
+                            ("end_to_end", forecast.end_to_end))}
+        fn, args = f.build(size)  # the GPU alone: the CPU was measured just now
+        compared = gpuvs.compare(fn, *args, devices=("cuda",), budget_s=budget,
+                                 name=f.name)
         record["measured"] = {_placement(m.case): {
             "seconds": _median(m), "status": str(m.status), "reason": m.reason,
             "caveats": [str(c) for c in m.caveats]} for m in compared.measurements}
@@ -181,7 +185,7 @@ def _record(gpuvs: Any, f: Any, size: int, target: Path, budget: float) -> dict[
 
 
 def _placement(case: Any) -> str:
-    return "cpu" if case.device == "cpu" else case.param("data", "resident")
+    return str(case.param("data", "resident"))
 
 
 def _median(m: Any) -> float | None:
@@ -262,14 +266,14 @@ def _series(r: dict[str, Any], data: str) -> str:
 def _row(r: dict[str, Any], data: str, e: pricing.Estimate, measured: float,
          residuals: Residuals) -> dict[str, Any]:
     p = residuals.predict(e, USERS, leave_out=_series(r, data))
-    cpu_here, cpu_measured = r["predicted"]["cpu_s"], r["measured"]["cpu"]["seconds"]
+    cpu = r["cpu_s"]
     low, high = p.interval if p.interval else (None, None)
     return {"name": r["name"], "split": r["split"], "size": r["size"], "data": data,
             "predicted": p.seconds, "model": e.seconds, "low": low, "high": high,
             "measured": measured, "error": abs(p.seconds - measured) / measured,
             "inside": None if low is None or high is None else low <= measured <= high,
-            "winner_predicted": _winner(cpu_here, p.seconds),
-            "winner_measured": _winner(cpu_measured, measured), "cpu": cpu_measured,
+            "winner_predicted": _winner(cpu, p.seconds),
+            "winner_measured": _winner(cpu, measured), "cpu": cpu,
             "bound": e.regime, "classes": ", ".join(
                 f"{t['ops']} {t['op_class']}" for t in r["work"]["tallies"])}
 

@@ -141,8 +141,7 @@ def _ceilings(found: Any) -> tuple[Ceiling, ...]:
     return _entries(found, ("ceilings", "ceiling"), Ceiling, ("value",), least=1)
 
 
-def _op_costs(found: Any) -> tuple[OpCost, ...]:
-    """Each op class's measured points as gpuvs writes them."""
+def _op_costs(found: Any) -> tuple[OpCost, ...]:  # each op class's measured points
     return _entries(found, ("op_classes", "op cost"), OpCost, ("amount", "seconds"))
 
 
@@ -164,8 +163,9 @@ def _entries(found: Any, names: tuple[str, str], kind: Any, numbers: tuple[str, 
             value = c.get(name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
                     math.isfinite(value) and value > 0):
-                raise ValueError(f"{label} has the {name} {shorten(repr(value))}; a {one}'s "
-                                 f"{name} is a positive, finite number")
+                raise ValueError(f"{label} has the {name} {shorten(repr(value))}; "
+                                 f"{'an' if one[0] in 'aeiou' else 'a'} {one}'s {name} is "
+                                 "a positive, finite number")
         contended = c.get("contended", False)
         if not isinstance(contended, bool):
             raise ValueError(f"{label} has contended {shorten(repr(contended))}; it is "
