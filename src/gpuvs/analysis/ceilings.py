@@ -52,7 +52,7 @@ OP_CLASS_SIZES = {"matmul": (64, 256, 1024, 4096), "conv": (1, 4, 32, 128),
                   "attention": (64, 256, 1024, 4096),
                   "to_device": (1 << 14, 1 << 18, 1 << 22, 1 << 24),
                   "to_host": (1 << 14, 1 << 18, 1 << 22, 7 << 20, 1 << 26)}
-OP_CLASS_ELEMENTS = (1 << 10, 1 << 22, 1 << 25)
+OP_CLASS_ELEMENTS = (1 << 10, 1 << 21, 1 << 24)
 
 
 def copy_name(direction: str, fresh: bool = False) -> str:
