@@ -38,7 +38,7 @@ def run_document(run: Run, measurements: Iterable[Measurement],
                 "reason": run.reason, "config": dict(run.config)},
         "environment": {"fingerprint": run.environment.fingerprint,
                         "facts": dict(run.environment.facts)},
-        "measurements": [m.to_dict() for m in measurements],
+        "measurements": [m.to_record() for m in measurements],
         "ceilings": [asdict(c) for c in ceilings],
     }
 
