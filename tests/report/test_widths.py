@@ -25,12 +25,10 @@ from rich.console import Console
 from tests.report import samples
 from typer.testing import CliRunner
 
-from gpuvs import workloads
 from gpuvs.analysis import regression
-from gpuvs.analysis.ceilings import probe_cases
 from gpuvs.cli import app
 from gpuvs.cli.ceilings import ceilings_table
-from gpuvs.model import Case, Measurement, RunKind, Status
+from gpuvs.model import RunKind, Status
 from gpuvs.predicting import forecast
 from gpuvs.report import fit
 from gpuvs.report.console import print_tables
@@ -45,7 +43,6 @@ from gpuvs.store.sqlite import SqliteStore
 from gpuvs.table import Table
 
 WIDTHS = (60, 80, 100, 120, 200)
-GOLDEN = Path(__file__).resolve().parents[1] / "data" / "golden"
 # Never left out, at any width: what the case was and how long it took.
 ESSENTIAL = {"size", "backend", "device", "data", "time ±CI"}
 # A number as a reader sees one: digits, a fraction, an exponent; not part of a word.
@@ -56,32 +53,10 @@ NOT_SHOWN = re.compile(r"not shown at (\d+) columns: (.*?) \(a wider terminal sh
                        r"as does piping the output, e\.g\. to `less -S`\)")
 
 
-def golden(name: str) -> list[Measurement]:
-    _, ms, _ = load_json(GOLDEN / name)
-    return ms
-
-
-def ceilings_probes() -> list[Measurement]:
-    """A ceilings run's probes on the CPU and a GPU, each with the counters its workload
-    gives it and a time a real machine's would be near."""
-    out = []
-    for n, case in enumerate(probe_cases(["numpy", "torch"])):
-        w = workloads.get(case.workload)
-        counters = {"flops": w.flops(case.size, case.params) or 0.0,
-                    "bytes_moved": w.bytes_moved(case.size, case.params, case.dtype) or 0.0}
-        seconds = 1e-5 * (1 + n % 7) * (1 + case.size / 1e6)
-        out.append(Measurement(case, Status.OK, samples=(seconds,) * 9,
-                               counters={k: v for k, v in counters.items() if v}))
-    return out
-
-
 def forecast_for_h100() -> list[Table]:
-    cpu = [m for m in golden("cpu-matmul-sweep.json") if m.status is Status.OK]
+    cpu = [m for m in samples.golden("cpu-matmul-sweep.json") if m.status is Status.OK]
     target = forecast.target("h100")
-    gpu = [Case(m.case.workload, m.case.variant, "torch", "cuda:0", m.case.dtype, m.case.size,
-                tuple(sorted((*m.case.params, ("data", data)))))
-           for m in cpu if m.case.backend == "numpy" for data in ("resident", "end_to_end")]
-    predicted = forecast.predict_cases(target, gpu)
+    predicted = forecast.predict_cases(target, samples.gpu_twins(cpu))
     found = forecast.series(cpu, [p for p in predicted if p.prediction is not None])
     return forecast_tables(found, target, [p for p in predicted if p.prediction is None])
 
@@ -89,15 +64,16 @@ def forecast_for_h100() -> list[Table]:
 @cache
 def each_commands_tables() -> dict[str, list[Table]]:
     """The tables each command prints, built by the functions the command calls."""
-    sweep, seeds = golden("cpu-matmul-sweep.json"), golden("cpu-seeds-quick.json")
-    gpu = samples.gpu_sweep()
-    dist = golden("h200x2-collectives.json") + golden("h200x2-scaling.json")
+    sweep = samples.golden("cpu-matmul-sweep.json")
+    seeds, gpu = samples.golden("cpu-seeds-quick.json"), samples.gpu_sweep()
+    dist = samples.golden("h200x2-collectives.json") + samples.golden("h200x2-scaling.json")
     return {
         "run (a CPU sweep)": [*result_tables(sweep), answer_table(sweep)],
         "run (a GPU sweep)": [*result_tables(gpu, list(samples.CEILINGS)), answer_table(gpu)],
         "seeds": [*seed_tables(seeds), seed_answers(seeds)],
         "dist": dist_tables(dist),
-        "ceilings": [ceilings_table(ceilings_probes(), "20260101-000000-abcd", "f1ng3rpr1nt")],
+        "ceilings": [ceilings_table(samples.ceilings_probes(), "20260101-000000-abcd",
+                                    "f1ng3rpr1nt")],
         "predict": forecast_for_h100(),
     }
 
@@ -178,11 +154,11 @@ def exports(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]
     root = tmp_path_factory.mktemp("widths")
     with SqliteStore(root / "r.sqlite") as store:
         for name in ("cpu-matmul-sweep.json", "cpu-seeds-quick.json"):
-            run, ms, _ = load_json(GOLDEN / name)
+            run, ms, _ = load_json(samples.GOLDEN / name)
             store.create_run(run)
             for m in ms:
                 store.save(run.run_id, m)
-    a = GOLDEN / "cpu-matmul-sweep.json"
+    a = samples.GOLDEN / "cpu-matmul-sweep.json"
     run, ms, _ = load_json(a)
     slower = [replace(m, samples=tuple(1.1 * x for x in m.samples))
               if m.case.backend == "torch" else m for m in ms]

@@ -43,6 +43,15 @@ def run_document(run: Run, measurements: Iterable[Measurement],
     }
 
 
+def schema() -> str:
+    """The JSON Schema (draft 2020-12) of `run_document`'s output at FORMAT_VERSION, as
+    shipped in the package (`gpuvs schema run` prints it): the contract a program reading
+    an export can check it against."""
+    from importlib.resources import files
+
+    return files("gpuvs.store").joinpath("run.schema.json").read_text(encoding="utf-8")
+
+
 def run_from_document(doc: Any) -> tuple[Run, list[Measurement]]:
     """The run and its measurements back from `run_document`'s output (parsed JSON).
 
