@@ -2,12 +2,11 @@
 case (or its series at other sizes) decides its cost, the model covers what it never
 saw, and a call longer than its budget share is counted as the protocol times it.
 
-No timing targets: the rates are given, never measured, except where `quick_rates` is
-only checked to return finite, positive figures."""
+No timing targets: the rates are given or nominal, never measured; the same plan and
+store give the same estimate, however loaded the machine running the test."""
 
 from __future__ import annotations
 
-import math
 from dataclasses import replace
 from pathlib import Path
 
@@ -193,11 +192,62 @@ def test_a_plan_past_three_minutes_is_long() -> None:
     assert not est.Estimate(est.LONG_PLAN_S - 20, 8.0, 3.0, 10, 0).long
 
 
-def test_the_probe_returns_this_machines_rates() -> None:
-    rates = est.quick_rates()
-    for value in (rates.cpu_flops, rates.cpu_bytes_per_s):
-        assert math.isfinite(value) and value > 0
-    assert rates.cpu_call_floor_s >= 0 and rates.slowdown >= 1
+def test_the_same_plan_on_an_empty_store_is_estimated_the_same_every_time(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What a dry run says depends on the plan, the store and whether the machine has been
+    busy, never on a probe's few ms: here the machine's load swings between the estimates
+    (its 1-minute average from idle to eight per core), its 15-minute one stays put."""
+    from gpuvs.cli.app import plan_estimate
+    cases = plan.expand(RunConfig(workloads=("matmul",), axes=("shape=square",),
+                                  sizes=(256, 512, 1024, 2048, 4096)))
+    db = str(tmp_path / "none.sqlite")  # no store there: nothing is known
+    said = []
+    for one_minute in (0.0, 16.0, 0.5):
+        monkeypatch.setattr("os.getloadavg", lambda m=one_minute: (m, 1.0, 0.2))
+        said.append(plan_estimate(cases, RunConfig(), db=db))
+    assert len({(e.seconds, e.busy, tuple(e.passes_s.items())) for e in said}) == 1
+    assert not said[0].busy and said[0].from_history == 0
+
+
+def test_a_machine_busy_over_15_minutes_is_estimated_busy(monkeypatch: pytest.MonkeyPatch
+                                                           ) -> None:
+    from gpuvs.cli.app import plan_estimate
+    from gpuvs.machine.contention import BUSY_LOAD_SHARE
+    cases = [square(1024)]
+    monkeypatch.setattr("os.cpu_count", lambda: 2)
+    monkeypatch.setattr("os.getloadavg", lambda: (0.1, 0.1, 0.1))
+    quiet = plan_estimate(cases, CONFIG, db="/nonexistent/r.sqlite")
+    monkeypatch.setattr("os.getloadavg", lambda: (0.1, 0.1, 2 * BUSY_LOAD_SHARE * 2))
+    busy = plan_estimate(cases, CONFIG, db="/nonexistent/r.sqlite")
+    assert busy.busy and not quiet.busy
+    assert busy.seconds > 2 * quiet.seconds  # each pass again, after a pause, at half rate
+
+
+def test_nominal_rates_follow_the_cores_and_halve_on_a_busy_machine() -> None:
+    two, eight = est.Rates.here(False, cores=2), est.Rates.here(False, cores=8)
+    assert eight.cpu_flops == 4 * two.cpu_flops
+    assert two.cpu_bytes_per_s < eight.cpu_bytes_per_s <= est.CPU_BYTES_PER_S_MAX
+    busy = est.Rates.here(True, cores=2)
+    assert busy.cpu_flops == two.cpu_flops * est.BUSY_SHARE
+    assert (busy.cpu_call_floor_s, busy.slowdown) == (est.BUSY_CALL_FLOOR_S,
+                                                      1 / est.BUSY_SHARE)
+
+
+def test_each_case_is_costed_pass_by_pass_the_first_dearer() -> None:
+    """The shape the countdown follows: a later pass only samples (no reference, no
+    first call), a call too long to sample twice runs once, and the passes add up to the
+    case's cost."""
+    small, huge = square(256), square(8192)
+    e = est.estimate([small, huge], CONFIG, (), RATES)
+    first, later = e.passes_s[small.key]
+    assert first > later > 0
+    assert len(e.passes_s[huge.key]) == 1  # its first pass past PASS_MAX_CASE_S
+    assert sum(map(sum, e.passes_s.values())) == pytest.approx(e.cases_s)
+    stored_case = (stored(small, 0.001, cost_s=4.0),)
+    from_past = est.estimate([small], CONFIG, stored_case, RATES).passes_s[small.key]
+    assert sum(from_past) == pytest.approx(4.0)
+    model = est._passes(small, 0.001, CONFIG.budget_s, CONFIG.passes)  # at its stored call
+    assert from_past[0] / from_past[1] == pytest.approx(model[0] / model[1])
 
 
 def test_the_store_gives_the_estimate_only_this_set_ups_finished_cases(tmp_path: Path

@@ -33,7 +33,6 @@ from gpuvs.cli.app import (
     build_config,
     check_format,
     check_writable,
-    console,
     energy_header,
     estimate_line,
     open_store,
@@ -47,6 +46,7 @@ from gpuvs.cli.recorded import Recording, recorded
 from gpuvs.errors import UsageError
 from gpuvs.execute import plan
 from gpuvs.model import RunKind
+from gpuvs.report.console import console
 
 ReportOpt = Annotated[Path | None, typer.Option(
     "--report", metavar="PATH",
@@ -216,8 +216,10 @@ def _execute(store: Any, config: Any, run_record: Any, json_path: Path | None,
         rounds = 0
         while now:
             with shown(sum(c.key not in skip for c in now)) as advance:
-                counts += runner.execute(run, now, config, on_result=advance,
-                                         skip_keys=skip).counts
+                # a refinement's sizes are new: the plan's estimate costed none of them
+                counts += runner.execute(run, now, config, on_result=advance, skip_keys=skip,
+                                         expected=None if rounds else estimated.passes_s
+                                         ).counts
             now = _refinement(store, run.run_id, refine_factor, rounds)
             rounds += 1
         return counts

@@ -136,7 +136,8 @@ def _run(store: Any, config: Any, cases: list[Any], chosen: tuple[str, ...], opt
 
     def execute(run: Any, shown: Any) -> Any:
         with shown(len(cases)) as advance:
-            return runner.execute(run, cases, config, on_result=advance).counts
+            return runner.execute(run, cases, config, on_result=advance,
+                                  expected=estimated.passes_s).counts
 
     return recorded(store, Recording(
         "seeds", RunKind.SEEDS,
