@@ -122,16 +122,36 @@ def test_a_busy_machine_measures_each_pass_again_after_a_pause() -> None:
     """A stored case whose two passes were each measured again for contention paid them
     twice and two pauses: it is counted once, and measured again only where the machine
     is busy now."""
-    case = square(1024)
-    twice = 2 * 2.5 + 2 * CONTENDED_PAUSE_S
-    past = (stored(case, 0.02, cost_s=twice, retries=2.0),)
-    assert cases_s([case], past=past) == pytest.approx(2.5)
+    case, short = square(256), replace(CONFIG, budget_s=0.2)
+    twice = 2 * 0.5 + 2 * CONTENDED_PAUSE_S
+    past = (stored(case, 0.001, cost_s=twice, retries=2.0, budget_s=0.2),)
+    assert cases_s([case], short, past=past) == pytest.approx(0.5)
     # busy, its passes are also measured again with more budget, as about half are
-    again = (est.case_model_s(case, 0.02, CONFIG, busy=True)
-             - est.case_model_s(case, 0.02, CONFIG))
-    assert again > 0
-    assert cases_s([case], past=past, busy=True) == pytest.approx(
-        2 * (2.5 + again) + 2 * CONTENDED_PAUSE_S)
+    e = est.estimate([case], short, past, RATES, busy=True)
+    quiet = est.estimate([case], short, past, RATES).passes_s[case.key]
+    assert len(e.passes_s[case.key]) == 2
+    for busy, alone in zip(e.passes_s[case.key], quiet, strict=True):
+        assert busy > 2 * alone + CONTENDED_PAUSE_S
+
+
+def test_on_a_busy_machine_a_first_pass_past_the_runners_limit_is_the_only_one() -> None:
+    """Its retry takes its first pass past PASS_MAX_CASE_S: the runner measures it once (a
+    2048² product on the 2-core box at a load of 4 took over 3 s, in one pass)."""
+    case = square(1024)
+    past = (stored(case, 0.02, cost_s=2.5),)
+    [alone] = est.estimate([case], CONFIG, past, RATES, busy=True).passes_s[case.key]
+    assert alone - CONTENDED_PAUSE_S > PASS_MAX_CASE_S
+
+
+def test_a_stored_case_that_ran_once_is_modelled_as_one_pass() -> None:
+    """A two-pass run's case that ran once (its first pass too long) cost one pass: the
+    model of it then is its first pass, not two."""
+    case = square(1024)
+    once = stored(case, 0.02, cost_s=3.5)
+    m = once.measurement
+    ran_once = est.Past(replace(m, counters={**m.counters, "passes": 1.0}), 1.0, 2)
+    first, _ = est._passes(case, 0.02, 1.0, 2)
+    assert ran_once.model_s == pytest.approx(first)
 
 
 def test_a_stored_case_measured_again_for_drift_is_read_as_such() -> None:
