@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 
 from gpuvs.config import RunConfig
-from gpuvs.execute.runner import Pace, execute
+from gpuvs.execute.runner import PACE_PRIOR_SHARE, Pace, execute
 from gpuvs.model import Case, Caveat, Measurement, Status
 
 
@@ -420,12 +420,25 @@ def test_the_time_left_follows_the_plans_shape_at_the_runs_own_pace() -> None:
     expected = {small.key: (1.0, 0.5), large.key: (20.0,)}  # the large one runs once
     pace = Pace.of([small, large], config, expected)
     assert pace.left_s() is None  # no pass has set a pace
+    prior = pace.prior_s  # the estimate's word, as if a tenth of it had run as said
+    assert prior == pytest.approx(PACE_PRIOR_SHARE * 21.5)
     pace.ran(small.key, 0, 2.0, runs_again=True, decided=False)  # twice what was said
-    assert pace.left_s() == pytest.approx(2 * (0.5 + 20.0))
-    pace.ran(large.key, 0, 40.0, runs_again=False, decided=False)
-    assert pace.left_s() == pytest.approx(2 * 0.5)
+    assert pace.left_s() == pytest.approx((2.0 + prior) / (1.0 + prior) * (0.5 + 20.0))
+    pace.ran(large.key, 0, 42.0, runs_again=False, decided=False)
+    assert pace.left_s() == pytest.approx((44.0 + prior) / (21.0 + prior) * 0.5)
     pace.ran(small.key, 1, 1.0, runs_again=False, decided=False)
     assert pace.left_s() == 0
+
+
+def test_a_first_case_far_quicker_than_estimated_does_not_empty_the_countdown() -> None:
+    """A seeds run begins with the posts' replays, a second each where the estimate said
+    four: alone they read its five minutes left as one."""
+    config = replace(CONFIG, budget_s=1.0, passes=2)
+    replay, rest = case("matmul", 64), [case("matmul", n) for n in range(100, 130)]
+    pace = Pace.of([replay, *rest], config,
+                   {replay.key: (4.0,)} | {c.key: (5.0, 5.0) for c in rest})
+    pace.ran(replay.key, 0, 1.0, runs_again=False, decided=False)
+    assert pace.left_s() > 300 / 3
 
 
 def test_without_an_estimate_each_pass_counts_alike_and_cases_decided_at_once_set_no_pace(

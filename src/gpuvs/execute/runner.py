@@ -36,6 +36,9 @@ PASS_MAX_CASE_S = 3.0
 # A pass of a case no estimate costed, beyond its budget share: the request, the watches,
 # the first call and fresh inputs (`estimate.CASE_OVERHEAD_S` and a little more).
 DEFAULT_PASS_OVERHEAD_S = 0.3
+# How much the countdown trusts the plan's estimate before the run has shown its pace:
+# as if this share of the estimate had already run as estimated (`Pace.prior_s`).
+PACE_PRIOR_SHARE = 0.1
 # Counters of what the parent waited for a case, which merged passes add up.
 SUMMED_COUNTERS = ("runner_s", "start_s", "contended_retries", "paused_s")
 
@@ -64,6 +67,7 @@ class Pace:
     default_s: float
     spent_s: float = 0.0     # what the passes run so far took
     expected_s: float = 0.0  # what the estimate said of them
+    prior_s: float = 0.0     # seconds of the estimate taken at its word before any ran
 
     @classmethod
     def of(cls, cases: Sequence[Case], config: RunConfig,
@@ -71,9 +75,10 @@ class Pace:
         """`expected`: the estimate's seconds per pass of each case (one it left out, as
         unable to run here, costs nothing); None where the command made no estimate."""
         default_s = config.budget_s / config.passes + DEFAULT_PASS_OVERHEAD_S
-        return cls({c.key: list(expected.get(c.key, ()) if expected is not None
-                                else [default_s] * config.passes) for c in cases},
-                   config.passes, default_s)
+        left = {c.key: list(expected.get(c.key, ()) if expected is not None
+                            else [default_s] * config.passes) for c in cases}
+        prior = PACE_PRIOR_SHARE * sum(map(sum, left.values())) if expected is not None else 0
+        return cls(left, config.passes, default_s, prior_s=prior)
 
     def ran(self, key: str, n: int, took_s: float, runs_again: bool, decided: bool) -> None:
         """Pass `n` of case `key` took `took_s`; whether it runs in the next pass too.
@@ -91,10 +96,14 @@ class Pace:
             todo.extend([self.default_s] * (self.passes - 1 - n))
 
     def left_s(self) -> float | None:
-        """None until a measured pass sets a pace."""
+        """None until a measured pass sets a pace. The pace counts the estimate's own word
+        as `prior_s` seconds that ran as it said: a run's first cases (a post's replays,
+        the smallest sizes) are seldom its typical ones, and alone they read a seeds run's
+        5 minutes left as 1 minute."""
         if self.expected_s <= 0:
             return None
-        return self.spent_s / self.expected_s * sum(map(sum, self.left.values()))
+        pace = (self.spent_s + self.prior_s) / (self.expected_s + self.prior_s)
+        return pace * sum(map(sum, self.left.values()))
 
 
 @dataclass
