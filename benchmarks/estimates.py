@@ -87,7 +87,7 @@ def gpuvs(args: list[str], db: Path, log: Path) -> Timed:
 
 
 def load() -> str:
-    return "{:.1f}".format(os.getloadavg()[0])
+    return f"{os.getloadavg()[0]:.1f}"
 
 
 def one_plan(n: int, name: str, args: list[str], root: Path) -> list[str]:

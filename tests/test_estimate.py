@@ -217,7 +217,7 @@ def test_the_same_plan_on_an_empty_store_is_estimated_the_same_every_time(
     """What a dry run says depends on the plan, the store and whether the machine has been
     busy, never on a probe's few ms: here the machine's load swings between the estimates
     (its 1-minute average from idle to eight per core), its 15-minute one stays put."""
-    from gpuvs.cli.app import plan_estimate
+    from gpuvs.cli.planning import plan_estimate
     cases = plan.expand(RunConfig(workloads=("matmul",), axes=("shape=square",),
                                   sizes=(256, 512, 1024, 2048, 4096)))
     db = str(tmp_path / "none.sqlite")  # no store there: nothing is known
@@ -231,7 +231,7 @@ def test_the_same_plan_on_an_empty_store_is_estimated_the_same_every_time(
 
 def test_a_machine_busy_over_15_minutes_is_estimated_busy(monkeypatch: pytest.MonkeyPatch
                                                            ) -> None:
-    from gpuvs.cli.app import plan_estimate
+    from gpuvs.cli.planning import plan_estimate
     from gpuvs.machine.contention import BUSY_LOAD_SHARE
     cases = [square(1024)]
     monkeypatch.setattr("os.cpu_count", lambda: 2)

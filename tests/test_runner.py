@@ -10,6 +10,7 @@ import pytest
 
 from gpuvs.config import RunConfig
 from gpuvs.execute.runner import PACE_PRIOR_SHARE, Pace, execute
+from gpuvs.execute.wire import Measured, Sampling, Take
 from gpuvs.model import Case, Caveat, Measurement, Status
 
 
@@ -403,10 +404,9 @@ def test_workers_import_what_their_cases_need_before_they_are_ready() -> None:
 
     bare = Worker("numpy")  # told of no cases: nothing preloaded
     try:
-        answer = bare.ask({"case": plain.to_dict(), "budget": {"seconds": 0.05},
-                           "criterion": CONFIG.criterion}, timeout_s=60)
-        assert answer is not None
-        assert answer["measurement"]["counters"]["preloaded"] == 0.0
+        answer = bare.ask(Take(plain, Sampling(0.05, CONFIG.criterion)), timeout_s=60)
+        assert isinstance(answer, Measured)
+        assert answer.measurement.counters["preloaded"] == 0.0
     finally:
         bare.close()
 
@@ -439,6 +439,17 @@ def test_a_first_case_far_quicker_than_estimated_does_not_empty_the_countdown() 
                    {replay.key: (4.0,)} | {c.key: (5.0, 5.0) for c in rest})
     pace.ran(replay.key, 0, 1.0, runs_again=False, decided=False)
     assert pace.left_s() > 300 / 3
+
+
+def test_a_case_the_estimate_ran_once_that_runs_again_counts_its_later_pass_as_its_first(
+        ) -> None:
+    """On a busy machine the estimate takes a case whose retried first pass outlasts the
+    runner's limit to run once; where it did not, its later pass is still to come."""
+    config = replace(CONFIG, budget_s=1.0, passes=2)
+    one = case("matmul", 1024)
+    pace = Pace.of([one], config, {one.key: (3.0,)})
+    pace.ran(one.key, 0, 3.0, runs_again=True, decided=False)
+    assert pace.left_s() == pytest.approx(3.0)
 
 
 def test_without_an_estimate_each_pass_counts_alike_and_cases_decided_at_once_set_no_pace(

@@ -27,17 +27,13 @@ from typer.testing import CliRunner
 
 from gpuvs.analysis import regression
 from gpuvs.cli import app
-from gpuvs.cli.ceilings import ceilings_table
-from gpuvs.model import RunKind, Status
+from gpuvs.model import Status
 from gpuvs.predicting import forecast
-from gpuvs.report import fit
+from gpuvs.report import fit, views
 from gpuvs.report.console import print_tables
-from gpuvs.report.dist_tables import dist_tables
 from gpuvs.report.history import change_table, means_table
 from gpuvs.report.layout import result_tables
 from gpuvs.report.predicted import forecast_tables
-from gpuvs.report.seed_tables import seed_answers, seed_tables
-from gpuvs.report.verdict import answer_table
 from gpuvs.store.export import load_json, run_document
 from gpuvs.store.sqlite import SqliteStore
 from gpuvs.table import Table
@@ -63,17 +59,21 @@ def forecast_for_h100() -> list[Table]:
 
 @cache
 def each_commands_tables() -> dict[str, list[Table]]:
-    """The tables each command prints, built by the functions the command calls."""
-    sweep = samples.golden("cpu-matmul-sweep.json")
-    seeds, gpu = samples.golden("cpu-seeds-quick.json"), samples.gpu_sweep()
-    dist = samples.golden("h200x2-collectives.json") + samples.golden("h200x2-scaling.json")
+    """The tables each command prints: its kind of run's view (what `gpuvs show` prints
+    again), and `gpuvs predict`'s forecast."""
+    def shown(name: str) -> list[Table]:
+        run, ms, ceilings = load_json(samples.GOLDEN / name)
+        return views.of(run.kind).tables(run, ms, ceilings)
+
+    gpu = samples.run()
     return {
-        "run (a CPU sweep)": [*result_tables(sweep), answer_table(sweep)],
-        "run (a GPU sweep)": [*result_tables(gpu, list(samples.CEILINGS)), answer_table(gpu)],
-        "seeds": [*seed_tables(seeds), seed_answers(seeds)],
-        "dist": dist_tables(dist),
-        "ceilings": [ceilings_table(samples.ceilings_probes(), "20260101-000000-abcd",
-                                    "f1ng3rpr1nt")],
+        "run (a CPU sweep)": shown("cpu-matmul-sweep.json"),
+        "run (a GPU sweep)": views.of(gpu.kind).tables(gpu, samples.gpu_sweep(),
+                                                        list(samples.CEILINGS)),
+        "seeds": shown("cpu-seeds-quick.json"),
+        "dist": shown("h200x2-collectives.json") + shown("h200x2-scaling.json"),
+        "ceilings": views.CEILINGS.tables(samples.run("ceilings"), samples.ceilings_probes(),
+                                          []),
         "predict": forecast_for_h100(),
     }
 
@@ -200,8 +200,7 @@ def test_show_fits_a_stored_runs_tables_to_the_terminal(
         runs = [(r, store.measurements(r.run_id)) for r in store.runs()]
     for run, ms in runs:
         shown = in_a_terminal(["show", run.run_id, "--db", str(db)], width)
-        whole_where_shown(shown, [*seed_tables(ms), *result_tables(ms)]
-                          if run.kind is RunKind.SEEDS else result_tables(ms))
+        whole_where_shown(shown, views.of(run.kind).tables(run, ms, []))
 
 
 @pytest.mark.parametrize("width", WIDTHS)
