@@ -191,3 +191,16 @@ def test_a_seeds_run_prints_a_valid_document(seed000_run: Any) -> None:
     doc = printed("show", run_id_of(seed000_run.output), "--db", str(seed000_run.db))
     assert doc["seeds"]
     valid("output", doc)
+
+
+def test_the_schemas_name_every_status_caveat_and_kind_there_is() -> None:
+    """A new caveat (or status, or kind of run) is a value the documents may hold: the
+    schemas list it, or a reader validating against them refuses a run that has it."""
+    from gpuvs.model import Caveat, RunKind, Status
+    run, output = (json.loads(text) for text in (export.schema(), documents.schema()))
+    for shipped in (run, output):
+        assert shipped["$defs"]["caveat"]["enum"] == [c.value for c in Caveat]
+    assert run["$defs"]["measurement"]["properties"]["status"]["enum"] == [
+        s.value for s in Status]
+    assert output["$defs"]["status"]["enum"] == [s.value for s in Status]
+    assert output["$defs"]["run"]["properties"]["kind"]["enum"] == [k.value for k in RunKind]
