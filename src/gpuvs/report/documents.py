@@ -149,14 +149,18 @@ def _dist_numbers(m: Measurement, ms: Sequence[Measurement]) -> dict[str, Any]:
                 "algbw_bytes_per_s": algbw(nbytes, m.summary.median),
                 "busbw_bytes_per_s": busbw(c.param("collective"), nbytes, m.summary.median, n),
                 "graph_median_s": replay.median if replay else None}
+    from gpuvs.analysis import scaling
+
     series = dist_tables.scaling_groups(ms).get(
-        (c.backend, c.device, c.param("scaling"), c.param("batch")), [])
-    ones = dist_tables.bases(series)
-    eff = dist_tables.efficiency(m, ones) if ones and "samples_per_s" in k else None
-    return {"ranks": c.size, "samples_per_s": k.get("samples_per_s"),
-            "efficiency": eff[0] if eff else None, "efficiency_low": eff[1] if eff else None,
-            "efficiency_high": eff[2] if eff else None, "compute_s": k.get("compute_s"),
-            "comm_s": k.get("comm_s")}
+        (c.backend, c.device, c.param("scaling"), c.param("batch"), c.param("nodes")), [])
+    eff = scaling.efficiency(series, c.size) if series and "samples_per_s" in k else None
+    return {"ranks": c.size, "round": c.param("round") or None,
+            "samples_per_s": k.get("samples_per_s"),
+            "efficiency": eff.estimate if eff else None,
+            "efficiency_low": eff.low if eff else None,
+            "efficiency_high": eff.high if eff else None,
+            "efficiency_rounds": eff.rounds if eff else None,
+            "compute_s": k.get("compute_s"), "comm_s": k.get("comm_s")}
 
 
 def crossover_record(c: Crossover) -> dict[str, Any]:
