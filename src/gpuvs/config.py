@@ -31,6 +31,11 @@ SIZE_MAX = 10**15
 # The most sizes one START:STOP:FACTOR range makes: 1:1e15 doubling is 50, and a factor
 # of 1.001 (13,817 sizes over 1:1e6) is a typo, not a plan.
 MAX_RANGE_SIZES = 200
+# The longest timeout any entry point accepts: a week. Past it a deadline overflows what
+# Python's locks and the process groups' clocks can wait (`dist --timeout 1e10` crashed
+# its ranks while they joined their group, and was recorded as a crash); a case that
+# needs longer is no case to time.
+MAX_TIMEOUT_S = 7 * 24 * 3600.0
 KEYWORDS = {"budget_s": "budget_s", "timeout_s": "timeout_s", "cpu_watts": "cpu_watts"}
 # What a price may be given for (`--price cpu=0.40,gpu=2.50,kwh=0.30`): an hour of the CPU
 # machine, an hour of the GPU machine, a kilowatt-hour. There are no defaults: a made-up
@@ -366,6 +371,15 @@ def positive(name: str, value: float) -> None:
     reads the same whichever command it was given to."""
     if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
         raise UsageError(f"{name} must be above 0; got {value:g}")
+
+
+def timeout(name: str, value: float) -> None:
+    """Seconds to wait before a case or a start-up is given up: above 0 and at most
+    MAX_TIMEOUT_S, the one bound of a timeout whichever command took it."""
+    if not (isinstance(value, (int, float)) and math.isfinite(value)
+            and 0 < value <= MAX_TIMEOUT_S):
+        raise UsageError(f"{name} must be above 0 and at most {MAX_TIMEOUT_S:g} s (7 days); "
+                         f"got {value:g}")
 
 
 def not_negative(name: str, value: float) -> None:

@@ -1,0 +1,196 @@
+"""Two torchrun nodes on one machine — two agents meeting through a c10d rendezvous on
+localhost, two Gloo ranks each — running `gpuvs dist … --launched` as two real hosts
+would: one run in the store, tables that say 2 nodes × 2, and a node that dies or hangs
+ending the case in hand with its true status on the node that holds rank 0, with no
+process left behind."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+from tests.helpers import pythonpath
+
+from gpuvs.distributed.rank_main import FAULT_VARIABLE
+from gpuvs.model import Status
+from gpuvs.store import open_store
+
+pytestmark = pytest.mark.usefixtures("torch_here")
+AGENT_S = 180  # what two nodes of 2-core set-up may take before the test gives up
+
+
+@pytest.fixture
+def torch_here() -> None:
+    pytest.importorskip("torch")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("localhost", 0))
+        return int(s.getsockname()[1])
+
+
+class Nodes:
+    """Two torchrun agents of one rendezvous, each `gpuvs dist ARGS --launched` on 2 ranks."""
+
+    def __init__(self, tmp_path: Path, db: str, args: tuple[str, ...],
+                 env: dict[str, str] | None = None) -> None:
+        self.db = db
+        port = _free_port()
+        environ = os.environ | {"PYTHONPATH": pythonpath(), "COLUMNS": "200"} | (env or {})
+        self.agents = [subprocess.Popen(
+            [sys.executable, "-m", "torch.distributed.run", "--nnodes=2",
+             "--nproc-per-node=2", "--rdzv-backend=c10d", f"--rdzv-endpoint=localhost:{port}",
+             f"--rdzv-id=gpuvs-{port}", f"--log-dir={tmp_path / f'logs{node}'}",
+             "--monitor-interval=0.1", "-m", "gpuvs", "dist", *args, "--launched",
+             "--backend", "gloo", "--db", db],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=environ,
+            start_new_session=True) for node in (0, 1)]
+
+    def outputs(self, timeout_s: float = AGENT_S) -> list[str]:
+        return [agent.communicate(timeout=timeout_s)[0] for agent in self.agents]
+
+    def holding(self, rank: int) -> subprocess.Popen[str]:
+        """The agent whose ranks include `rank` (the rendezvous, not --node-rank, orders
+        the nodes)."""
+        for agent in self.agents:
+            for child in psutil.Process(agent.pid).children():
+                if child.environ().get("RANK") == str(rank):
+                    return agent
+        raise AssertionError(f"no agent holds rank {rank}")
+
+    def left(self) -> list[str]:
+        """Every process of these nodes still alive: the agents and ranks name the store."""
+        found = []
+        for p in psutil.process_iter(["cmdline"]):
+            cmd = " ".join(p.info["cmdline"] or ())
+            if self.db in cmd:
+                found.append(f"{p.pid}: {cmd[:120]}")
+        return found
+
+    def stop(self) -> None:
+        for agent in self.agents:
+            if agent.poll() is None:
+                os.killpg(agent.pid, signal.SIGKILL)
+            agent.wait()
+        for p in psutil.process_iter(["cmdline"]):
+            if self.db in " ".join(p.info["cmdline"] or ()):
+                p.kill()
+
+
+@pytest.fixture
+def nodes(tmp_path: Path, db: str) -> Iterator[list[Nodes]]:
+    started: list[Nodes] = []
+    yield started
+    for n in started:
+        n.stop()
+
+
+def _first_case_saved(db: str, within_s: float = AGENT_S) -> None:
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        if Path(db).exists():
+            store = open_store(db)
+            run_id = store.latest_run_id()
+            if run_id and store.measurements(run_id):
+                return
+        time.sleep(0.5)
+    raise AssertionError("no case was saved")
+
+
+def _wait_gone(two: Nodes, within_s: float) -> list[str]:
+    deadline = time.monotonic() + within_s
+    while (alive := two.left()) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    return alive
+
+
+def test_a_collective_sweep_on_two_nodes_is_one_run_whose_tables_say_2_nodes_x_2(
+        nodes, tmp_path: Path, db: str) -> None:
+    two = Nodes(tmp_path, db, ("collectives", "--sizes", "1KiB,4KiB", "-c",
+                               "all_reduce,broadcast", "--samples", "2", "--budget", "0"))
+    nodes.append(two)
+    outputs = two.outputs()
+    assert [a.returncode for a in two.agents] == [0, 0], outputs
+    store = open_store(db)
+    (run,) = store.runs(10)  # one rank of the world created and stored it
+    ms = store.measurements(run.run_id)
+    assert [(m.case.size, m.case.param("collective"), m.status) for m in ms] == [
+        (size, name, Status.OK) for size in (1024, 4096) for name in ("all_reduce", "broadcast")]
+    assert all(m.case.param("nodes") == "2x2" and m.counters["nproc"] == 4 for m in ms)
+    assert run.config["nodes"] == 2 and run.config["nproc"] == 4
+    both = "\n".join(outputs)
+    assert both.count("dist · all_reduce · gloo · 2 nodes × 2 × cpu") == 1  # rank 0 alone
+    assert f"run {run.run_id}: 4 cases on up to 4 ranks (2 nodes × 2) × cpu (gloo)" in both
+    assert "2 nodes × 2 ranks on one machine" in both
+    assert f"node 1 (ranks 2–3) took part in run {run.run_id}, which rank 0 on " in both
+
+
+def test_a_scaling_run_on_two_nodes_is_one_run_whose_table_says_2_nodes_x_2(
+        nodes, tmp_path: Path, db: str) -> None:
+    two = Nodes(tmp_path, db, ("scaling", "--steps", "2", "--batch", "2", "--rounds", "1"))
+    nodes.append(two)
+    outputs = two.outputs()
+    assert [a.returncode for a in two.agents] == [0, 0], outputs
+    store = open_store(db)
+    (run,) = store.runs(10)
+    ms = store.measurements(run.run_id)
+    assert [(m.case.size, m.status) for m in ms] == [(n, Status.OK) for n in (1, 2, 3, 4)]
+    # Four ranks share this machine's cores, whichever node they belong to.
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    assert ms[3].counters["threads"] == max(1, (cores or 1) // 4)
+    both = "\n".join(outputs)
+    assert "dist scaling · seed 003 CNN, DDP · gloo · cpu · 2 nodes × 2 · batch 2 per rank" in (
+        both)
+    assert "3 (2 nodes)" in both and "4 (2 nodes)" in both
+
+
+@pytest.mark.parametrize("how", ["killed", "hung"])
+def test_a_node_lost_mid_run_ends_the_case_with_its_status_on_the_other_node(
+        nodes, tmp_path: Path, db: str, how: str) -> None:
+    """Rank 2's node stops in the second case: its agent killed (its ranks die with it,
+    and the other node's collectives fail), or its rank hung (every rank's own clock
+    ends the case at --timeout). Rank 0 records the case as it ended and the rest as not
+    measured, and no process of either node is left 10 s later."""
+    timeout_s = 8
+    hang = "hang:2:/4096,collective=all_reduce;hang:3:/4096,collective=all_reduce"
+    two = Nodes(tmp_path, db, ("collectives", "--sizes", "1KiB,4KiB,16KiB", "-c",
+                               "all_reduce", "--samples", "2", "--budget", "0", "--timeout",
+                               str(timeout_s)), env={FAULT_VARIABLE: hang})
+    nodes.append(two)
+    _first_case_saved(db)
+    survivor = two.holding(0)
+    if how == "killed":
+        lost = two.holding(2)
+        time.sleep(1)  # rank 2 is asleep in the second case
+        lost.send_signal(signal.SIGKILL)
+    began = time.monotonic()
+    output = survivor.communicate(timeout=AGENT_S)[0]
+    assert time.monotonic() - began < timeout_s + 10, output
+    # torchrun may print its own traceback (the lost agent held the rendezvous): none of
+    # it runs through gpuvs
+    assert "gpuvs/distributed" not in output and "gpuvs/cli" not in output, output
+    store = open_store(db)
+    (run,) = store.runs(10)
+    assert run.status == "finished", output
+    first, second, third = store.measurements(run.run_id)
+    assert first.status is Status.OK
+    if how == "killed":  # the peers' connections closed: Gloo said so at once
+        assert second.status is Status.CRASHED, second.reason
+        assert second.reason.startswith("rank 0 of 4 failed: RuntimeError: "), second.reason
+    else:
+        assert second.status is Status.TIMEOUT, second.reason
+        assert second.reason.startswith(f"no result within {timeout_s} s; every rank was "
+                                        "stopped by its own watchdog")
+    assert third.status is Status.SKIPPED
+    assert third.reason == ("not measured: the ranks could not go on after "
+                            f"{second.case.key} failed")
+    assert _wait_gone(two, 10) == []
