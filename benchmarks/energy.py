@@ -117,10 +117,11 @@ def cases(device: str) -> list[tuple[str, Callable[[], object]]]:
 def measured(name: str, fn: Callable[[], object], device: str, window_s: float,
              idle_w: float | None, sampler: PowerSampler) -> dict[str, Any]:
     from gpuvs import backends
-    from gpuvs.machine import energy, watches
-    from gpuvs.measuring import criteria
-    from gpuvs.measuring.protocol import Budget, Prepared, measure_watched
-    from gpuvs.measuring.watch import Watch, Watches
+    from gpuvs.execute.take import take
+    from gpuvs.execute.wire import Sampling
+    from gpuvs.machine import energy
+    from gpuvs.measuring.protocol import Prepared
+    from gpuvs.measuring.watch import Watch
     from gpuvs.model import Case
 
     class Window(Watch):
@@ -134,16 +135,12 @@ def measured(name: str, fn: Callable[[], object], device: str, window_s: float,
         def sampling_ended(self, calls: int) -> None:
             self.span = (self.t0, time.perf_counter(), calls)
 
-    torch = backends.get("torch")
     window = Window()
-    found = watches.standard(device, backend=torch,
-                             power=energy.EnergyOptions(True, idle_w))
-    m, _ = measure_watched(
-        lambda: Prepared(call=fn, check=lambda out: None),
-        Case("energy", "correct", "torch", device, "", 0, (("case", name),)),
-        torch.clock(device), criteria.parse("median-ci"),
-        Budget(seconds=window_s, min_sampling_s=window_s),
-        Watches([*found.watches, window]))
+    m = take(Case("energy", "correct", "torch", device, "", 0, (("case", name),)),
+             lambda: Prepared(call=fn, check=lambda out: None),
+             Sampling(window_s, min_sampling_s=window_s,
+                      power=energy.EnergyOptions(True, idle_w)),
+             backend=backends.get("torch"), raising=True, also=[window]).measurement
     figure = energy.of(m)
     assert window.span is not None, m.reason
     t0, t1, calls = window.span

@@ -5,16 +5,17 @@ a CUDA device; `gpuvs.compare(fn, *args)`, the same function on each device, com
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from gpuvs import backends
 from gpuvs.config import KEYWORDS, RunConfig
-from gpuvs.errors import BackendUnavailable, UsageError
-from gpuvs.machine import watches
+from gpuvs.errors import UsageError
+from gpuvs.execute.take import take
+from gpuvs.execute.wire import Sampling
 from gpuvs.machine.energy import ENERGY_WINDOW_S, EnergyOptions, idle_watts, readable
-from gpuvs.measuring import criteria
-from gpuvs.measuring.protocol import Budget, Clock, HostClock, Prepared, measure_watched
-from gpuvs.model import Case, Measurement
+from gpuvs.measuring.protocol import Prepared
+from gpuvs.model import Case, Measurement, on_gpu
 
 if TYPE_CHECKING:
     from gpuvs.predicting.forecast import CallForecast, SweepForecast
@@ -49,32 +50,19 @@ def measure(fn: Callable[[], object], *, device: str = "cpu", budget_s: float = 
     above idle. `cpu_watts` declares the CPU's power where RAPL cannot be read; a figure
     made from it says it was declared.
     """
-    RunConfig(budget_s=budget_s, criterion=criterion, devices=(device,), energy=energy,
-              cpu_watts=cpu_watts).validate(KEYWORDS)
-    clock = _clock(device)
-    case = Case(name, "correct", "torch" if device != "cpu" else "python", device, "", 0)
+    config = RunConfig(budget_s=budget_s, criterion=criterion, devices=(device,),
+                       energy=energy, cpu_watts=cpu_watts).validate(KEYWORDS)
+    gpu = on_gpu(device)
+    case = Case(name, "correct", "torch" if gpu else "python", device, "", 0)
     windowed = energy and readable(device)  # a counter to read: sample a whole window
-    options = EnergyOptions(energy, idle_watts(device) if windowed and device != "cpu" else None,
-                            cpu_watts if device == "cpu" else None)
-    m, _ = measure_watched(
-        lambda: Prepared(call=fn, check=check or _no_check, single_call=single_call), case,
-        clock, criteria.parse(criterion),
-        Budget(seconds=budget_s, min_sampling_s=ENERGY_WINDOW_S if windowed else 0.0),
-        watches.standard(device, backend=backends.get("torch") if device != "cpu" else None,
-                         power=options))
-    return m
-
-
-def _clock(device: str) -> Clock:
-    if device == "cpu":
-        return HostClock()
-    if not device.startswith("cuda"):
-        raise UsageError(f"unknown device {device!r}; accepted: cpu, cuda, cuda:N")
-    torch = backends.get("torch")
-    reason = torch.unavailable_reason(device)
-    if reason is not None:
-        raise BackendUnavailable(reason)
-    return torch.clock(device)
+    power = EnergyOptions(energy, idle_watts(device) if windowed and gpu else None,
+                          None if gpu else cpu_watts)
+    sampling = replace(Sampling.of(config), power=power,
+                       min_sampling_s=ENERGY_WINDOW_S if windowed else 0.0)
+    return take(case, lambda: Prepared(call=fn, check=check or _no_check,
+                                       single_call=single_call),
+                sampling, backend=backends.get("torch") if gpu else None,
+                raising=True).measurement
 
 
 def compare(fn: Callable[..., object], *args: Any, devices: Sequence[str] = ("cpu", "cuda"),

@@ -7,7 +7,6 @@ would be accepted, before any worker starts.
 from __future__ import annotations
 
 import math
-import re
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
@@ -19,7 +18,6 @@ from gpuvs.errors import UsageError
 from gpuvs.measuring import criteria
 from gpuvs.workloads.base import ITEMSIZE
 
-DEVICE_RE = re.compile(r"^(cpu|cuda(:\d+)?)$")
 VARIANTS = ("as_written", "correct", "tuned")
 # How an entry point names each setting in its errors: the command line's flags, or the
 # Python API's keyword arguments (`gpuvs.measure(budget_s=…)`).
@@ -129,10 +127,8 @@ class RunConfig:
 def check_devices(devices: Sequence[str] | str) -> tuple[str, ...]:
     """`cpu`, `cuda`, `cuda:N`, each once; a comma-separated string is a list too."""
     given = devices.split(",") if isinstance(devices, str) else list(devices)
-    for d in given:
-        if not isinstance(d, str) or not DEVICE_RE.match(d.strip()):
-            raise UsageError(f"unknown device {d!r}; accepted: cpu, cuda, cuda:N")
-    names = tuple(d.strip() for d in given)
+    names = tuple(backends.check_device(d.strip() if isinstance(d, str) else d)
+                  for d in given)
     if not names:
         raise UsageError("no device to run on; accepted: cpu, cuda, cuda:N")
     if len(set(names)) != len(names):

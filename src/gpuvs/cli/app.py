@@ -18,6 +18,7 @@ import typer
 from typer.core import TyperGroup
 
 from gpuvs.errors import GpuvsError, Interrupted, UsageError
+from gpuvs.model import on_gpu
 from gpuvs.report.console import console
 
 EXIT_FAILED_RUN, EXIT_USAGE = 1, 2
@@ -273,7 +274,7 @@ def energy_header(config: Any) -> list[str]:
     from gpuvs.machine import energy
     if not config.energy:
         return []
-    gpus = [d for d in config.devices if d.startswith("cuda") and machine_has_gpu()]
+    gpus = [d for d in config.devices if on_gpu(d) and machine_has_gpu()]
     lines = [f"energy: each case sampled at least {energy.ENERGY_WINDOW_S:g} s where a counter "
              "can read it" + ("; each GPU's idle power measured before the first case"
                               if gpus else "")]

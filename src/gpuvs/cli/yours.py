@@ -70,7 +70,8 @@ def run_file(
     outlives --timeout is killed and recorded timeout, and a fresh worker runs the rest.
     """
     from gpuvs.config import RunConfig, check_devices, check_tolerance, parse_sizes
-    from gpuvs.yours.run_file import Request, script
+    from gpuvs.execute.wire import RunFile, Sampling
+    from gpuvs.yours.run_file import script
 
     with usage_errors():
         check_format(fmt)
@@ -82,7 +83,7 @@ def run_file(
         given = {"budget_s": budget, "timeout_s": timeout}
         config = RunConfig(**{k: v for k, v in given.items() if v is not None}).validate()
         store = open_store(db)
-        request = Request(target, inputs, chosen, devices, config.budget_s, tolerance)
+        request = RunFile(target, inputs, chosen, devices, Sampling.of(config), tolerance)
     raise typer.Exit(_recorded(store, request, config.timeout_s, json_path, fmt))
 
 
@@ -94,11 +95,12 @@ def _recorded(store: Any, request: Any, timeout_s: float, json_path: Path | None
     from gpuvs.report.layout import result_tables, status_line
     from gpuvs.report.verdict import answer_table
     from gpuvs.yours.file_runner import run
+    from gpuvs.yours.run_file import case_count
 
     explanation: list[str] = []
 
     def execute(recording: Any, shown: Any) -> Counter[str]:
-        with shown(request.cases) as advance:
+        with shown(case_count(request)) as advance:
             def kept(m: Any) -> None:  # saved the moment it arrives, then shown
                 recording.record(m)
                 advance(m)
@@ -115,7 +117,7 @@ def _recorded(store: Any, request: Any, timeout_s: float, json_path: Path | None
         "run-file", RunKind.YOURS,
         {"function": request.target.rpartition("::")[2], "target": request.target,
          "devices": list(request.devices), "sizes": list(request.sizes)},
-        header=lambda run_id: [f"run {run_id}: {request.target}, {request.cases} cases"],
+        header=lambda run_id: [f"run {run_id}: {request.target}, {case_count(request)} cases"],
         execute=execute,
         tables=lambda ms, _: [*result_tables(ms), answer_table(ms)], closing=closing,
         again=f"`gpuvs run-file {request.target}` measures it again.", lazily=True),

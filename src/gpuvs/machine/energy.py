@@ -44,7 +44,7 @@ from typing import Any
 
 from gpuvs.machine import rapl, telemetry
 from gpuvs.measuring.watch import Seen, Watch
-from gpuvs.model import Measurement
+from gpuvs.model import Measurement, on_gpu
 
 # The shortest window a figure is given for: forty of the NVML counter's 100 ms steps, so
 # that a step missed at either end is at most 2.5 % of it.
@@ -105,7 +105,7 @@ NOT_ASKED = EnergyOptions()  # energy only where the samples span its window any
 
 def watch_for(device: str, options: EnergyOptions = NOT_ASKED) -> Watch:
     """The energy watch of a case on `device`: NVML's counter on a GPU, RAPL's on the CPU."""
-    if device.startswith("cuda"):
+    if on_gpu(device):
         return GpuEnergy(device, options.asked, options.idle_w)
     return CpuEnergy(options.asked, options.declared_w)
 
@@ -137,7 +137,7 @@ def cpu_microjoules(root: Path = rapl.POWERCAP) -> tuple[tuple[rapl.Domain, ...]
 def readable(device: str) -> bool:
     """Whether this machine can give `device` an energy figure: what `--energy` needs to
     be worth a longer window."""
-    found = (gpu_millijoules(device) if device.startswith("cuda") else cpu_microjoules())
+    found = (gpu_millijoules(device) if on_gpu(device) else cpu_microjoules())
     return not isinstance(found, NoEnergy)
 
 
@@ -162,7 +162,7 @@ def idle_watts(device: str, seconds: float = IDLE_WINDOW_S, nvml: Any = None,
 
 def idle_by_device(devices: Iterable[str]) -> dict[str, float]:
     """Idle power of each GPU named (once each), where its counter can be read."""
-    found = {d: idle_watts(d) for d in dict.fromkeys(devices) if d.startswith("cuda")}
+    found = {d: idle_watts(d) for d in dict.fromkeys(devices) if on_gpu(d)}
     return {d: w for d, w in found.items() if w is not None}
 
 

@@ -34,9 +34,9 @@ from gpuvs.analysis.speedup import END_TO_END, RESIDENT, data_of
 from gpuvs.config import KEYWORDS, RunConfig, check_devices, check_tolerance
 from gpuvs.errors import BackendUnavailable, UsageError, WrongResult, first_line, one_line
 from gpuvs.execute import policy
-from gpuvs.machine import watches
-from gpuvs.measuring import criteria
-from gpuvs.measuring.protocol import Budget, Prepared, measure_watched
+from gpuvs.execute.take import take
+from gpuvs.execute.wire import Sampling
+from gpuvs.measuring.protocol import Prepared
 from gpuvs.model import Case, Measurement, Status
 from gpuvs.yours import moving
 from gpuvs.yours.agreement import agreement
@@ -411,11 +411,9 @@ def _measure(s: _Settings, call: Callable[[], object], case: Case, backend: Any,
     prepared = Prepared(call=call, check=reference.checker(case))
     first = reference.device is None
     try:
-        clock = backend.clock(case.device)
-        m, _ = measure_watched(lambda: prepared, case, clock, criteria.parse(s.criterion),
-                               Budget(seconds=s.budget_s),
-                               watches.standard(case.device, counters.get("threads")),
-                               again=s.on_again)
+        m = take(case, lambda: prepared, Sampling(s.budget_s, s.criterion),
+                 backend=backend, threads=counters.get("threads"), again=s.on_again,
+                 raising=True).measurement
     except Exception as e:
         what = _raised(s, case, e)
         failed, _ = policy.failure(backend, case, e, crashed=what)

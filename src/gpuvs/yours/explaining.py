@@ -18,9 +18,8 @@ from gpuvs.analysis import ceilings as ceiling_probes
 from gpuvs.analysis.explain import Explanation, explain
 from gpuvs.analysis.speedup import RESIDENT, data_of
 from gpuvs.config import RunConfig
-from gpuvs.machine import watches
-from gpuvs.measuring import criteria
-from gpuvs.measuring.protocol import Budget, measure_watched
+from gpuvs.execute.take import take
+from gpuvs.execute.wire import Sampling
 from gpuvs.measuring.watch import observing
 from gpuvs.model import Case, Ceiling, Measurement, Status
 from gpuvs.workloads.base import prepared_case
@@ -90,7 +89,6 @@ def _dispatch_here(backend: str, device: str) -> list[Ceiling]:
     if b.unavailable_reason(device) is not None:
         return []
     case = ceiling_probes.dispatch_probes([(backend, device)])[0]
-    m, _ = measure_watched(lambda: prepared_case(workloads.get("dispatch"), b, case), case,
-                           b.clock(device), criteria.parse("median-ci"),
-                           Budget(DISPATCH_BUDGET_S), watches.standard(device))
-    return ceiling_probes.read([m])
+    taken = take(case, lambda: prepared_case(workloads.get("dispatch"), b, case),
+                 Sampling(DISPATCH_BUDGET_S), backend=b, raising=True)
+    return ceiling_probes.read([taken.measurement])

@@ -30,9 +30,9 @@ from typing import Any
 from gpuvs import units
 from gpuvs.config import RunConfig, check_devices
 from gpuvs.errors import GpuvsError, UsageError
-from gpuvs.machine import watches
-from gpuvs.measuring import criteria
-from gpuvs.measuring.protocol import Budget, Prepared, measure_watched
+from gpuvs.execute.take import take
+from gpuvs.execute.wire import Sampling
+from gpuvs.measuring.protocol import Prepared
 from gpuvs.model import Case, Measurement
 from gpuvs.yours import moving
 from gpuvs.yours.moving import clock_for
@@ -212,13 +212,11 @@ def time_source(ns: dict[str, Any], source: str, options: Options) -> Timing:
     backend, clock = clock_for(device, [*data, out])
     case = Case(WORKLOAD, "correct", backend, device, moving.floating_dtype(data),
                 moving.batch_size(data))
-    budget = Budget(seconds=options.budget_s)
-    if options.loops is not None:  # -n: exactly this many loops per sample
-        budget = replace(budget, target_sample_s=1e9, max_loops=options.loops)
     criterion = f"fixed:n={options.repeat}" if options.repeat else "median-ci"
+    # -n: exactly this many loops per sample
+    sampling = Sampling(options.budget_s, criterion, loops=options.loops)
     prepared = Prepared(call=call, check=lambda _: None)
-    m, _ = measure_watched(lambda: prepared, case, clock, criteria.parse(criterion), budget,
-                           watches.standard(device))
+    m = take(case, lambda: prepared, sampling, clock=clock, raising=True).measurement
     m = replace(m, first_call_s=first_call_s)
     if options.repeat:  # samples come in batches: keep exactly the -r asked for
         m = replace(m, samples=m.samples[:options.repeat],

@@ -276,9 +276,9 @@ def measure_call(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any], name: s
     """Time `fn(*args, **kwargs)` where its data lives; the measurement and fn's output."""
     from dataclasses import replace
 
-    from gpuvs.machine import watches
-    from gpuvs.measuring import criteria
-    from gpuvs.measuring.protocol import Budget, Prepared, measure_watched
+    from gpuvs.execute.take import take
+    from gpuvs.execute.wire import Sampling
+    from gpuvs.measuring.protocol import Prepared
     from gpuvs.model import Case
     from gpuvs.yours import moving
     from gpuvs.yours.compare import source_hash
@@ -293,8 +293,8 @@ def measure_call(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any], name: s
     # The one measuring path, with its watches: on a busy machine a case is measured
     # again after a pause, and marked `contended` if it stays so — the gate then says so
     # instead of failing an unchanged function (`Caveat.CONTENDED` in the verdict).
-    m, _ = measure_watched(lambda: prepared, case, clock, criteria.parse("median-ci"),
-                           Budget(budget_s), watches.standard(where))
+    m = take(case, lambda: prepared, Sampling(budget_s), clock=clock,
+             raising=True).measurement
     return replace(m, workload_version=source_hash(fn)), outputs[0]
 
 

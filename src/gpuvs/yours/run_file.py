@@ -1,5 +1,5 @@
-"""`gpuvs run-file SCRIPT.py::FUNC`: what it asks for (`Request`, checked in gpuvs's own
-process as far as that needs none of the user's code) and the loading, in the worker
+"""`gpuvs run-file SCRIPT.py::FUNC`: what it asks for (an `execute.wire.RunFile`, checked in
+gpuvs's own process as far as that needs none of the user's code) and the loading, in the worker
 that runs it (`gpuvs.yours.file_worker`): the user's file imported as `python SCRIPT.py`
 would, its FUNC and the BUILDER of FUNC's arguments found, each missing piece a
 `UsageError` that names what is there instead."""
@@ -9,39 +9,19 @@ from __future__ import annotations
 import importlib.util
 import inspect
 import sys
-from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from gpuvs.errors import UsageError
+from gpuvs.execute.wire import RunFile
 from gpuvs.yours.compare import placements
 
 DEFAULT_INPUTS = "inputs"
 
 
-@dataclass(frozen=True)
-class Request:
-    """What run-file runs: the parent checks it and hands it to each worker."""
-
-    target: str                 # SCRIPT.py::FUNC
-    inputs: str                 # BUILDER's name
-    sizes: tuple[int, ...]      # () = BUILDER() once, at the size of what it returns
-    devices: tuple[str, ...]
-    budget_s: float
-    tolerance: float | None
-
-    @property
-    def cases(self) -> int:
-        """How many cases the run has: one per size on the CPU, two on a GPU."""
-        return max(len(self.sizes), 1) * sum(len(placements(d)) for d in self.devices)
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> Request:
-        return cls(d["target"], d["inputs"], tuple(d["sizes"]), tuple(d["devices"]),
-                   d["budget_s"], d["tolerance"])
+def case_count(request: RunFile) -> int:
+    """How many cases a run-file request has: one per size on the CPU, two on a GPU."""
+    return max(len(request.sizes), 1) * sum(len(placements(d)) for d in request.devices)
 
 
 def script(target: str) -> tuple[Path, str]:
