@@ -6,6 +6,7 @@ process left behind."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -58,13 +59,17 @@ class Nodes:
     def outputs(self, timeout_s: float = AGENT_S) -> list[str]:
         return [agent.communicate(timeout=timeout_s)[0] for agent in self.agents]
 
-    def holding(self, rank: int) -> subprocess.Popen[str]:
+    def holding(self, rank: int, within_s: float = AGENT_S) -> subprocess.Popen[str]:
         """The agent whose ranks include `rank` (the rendezvous, not --node-rank, orders
-        the nodes)."""
-        for agent in self.agents:
-            for child in psutil.Process(agent.pid).children():
-                if child.environ().get("RANK") == str(rank):
-                    return agent
+        the nodes), once the agents have started their ranks."""
+        deadline = time.monotonic() + within_s
+        while time.monotonic() < deadline:
+            for agent in self.agents:
+                for child in psutil.Process(agent.pid).children():
+                    with contextlib.suppress(psutil.Error):
+                        if child.environ().get("RANK") == str(rank):
+                            return agent
+            time.sleep(0.2)
         raise AssertionError(f"no agent holds rank {rank}")
 
     def left(self) -> list[str]:
@@ -160,21 +165,23 @@ def test_a_node_lost_mid_run_ends_the_case_with_its_status_on_the_other_node(
     and the other node's collectives fail), or its rank hung (every rank's own clock
     ends the case at --timeout). Rank 0 records the case as it ended and the rest as not
     measured, and no process of either node is left 10 s later."""
-    timeout_s = 8
+    # Killed, the node's loss is seen at once: the timeout only has to outlast a loaded
+    # machine's first case. Hung, the timeout is what ends the case.
+    timeout_s = 60 if how == "killed" else 8
     hang = "hang:2:/4096,collective=all_reduce;hang:3:/4096,collective=all_reduce"
     two = Nodes(tmp_path, db, ("collectives", "--sizes", "1KiB,4KiB,16KiB", "-c",
                                "all_reduce", "--samples", "2", "--budget", "0", "--timeout",
                                str(timeout_s)), env={FAULT_VARIABLE: hang})
     nodes.append(two)
+    survivor, lost = two.holding(0), two.holding(2)
     _first_case_saved(db)
-    survivor = two.holding(0)
+    began = time.monotonic()
     if how == "killed":
-        lost = two.holding(2)
         time.sleep(1)  # rank 2 is asleep in the second case
         lost.send_signal(signal.SIGKILL)
-    began = time.monotonic()
     output = survivor.communicate(timeout=AGENT_S)[0]
-    assert time.monotonic() - began < timeout_s + 10, output
+    took = time.monotonic() - began
+    assert took < (15 if how == "killed" else timeout_s + 15), (took, output)
     # torchrun may print its own traceback (the lost agent held the rendezvous): none of
     # it runs through gpuvs
     assert "gpuvs/distributed" not in output and "gpuvs/cli" not in output, output

@@ -31,7 +31,6 @@ TEXT, or during set-up (after joining the process group, before `ready`) when TE
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import sys
@@ -52,6 +51,7 @@ from gpuvs.distributed.spec import Spec
 from gpuvs.distributed.watchdog import Watchdog
 from gpuvs.execute import policy
 from gpuvs.execute.supervisor import die_with_parent
+from gpuvs.execute.wire import Measured, Message, Ready, Started, encode
 from gpuvs.machine.energy import NOT_ASKED, EnergyOptions
 from gpuvs.measuring.protocol import CONTENDED_RETRIES
 from gpuvs.model import Case, Measurement, Status
@@ -89,7 +89,7 @@ def serve(spec: Spec, on_done: Callable[[Measurement], None] = lambda m: None
     info = _ready(world, layout, spec)
     # Every rank's GPU idle at once, before any case: the base of "above idle".
     power = watched.energy_options(world) if spec.energy else NOT_ASKED
-    _emit(spec, world, "ready", **info)
+    _emit(spec, world, Ready(info))
     store = _store(spec) if world.rank == 0 else None
     # The run was started before the ranks (by the parent's command skeleton, or by rank
     # 0's under --launched): rank 0 records into it, the other ranks only measure.
@@ -100,10 +100,8 @@ def serve(spec: Spec, on_done: Callable[[Measurement], None] = lambda m: None
             if m is not None and progress.run is not None:
                 progress.run.record(m)
                 progress.saved.add(case.key)
-                if again:  # saved before: the parent has counted it
-                    _emit(spec, world, "replayed", case=case.key)
-                else:
-                    _emit(spec, world, "done", case=case.key, status=m.status.value)
+                _emit(spec, world, Measured(m, resaved=again))  # again: counted before
+                if not again:
                     on_done(m)
             # No rank goes on before this case is saved: a rank that dies in the next
             # step must not take this case's result down with it.
@@ -134,10 +132,11 @@ class _Progress:
         grace = 0.0 if spec.launched else PARENT_GRACE_S / 2  # a parent's clock comes first
         self.watchdog = Watchdog(spec.timeout_s + grace, self._expired)
 
-    def step(self, case: Case, event: str = "start", waiting: bool = False) -> None:
-        """A step of `case` begins (`waiting`: on a rank the case leaves out, for all of
-        its tries): the parent hears of it, and this rank's clock starts again."""
-        _emit(self.spec, self.world, event, case=case.key)
+    def step(self, case: Case, replay: bool = False, waiting: bool = False) -> None:
+        """A step of `case` begins (`replay`: its graph replays; `waiting`: on a rank the
+        case leaves out, for all of its tries): the parent hears of it, and this rank's
+        clock starts again."""
+        _emit(self.spec, self.world, Started(case, replay))
         self.in_flight = case.key
         self.watchdog.arm(case.key, MOST_TRIES if waiting else 1)
 
@@ -283,7 +282,7 @@ def _results(spec: Spec, world: Ranks, groups: dict[int, Ranks], progress: _Prog
             yield case, mine, world.threads, False
         for case, mine in collectives.replay_cases(
                 world, finished, spec.samples, spec.budget_s,
-                lambda case: progress.step(case, "replay")):
+                lambda case: progress.step(case, replay=True)):
             yield case, mine, world.threads, True
         return
     last = max(_round(c) for c in spec.cases)
@@ -348,12 +347,15 @@ def _store(spec: Spec) -> Any:
     return open_store(spec.db)
 
 
-def _emit(spec: Spec, world: Ranks, event: str, **fields: Any) -> None:
-    """One progress line for the parent (rank 0 only, and only under a parent)."""
+def _emit(spec: Spec, world: Ranks, event: Message) -> None:
+    """One event for the parent (rank 0 only, and only under a parent), on the wire every
+    child answers on: `Ready` with what the ranks run with, `Started` before each step of
+    a case (its graph replays: `replay`), `Measured` once a case is saved (`resaved`:
+    saved again with its replays)."""
     if world.rank != 0 or not spec.status_path:
         return
     with open(spec.status_path, "a", encoding="utf-8") as f:
-        f.write(json.dumps({"event": event, **fields}) + "\n")
+        f.write(encode(event) + "\n")
 
 
 def _planted_fault(key: str, rank: int) -> None:
