@@ -80,3 +80,18 @@ def test_dist_lists_its_two_commands() -> None:
     result = invoke("dist", "--help")
     assert result.exit_code == 0
     assert "scaling" in result.output and "collectives" in result.output
+
+
+def test_nodes_that_run_unequal_numbers_of_ranks_are_one_line(db: str, monkeypatch) -> None:
+    """The tables say nodes × ranks per node: torchrun may run 2 on one node and 1 on
+    another, gpuvs does not."""
+    pytest.importorskip("torch")
+    for variable, value in (("RANK", "0"), ("LOCAL_RANK", "0"), ("LOCAL_WORLD_SIZE", "2"),
+                            ("WORLD_SIZE", "3"), ("GROUP_WORLD_SIZE", "2")):
+        monkeypatch.setenv(variable, value)
+    result = CliRunner().invoke(app, ["dist", "collectives", "--launched", "--backend", "gloo",
+                                      "--db", db])
+    assert result.exit_code == 2, result.output
+    assert result.output.strip() == (
+        "error: WORLD_SIZE 3 is not GROUP_WORLD_SIZE 2 × LOCAL_WORLD_SIZE 2: --launched needs "
+        "the same --nproc-per-node on every node")

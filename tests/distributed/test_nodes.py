@@ -40,21 +40,24 @@ def _free_port() -> int:
 
 
 class Nodes:
-    """Two torchrun agents of one rendezvous, each `gpuvs dist ARGS --launched` on 2 ranks."""
+    """Two torchrun agents of one rendezvous, each `gpuvs dist ARGS --launched` on
+    `per_node` ranks of `backend`; `node_env[i]` is added to agent i's environment (a
+    CUDA_VISIBLE_DEVICES each: one GPU per simulated node)."""
 
     def __init__(self, tmp_path: Path, db: str, args: tuple[str, ...],
-                 env: dict[str, str] | None = None) -> None:
+                 env: dict[str, str] | None = None, backend: str = "gloo",
+                 per_node: int = 2, node_env: tuple[dict[str, str], ...] = ({}, {})) -> None:
         self.db = db
         port = _free_port()
         environ = os.environ | {"PYTHONPATH": pythonpath(), "COLUMNS": "200"} | (env or {})
         self.agents = [subprocess.Popen(
             [sys.executable, "-m", "torch.distributed.run", "--nnodes=2",
-             "--nproc-per-node=2", "--rdzv-backend=c10d", f"--rdzv-endpoint=localhost:{port}",
-             f"--rdzv-id=gpuvs-{port}", f"--log-dir={tmp_path / f'logs{node}'}",
-             "--monitor-interval=0.1", "-m", "gpuvs", "dist", *args, "--launched",
-             "--backend", "gloo", "--db", db],
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=environ,
-            start_new_session=True) for node in (0, 1)]
+             f"--nproc-per-node={per_node}", "--rdzv-backend=c10d",
+             f"--rdzv-endpoint=localhost:{port}", f"--rdzv-id=gpuvs-{port}",
+             f"--log-dir={tmp_path / f'logs{node}'}", "--monitor-interval=0.1", "-m", "gpuvs",
+             "dist", *args, "--launched", "--backend", backend, "--db", db],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            env=environ | node_env[node], start_new_session=True) for node in (0, 1)]
 
     def outputs(self, timeout_s: float = AGENT_S) -> list[str]:
         return [agent.communicate(timeout=timeout_s)[0] for agent in self.agents]
@@ -200,4 +203,75 @@ def test_a_node_lost_mid_run_ends_the_case_with_its_status_on_the_other_node(
     assert third.status is Status.SKIPPED
     assert third.reason == ("not measured: the ranks could not go on after "
                             f"{second.case.key} failed")
+    assert _wait_gone(two, 10) == []
+
+
+ONE_GPU_EACH = ({"CUDA_VISIBLE_DEVICES": "0"}, {"CUDA_VISIBLE_DEVICES": "1"})
+
+
+@pytest.fixture
+def two_gpus() -> None:
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available() or torch.cuda.device_count() < 2:
+        pytest.skip("needs two CUDA devices")
+
+
+@pytest.mark.gpu
+@pytest.mark.usefixtures("two_gpus")
+def test_two_gpu_nodes_with_nccl_run_collectives_and_scaling_each_into_one_run(
+        nodes, tmp_path: Path, db: str) -> None:
+    """Two simulated nodes, one GPU each (a CUDA_VISIBLE_DEVICES per agent): every rank's
+    GPU is cuda:0 of its node, NCCL crosses between them, each command is one run."""
+    for args, count in ((("collectives", "--sizes", "4KiB,1MiB,16MiB"), 12),
+                        (("scaling", "--steps", "5", "--rounds", "3"), 6)):
+        two = Nodes(tmp_path, db, args, backend="nccl", per_node=1, node_env=ONE_GPU_EACH)
+        nodes.append(two)
+        outputs = two.outputs()
+        assert [a.returncode for a in two.agents] == [0, 0], outputs
+        store = open_store(db)
+        run = store.runs(1)[0]
+        ms = store.measurements(run.run_id)
+        assert len(ms) == count and all(m.status is Status.OK for m in ms), [
+            (m.case.key, m.reason) for m in ms]
+        assert all(m.timer == "cuda_events" and m.case.param("nodes") == "2x1" for m in ms)
+        assert "2 nodes × 1" in "\n".join(outputs)
+    assert len(open_store(db).runs(10)) == 2
+
+
+@pytest.mark.gpu
+@pytest.mark.usefixtures("two_gpus")
+def test_two_gpu_nodes_on_one_gpu_are_refused_in_one_line(nodes, tmp_path: Path,
+                                                          db: str) -> None:
+    """Without a CUDA_VISIBLE_DEVICES each, both nodes' LOCAL_RANK 0 is the same GPU."""
+    two = Nodes(tmp_path, db, ("collectives", "--sizes", "4KiB"), backend="nccl", per_node=1)
+    nodes.append(two)
+    outputs = two.outputs()
+    assert all(a.returncode != 0 for a in two.agents), outputs
+    assert "would both use GPU" in "\n".join(outputs)
+    assert "gpuvs/distributed" not in "\n".join(outputs)  # one line, no traceback
+
+
+@pytest.mark.gpu
+@pytest.mark.usefixtures("two_gpus")
+def test_a_gpu_node_lost_mid_run_ends_the_case_with_its_status(nodes, tmp_path: Path,
+                                                                db: str) -> None:
+    """NCCL does not notice a lost peer the way Gloo's closed connection does: the case
+    ends by every rank's own clock, or by the control group's closed connection."""
+    timeout_s = 20
+    two = Nodes(tmp_path, db, ("collectives", "--sizes", "4KiB,1MiB,16MiB", "-c",
+                               "all_reduce", "--timeout", str(timeout_s)),
+                env={FAULT_VARIABLE: "hang:1:/1048576,collective=all_reduce"},
+                backend="nccl", per_node=1, node_env=ONE_GPU_EACH)
+    nodes.append(two)
+    survivor, lost = two.holding(0), two.holding(1)
+    _first_case_saved(db)
+    time.sleep(2)
+    lost.send_signal(signal.SIGKILL)
+    output = survivor.communicate(timeout=AGENT_S)[0]
+    store = open_store(db)
+    (run,) = store.runs(10)
+    first, second, third = store.measurements(run.run_id)
+    assert first.status is Status.OK
+    assert second.status in (Status.CRASHED, Status.TIMEOUT), (second.reason, output)
+    assert third.status is Status.SKIPPED
     assert _wait_gone(two, 10) == []
