@@ -169,8 +169,9 @@ def test_a_node_lost_mid_run_ends_the_case_with_its_status_on_the_other_node(
     ends the case at --timeout). Rank 0 records the case as it ended and the rest as not
     measured, and no process of either node is left 10 s later."""
     # Killed, the node's loss is seen at once: the timeout only has to outlast a loaded
-    # machine's first case. Hung, the timeout is what ends the case.
-    timeout_s = 60 if how == "killed" else 8
+    # machine's first case. Hung, the timeout is what ends the case (on a loaded 2-core
+    # machine the first case, taken again when contended, took more than 8 s).
+    timeout_s = 60 if how == "killed" else 20
     hang = "hang:2:/4096,collective=all_reduce;hang:3:/4096,collective=all_reduce"
     two = Nodes(tmp_path, db, ("collectives", "--sizes", "1KiB,4KiB,16KiB", "-c",
                                "all_reduce", "--samples", "2", "--budget", "0", "--timeout",
@@ -184,7 +185,7 @@ def test_a_node_lost_mid_run_ends_the_case_with_its_status_on_the_other_node(
         lost.send_signal(signal.SIGKILL)
     output = survivor.communicate(timeout=AGENT_S)[0]
     took = time.monotonic() - began
-    assert took < (15 if how == "killed" else timeout_s + 15), (took, output)
+    assert took < (20 if how == "killed" else timeout_s + 30), (took, output)
     # torchrun may print its own traceback (the lost agent held the rendezvous): none of
     # it runs through gpuvs
     assert "gpuvs/distributed" not in output and "gpuvs/cli" not in output, output

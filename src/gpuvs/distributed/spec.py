@@ -184,8 +184,9 @@ def _launched_world(nproc: int | None) -> tuple[int, int]:
         raise UsageError(f"--launched expects torchrun's {', '.join(missing)} in the "
                          "environment; start gpuvs with `torchrun --nproc-per-node N -m gpuvs "
                          "dist … --launched`, or drop --launched")
-    world, local, nodes = (_count(v) for v in ("WORLD_SIZE", "LOCAL_WORLD_SIZE",
-                                                NODES_VARIABLE))
+    world, local = _count("WORLD_SIZE"), _count("LOCAL_WORLD_SIZE")
+    # A launcher other than torchrun may not say how many nodes: as many as fill the world.
+    nodes = _count(NODES_VARIABLE) if NODES_VARIABLE in os.environ else max(1, world // local)
     if nproc is not None and nproc != world:
         raise UsageError(f"--nproc {nproc} disagrees with torchrun's WORLD_SIZE {world}")
     if world != nodes * local:
@@ -196,8 +197,8 @@ def _launched_world(nproc: int | None) -> tuple[int, int]:
 
 
 def _count(variable: str) -> int:
-    """A positive count torchrun set (GROUP_WORLD_SIZE: 1 where a launcher sets none)."""
-    text = os.environ.get(variable, "1")
+    """A positive count torchrun set."""
+    text = os.environ[variable]
     if not text.strip().isdigit() or int(text) < 1:
         raise UsageError(f"{variable} {text!r} is not a whole number from 1; --launched "
                          "reads it from torchrun")
