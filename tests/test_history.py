@@ -42,6 +42,11 @@ def suite_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, st
     module (each costs real workers and samples); each test reads them from a copy of
     its own (`two_runs`)."""
     store = tmp_path_factory.mktemp("history") / "results.sqlite"
+    # These commands run in this one process, where `compare` and `check` load SciPy, and
+    # with it a BLAS of SciPy's own: a run recorded before that and one after would name
+    # different BLAS threads in their set-ups. Loaded first, every run here names the same
+    # (each command is a process of its own outside the tests).
+    import scipy.stats  # noqa: F401
     with pytest.MonkeyPatch.context() as mp:
         use_test_plugins(mp)
         for name, value in ONE_THREAD.items():

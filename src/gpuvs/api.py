@@ -9,13 +9,19 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from gpuvs import backends
-from gpuvs.config import KEYWORDS, RunConfig
+from gpuvs.config import KEYWORDS, build
 from gpuvs.errors import UsageError
 from gpuvs.execute.take import take
 from gpuvs.execute.wire import Sampling
 from gpuvs.machine.energy import ENERGY_WINDOW_S, EnergyOptions, idle_watts, readable
 from gpuvs.measuring.protocol import Prepared
 from gpuvs.model import Case, Measurement, on_gpu
+
+# The CPU side of a prediction: half a second of sampling is enough next to the predicted
+# interval (and `[tool.gpuvs]`'s budget_s, where one is set, wins over it).
+PREDICT_DEFAULTS = {"budget_s": 0.5}
+# An energy window longer than an hour is a typo, not a measurement.
+MAX_ENERGY_WINDOW_S = 3600.0
 
 if TYPE_CHECKING:
     from gpuvs.predicting.forecast import CallForecast, SweepForecast
@@ -26,11 +32,13 @@ def _no_check(out: object) -> None:
     return None
 
 
-def measure(fn: Callable[[], object], *, device: str = "cpu", budget_s: float = 1.0,
-            criterion: str = "median-ci", check: Callable[[object], None] | None = None,
+def measure(fn: Callable[[], object], *, device: str = "cpu", budget_s: float | None = None,
+            criterion: str | None = None, check: Callable[[object], None] | None = None,
             single_call: bool = False, name: str = "custom", energy: bool = False,
-            cpu_watts: float | None = None) -> Measurement:
-    """Time `fn()` by the gpuvs protocol.
+            cpu_watts: float | None = None, energy_window_s: float = ENERGY_WINDOW_S
+            ) -> Measurement:
+    """Time `fn()` by the gpuvs protocol, sampling `budget_s` seconds (1 s, or
+    `[tool.gpuvs]`'s `budget_s`) until `criterion` is met (`median-ci` by default).
 
     On `device="cuda"` / `"cuda:N"` the work is timed with CUDA events through PyTorch
     and the host clock is only read after synchronising. `check(output)` runs once,
@@ -43,22 +51,28 @@ def measure(fn: Callable[[], object], *, device: str = "cpu", budget_s: float = 
     more budget. Nothing observes your process: no profiler, no graph capture.
 
     Its peak memory is kept too (`peak_host_bytes`; on a GPU, `peak_device_bytes` from
-    torch's allocator). With `energy=True` the samples span at least 4 s
-    (ENERGY_WINDOW_S: NVML's counter moves in 100 ms steps) where an energy counter can be
+    torch's allocator). With `energy=True` the samples span at least `energy_window_s`
+    (4 s, the least: NVML's counter moves in 100 ms steps) where an energy counter can be
     read, and on a GPU its idle power is measured first (a second, with nothing running):
     `gpuvs.machine.energy.of(m)` gives joules per call, the average power and the energy
-    above idle. `cpu_watts` declares the CPU's power where RAPL cannot be read; a figure
-    made from it says it was declared.
+    above idle, and the counter `energy_window_end_unix` says when the window ended, to
+    line it up with another power log. `cpu_watts` declares the CPU's power where RAPL
+    cannot be read; a figure made from it says it was declared.
     """
-    config = RunConfig(budget_s=budget_s, criterion=criterion, devices=(device,),
-                       energy=energy, cpu_watts=cpu_watts).validate(KEYWORDS)
+    config = build({"budget_s": budget_s, "criterion": criterion, "devices": (device,),
+                    "energy": energy or None, "cpu_watts": cpu_watts}, names=KEYWORDS)
+    if not (isinstance(energy_window_s, (int, float))
+            and ENERGY_WINDOW_S <= energy_window_s <= MAX_ENERGY_WINDOW_S):
+        raise UsageError(f"energy_window_s must be from {ENERGY_WINDOW_S:g} (NVML's counter "
+                         f"moves in 100 ms steps) to {MAX_ENERGY_WINDOW_S:g} seconds; got "
+                         f"{energy_window_s!r}")
     gpu = on_gpu(device)
     case = Case(name, "correct", "torch" if gpu else "python", device, "", 0)
     windowed = energy and readable(device)  # a counter to read: sample a whole window
     power = EnergyOptions(energy, idle_watts(device) if windowed and gpu else None,
                           None if gpu else cpu_watts)
     sampling = replace(Sampling.of(config), power=power,
-                       min_sampling_s=ENERGY_WINDOW_S if windowed else 0.0)
+                       min_sampling_s=energy_window_s if windowed else 0.0)
     return take(case, lambda: Prepared(call=fn, check=check or _no_check,
                                        single_call=single_call),
                 sampling, backend=backends.get("torch") if gpu else None,
@@ -67,8 +81,8 @@ def measure(fn: Callable[[], object], *, device: str = "cpu", budget_s: float = 
 
 def compare(fn: Callable[..., object], *args: Any, devices: Sequence[str] = ("cpu", "cuda"),
             batch: Callable[[int], Any] | None = None, sizes: Sequence[int] | str | None = None,
-            budget_s: float = 1.0, tolerance: float | None = None, name: str | None = None,
-            **kwargs: Any) -> Comparison:
+            budget_s: float | None = None, tolerance: float | None = None,
+            name: str | None = None, **kwargs: Any) -> Comparison:
     """Run `fn(*args, **kwargs)` on each device, check the outputs agree, time each.
 
     The arguments (torch tensors, `nn.Module`s, NumPy and CuPy arrays, nested in lists,
@@ -82,7 +96,8 @@ def compare(fn: Callable[..., object], *args: Any, devices: Sequence[str] = ("cp
     the one argument) and `sizes` lists the sizes (`[100, 1000]` or `"1e2:1e5"`; default
     10 to 10^4): the comparison then sweeps and reports the crossover. `sizes` without
     `batch` resizes the first axis of every tensor and array argument (rows repeated).
-    `budget_s` is the sampling time per case. A sweep shows its progress on stderr.
+    `budget_s` is the sampling time per case (1 s, or `[tool.gpuvs]`'s `budget_s`). A
+    sweep shows its progress on stderr.
     Returns a `gpuvs.yours.comparison.Comparison`.
     """
     from gpuvs.yours.compare import run
@@ -92,7 +107,7 @@ def compare(fn: Callable[..., object], *args: Any, devices: Sequence[str] = ("cp
 
 def predict(fn: Callable[..., object], *args: Any, target: str = "h100",
             batch: Callable[[int], Any] | None = None, sizes: Sequence[int] | str | None = None,
-            budget_s: float = 0.5, name: str | None = None,
+            budget_s: float | None = None, name: str | None = None,
             **kwargs: Any) -> CallForecast | SweepForecast:
     """Predict `fn(*args, **kwargs)`'s time per call on a GPU you do not have.
 
@@ -109,6 +124,7 @@ def predict(fn: Callable[..., object], *args: Any, target: str = "h100",
     Pass CPU tensors; the arguments are not modified beyond what `fn` does.
     """
     from gpuvs.predicting import forecast
+    budget_s = build({"budget_s": budget_s}, defaults=PREDICT_DEFAULTS, names=KEYWORDS).budget_s
     chosen = forecast.target(target)
     label = str(name or getattr(fn, "__name__", "fn"))
     if batch is None:

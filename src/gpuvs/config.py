@@ -351,14 +351,18 @@ def _bad(where: str, value: Any, accepted: str) -> Any:
 
 
 def build(flags: Mapping[str, Any], pyproject: Path | None = None,
-          defaults: Mapping[str, Any] | None = None) -> RunConfig:
-    """RunConfig's defaults, overridden by the command's own (`defaults`: a seeds run's
-    shorter budget), by `[tool.gpuvs]` (of `pyproject`, else the project's:
-    `project_pyproject`), then by the flags that were given."""
-    given = {k: v for k, v in flags.items() if v not in (None, ())}
+          defaults: Mapping[str, Any] | None = None,
+          names: Mapping[str, str] = FLAGS) -> RunConfig:
+    """The one path every command and face takes to its settings: RunConfig's defaults,
+    overridden by the entry point's own (`defaults`: a seeds run's shorter budget), by
+    `[tool.gpuvs]` (of `pyproject`, else the project's: `project_pyproject`), then by
+    what was given (None is "not given"; a 0 is given, and refused where it is no
+    setting), validated with each setting named as the entry point spells it (`names`:
+    the command line's flags, or the Python API's keywords)."""
+    given = {k: v for k, v in flags.items() if v is not None and v != ()}
     found = pyproject if pyproject is not None else project_pyproject()
     table = from_pyproject(found) if found is not None else {}
-    return RunConfig(**(dict(defaults or {}) | table | given)).validate()
+    return RunConfig(**(dict(defaults or {}) | table | given)).validate(names)
 
 
 def positive(name: str, value: float) -> None:

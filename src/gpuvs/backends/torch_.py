@@ -147,7 +147,8 @@ class TorchBackend(Backend):
         t = x.detach().cpu()
         if t.dtype == torch.bfloat16:
             t = t.to(torch.float32)
-        return t.numpy()
+        host: np.ndarray = t.numpy()
+        return host
 
     def ones(self, shape: tuple[int, ...], dtype: str, device: str) -> Any:
         import torch
@@ -210,7 +211,11 @@ class TorchBackend(Backend):
 
         l2 = torch.cuda.get_device_properties(cuda_index(device)).L2_cache_size
         buf = torch.empty(2 * l2 // 4, dtype=torch.float32, device=device)
-        return buf.zero_
+
+        def flush() -> None:
+            buf.zero_()
+
+        return flush
 
     def observes(self, device: str) -> bool:
         return on_gpu(device)
@@ -223,7 +228,7 @@ class TorchBackend(Backend):
         if not on_gpu(device):
             return {}
         import torch
-        from torch.autograd import DeviceType
+        from torch.autograd import DeviceType  # type: ignore[attr-defined]
         from torch.profiler import ProfilerActivity, profile
 
         torch.cuda.synchronize()

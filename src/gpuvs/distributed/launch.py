@@ -141,7 +141,7 @@ def _watch(child: Child, spec: Spec, run: _Launch,
             run.in_flight = event.case.key
         elif isinstance(event, Measured):
             run.in_flight = ""
-            if not event.resaved:
+            if not event.resaved:  # saved again with its graph replays: counted before
                 run.done.add(event.measurement.case.key)
                 on_result(event.measurement)
         deadline = time.monotonic() + spec.timeout_s

@@ -71,7 +71,7 @@ class RankResult:
     loops: int = 1
     warmups: int = 0
     criterion_met: bool = True  # False: the budget ended before the CI reached REL_CI
-    seen: Seen = Seen()  # what this rank's watches saw (`watched`)
+    seen: Seen = Seen()  # what this rank's watches saw (`tries`)
 
 
 def barrier(r: Ranks) -> None:

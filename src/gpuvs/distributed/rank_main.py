@@ -4,12 +4,13 @@ the user's own `torchrun` (`gpuvs dist … --launched`), on one node or several.
 Every rank runs every case (collectives: small ones in turns, `collectives.run_cases`;
 scaling: each rank count on ranks 0…N−1 while the others wait, round after round);
 rank 0 gathers the other ranks' results, saves the case's measurement the moment the case
-ends and, when a parent launched the ranks, reports progress as JSON lines in
-`spec.status_path` — `ready`, then `start` before each step of a case and `done` once
-it is saved — so the parent knows which case a crash or a hang belongs to. On CUDA the
-collectives' graph replays come after the last eager sample (`collectives.replay_cases`):
-each case is saved again with them, announced by `replay` and `replayed`, so a rank
-lost then leaves every eager result saved. A rank
+ends and, when a parent launched the ranks, reports progress in `spec.status_path`, one
+`execute.wire` event a line — `Ready`, then `Started` before each step of a case and
+`Measured` once it is saved — so the parent knows which case a crash or a hang belongs
+to. On CUDA the collectives' graph replays come after the last eager sample
+(`collectives.replay_cases`): each case is saved again with them, announced by
+`Started(replay=True)` and `Measured(resaved=True)`, so a rank lost then leaves every
+eager result saved. A rank
 that fails prints one `gpuvs-dist-error` line to stderr — its status by the case policy
 (`oom` only on the framework's own out-of-memory error) and its error — which the parent
 makes the case's status and reason.
@@ -44,7 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuvs import errors
-from gpuvs.distributed import collectives, hosts, scaling, watched
+from gpuvs.distributed import collectives, hosts, scaling, tries
 from gpuvs.distributed.agent import AGENT_VARIABLE
 from gpuvs.distributed.rank import Ranks, cpu_threads, every_rank
 from gpuvs.distributed.spec import Spec
@@ -88,7 +89,7 @@ def serve(spec: Spec, on_done: Callable[[Measurement], None] = lambda m: None
     groups = _subgroups(world, spec, layout) if spec.command == "scaling" else {}
     info = _ready(world, layout, spec)
     # Every rank's GPU idle at once, before any case: the base of "above idle".
-    power = watched.energy_options(world) if spec.energy else NOT_ASKED
+    power = tries.energy_options(world) if spec.energy else NOT_ASKED
     _emit(spec, world, Ready(info))
     store = _store(spec) if world.rank == 0 else None
     # The run was started before the ranks (by the parent's command skeleton, or by rank

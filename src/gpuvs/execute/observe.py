@@ -3,8 +3,8 @@
 A profiler session, a CUDA graph's capture and replay, and the pieces of a call timed
 alone all run the work again under something else's eye, and the first two change the
 speed of the calls timed after them in the same process: on an H100 a launch-bound loop
-(`x.mul_` on 10⁴ elements) ran at 9.7 µs a call, and at 13.2 µs after one profiler session
-over 50 calls. So a worker observes only after its last timed case (the runner's
+ran about twice as slow after one profiler session (docs/accuracy.md, "Observation apart
+from timing"). So a worker observes only after its last timed case (the runner's
 `_observe`), parts first — they are timed themselves — then profiles and graph replays;
 from then on it refuses to time (`measuring.watch.ensure_unobserved`).
 """

@@ -277,7 +277,7 @@ def execute(run: Recorder, cases: Iterable[Case], config: RunConfig,
     oom = OutOfMemorySeries()
     sampling = Sampling.of(config, config.passes)
     todo = [c for c in cases if c.key not in skip_keys]
-    watched = Watched.before(todo, config, sampling)
+    requests = Requests.before(todo, config, sampling)
     pool = Pool(todo, config.passes)
     pace = Pace(len(todo), config.passes, sampling.budget_s)
     done: dict[str, Measurement] = {}
@@ -290,7 +290,7 @@ def execute(run: Recorder, cases: Iterable[Case], config: RunConfig,
                     continue
                 # A later pass adds samples only: the counts, parts and busy time that the
                 # first pass measured are kept when the two are merged.
-                request = watched.request(case, done.values(), samples_only=n > 0)
+                request = requests.take(case, done.values(), samples_only=n > 0)
                 began = time.perf_counter()
                 m = (_precheck(case) or oom.stopped(case.series, case)
                      or _dispatch(request, pool, config))
@@ -311,18 +311,19 @@ def execute(run: Recorder, cases: Iterable[Case], config: RunConfig,
 
 
 @dataclass(frozen=True)
-class Watched:
-    """What the parent hands each case's watches, measured before any worker starts: the
-    GPUs' idle power (nothing runs yet), whether energy was asked for and where a counter
-    can answer it (those cases sample ENERGY_WINDOW_S at least), a declared CPU power,
-    and the peaks the case's series reached at smaller sizes (the memory guard's slope)."""
+class Requests:
+    """How each case is asked of its worker: the run's sampling, and what the parent hands
+    the case's watches, measured before any worker starts — the GPUs' idle power (nothing
+    runs yet), where an energy counter can answer (those cases sample ENERGY_WINDOW_S at
+    least), a declared CPU power, and the peaks the case's series reached at smaller sizes
+    (the memory guard's slope)."""
 
     sampling: Sampling
     idle_w: dict[str, float]
     counted: frozenset[str]  # devices whose energy counter can be read here
 
     @classmethod
-    def before(cls, cases: Sequence[Case], config: RunConfig, sampling: Sampling) -> Watched:
+    def before(cls, cases: Sequence[Case], config: RunConfig, sampling: Sampling) -> Requests:
         """Idle power is measured where energy is asked for or sampling spans its window
         anyway: one IDLE_WINDOW_S per GPU, before the first case."""
         devices = {c.device for c in cases if _precheck(c) is None}
@@ -331,8 +332,7 @@ class Watched:
         counted = frozenset(d for d in devices if config.energy and energy.readable(d))
         return cls(sampling, idle, counted)
 
-    def request(self, case: Case, measured: Iterable[Measurement], samples_only: bool
-                ) -> Take:
+    def take(self, case: Case, measured: Iterable[Measurement], samples_only: bool) -> Take:
         """The case as a worker takes it: its energy watch's power (the GPU's idle power,
         the CPU's declared one), a whole energy window where a counter can be read, and
         its series' peaks so far."""

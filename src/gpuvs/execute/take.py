@@ -6,7 +6,7 @@ Each of those once built the same five arguments by hand — the clock, the case
 parsed criterion, the budget, the standard watches — and each could drift from the
 others. Here they are chosen once: the device's clock (`backends.clock_for`), the
 criterion and the budget from the case's `Sampling` (the wire's), the watches every case
-is timed inside (`machine.watches.standard`), the protocol's retry policy
+is timed inside (`machine.sensors.standard`), the protocol's retry policy
 (`measuring.protocol.measure_watched`), and what a case that raised is recorded as
 (`execute.policy.failure`).
 """
@@ -21,7 +21,7 @@ from gpuvs import backends
 from gpuvs.backends.base import Backend
 from gpuvs.execute import policy
 from gpuvs.execute.wire import Sampling
-from gpuvs.machine import watches
+from gpuvs.machine import sensors
 from gpuvs.measuring import criteria
 from gpuvs.measuring.protocol import Clock, Prepared, measure_watched
 from gpuvs.measuring.watch import Watch, Watches
@@ -62,7 +62,7 @@ def take(case: Case, make: Callable[[], Prepared], sampling: Sampling, *,
     recorded by the case policy (`crashed(e)` words a crash, else the error's tail),
     unless `raising`: then the exception is the caller's (`gpuvs.measure`: the user's
     function raised)."""
-    standard = watches.standard(case.device, threads, hold, backend, sampling.power)
+    standard = sensors.standard(case.device, threads, hold, backend, sampling.power)
     try:
         chosen = clock or backends.clock_for(case.device, backend)
         m, prepared = measure_watched(

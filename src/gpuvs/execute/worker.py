@@ -14,9 +14,10 @@ A worker has two phases. First it **times** cases (`Take`), each through the one
 measuring path (`execute.take`) inside the machine's watches. Then, once the
 runner has no more cases for it to time, it **observes** them (`Observe`): each
 case's parts timed alone, then the profiler's kernel counts and a CUDA graph's busy time.
-A profiler session slowed a launch-bound loop timed after it in the same process by a
-third on an H100, so nothing that observes runs before the last timed sample; once it has
-observed, the worker refuses to time (`measuring.watch.ensure_unobserved`).
+A profiler session made a launch-bound loop timed after it in the same process about
+twice as slow on an H100 (docs/accuracy.md, "Observation apart from timing"), so nothing
+that observes runs before the last timed sample; once it has observed, the worker refuses
+to time (`measuring.watch.ensure_unobserved`).
 
 Out-of-memory becomes data (`OOM`); an error that poisons the device (sticky CUDA
 errors) is reported and the worker exits so the runner starts a fresh one.

@@ -59,6 +59,10 @@ GPU_J, GPU_IDLE_W, GPU_NONE = "gpu_energy_j", "gpu_idle_w", "gpu_energy_none"
 CPU_PACKAGE_J, CPU_DRAM_J, CPU_NONE = "cpu_package_j", "cpu_dram_j", "cpu_energy_none"
 CPU_DECLARED_W = "cpu_declared_w"
 WINDOW_S, CALLS = "energy_window_s", "energy_calls"
+# When the window ended, in seconds since the Unix epoch: where an energy figure was made,
+# the window can be lined up with another power log (a wall meter, DCGM, a benchmark's own
+# sampler), whose window is then [end - energy_window_s, end].
+WINDOW_END = "energy_window_end_unix"
 
 
 class NoEnergy(IntEnum):
@@ -197,6 +201,7 @@ class _Window(Watch, ABC):
         self.asked, self.clock = asked, clock
         self.start: tuple[float, Any] | None = None
         self.window: tuple[float, int, Any, Any] | None = None
+        self.ended_unix = 0.0
 
     @abstractmethod
     def read(self) -> Any:
@@ -218,6 +223,7 @@ class _Window(Watch, ABC):
         t0, before = self.start
         after = before if isinstance(before, NoEnergy) else self.read()
         self.window = (self.clock() - t0, calls, before, after)
+        self.ended_unix = time.time()
 
     def case_ended(self) -> Seen:
         if self.window is None:
@@ -231,7 +237,7 @@ class _Window(Watch, ABC):
         if why is not None:
             return Seen(counters={self.none: float(why), WINDOW_S: seconds})
         return Seen(counters={**self.parts(before, after), WINDOW_S: seconds,
-                              CALLS: float(calls)})
+                              CALLS: float(calls), WINDOW_END: self.ended_unix})
 
 
 class GpuEnergy(_Window):

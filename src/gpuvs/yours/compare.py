@@ -31,7 +31,7 @@ from typing import Any
 
 from gpuvs import backends
 from gpuvs.analysis.speedup import END_TO_END, RESIDENT, data_of
-from gpuvs.config import KEYWORDS, RunConfig, check_devices, check_tolerance
+from gpuvs.config import KEYWORDS, build, check_devices, check_tolerance
 from gpuvs.errors import BackendUnavailable, UsageError, WrongResult, first_line, one_line
 from gpuvs.execute import policy
 from gpuvs.execute.take import take
@@ -64,8 +64,8 @@ class _Settings:
 
 def run(fn: Callable[..., object], args: tuple[Any, ...], kwargs: Mapping[str, Any], *,
         devices: Sequence[str] = ("cpu", "cuda"), batch: Callable[[int], Any] | None = None,
-        sizes: Sequence[int] | str | None = None, budget_s: float = 1.0,
-        tolerance: float | None = None, name: str | None = None, criterion: str = "median-ci",
+        sizes: Sequence[int] | str | None = None, budget_s: float | None = None,
+        tolerance: float | None = None, name: str | None = None, criterion: str | None = None,
         on_result: Callable[[Measurement], None] | None = None,
         on_start: Callable[[Case], None] | None = None,
         on_plan: Callable[[list[Case]], None] | None = None,
@@ -84,10 +84,12 @@ def run(fn: Callable[..., object], args: tuple[Any, ...], kwargs: Mapping[str, A
     devices = check_devices(devices)
     if not callable(fn):
         raise UsageError(f"compare needs a function to call; got {type(fn).__name__} {fn!r}")
-    RunConfig(budget_s=budget_s, criterion=criterion, devices=devices).validate(KEYWORDS)
+    config = build({"budget_s": budget_s, "criterion": criterion, "devices": devices},
+                   names=KEYWORDS)
     check_tolerance(tolerance, "tolerance")
-    settings = _Settings(fn, name or function_name(fn), budget_s, tolerance, criterion,
-                         source_hash(fn), on_result, on_start, on_plan, on_again)
+    settings = _Settings(fn, name or function_name(fn), config.budget_s, tolerance,
+                         config.criterion, source_hash(fn), on_result, on_start, on_plan,
+                         on_again)
     settings.fn, prefix = _unbound(fn)
     plan = _plan(args, dict(kwargs), batch, sizes, prefix)
     earlier = _Earlier(devices, {unit(m.case): m for m in done})
@@ -124,7 +126,12 @@ def _progress_shown(s: _Settings, plan: _Plan, devices: Sequence[str], show: boo
     told = s.on_result  # the run's own settings: the caller's hook still hears each case
     with progress(len(plan.sizes) * sum(len(placements(d)) for d in devices),
                   stderr=True) as advance:
-        s.on_result = advance if told is None else lambda m: (advance(m), told(m))
+        def both(m: Measurement) -> None:
+            advance(m)
+            if told is not None:
+                told(m)
+
+        s.on_result = both
         yield
 
 

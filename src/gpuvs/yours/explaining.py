@@ -3,7 +3,8 @@ nothing that is timed: the per-op dispatch costs (the `dispatch` probe) and, in 
 worker once its last case is timed, the kernels one call launches (the profiler).
 
 `gpuvs.compare` runs in your own process, which gpuvs never observes: a profiler session
-slowed a launch-bound loop timed after it in the same process by a third on an H100. So
+made a launch-bound loop timed after it in the same process about twice as slow on an H100
+(docs/accuracy.md, "Observation apart from timing"). So
 `Comparison.explain()` measures the dispatch costs in a worker process of their own and
 counts no kernels; `gpuvs run-file`'s worker, whose cases are all timed by then, measures
 both in its own process (the probe first: it is timed too).

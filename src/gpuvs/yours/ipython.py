@@ -28,7 +28,7 @@ from types import CodeType
 from typing import Any
 
 from gpuvs import units
-from gpuvs.config import RunConfig, check_devices
+from gpuvs.config import build, check_devices
 from gpuvs.errors import GpuvsError, UsageError
 from gpuvs.execute.take import take
 from gpuvs.execute.wire import Sampling
@@ -148,14 +148,14 @@ def parse_options(opts: Mapping[str, Any]) -> Options:
             raise UsageError(f"-{flag} needs a positive whole number; got {opts[flag]!r}")
         return value
 
-    budget = DEFAULT_BUDGET_S
+    given = None
     if "budget" in opts:
         try:
-            budget = float(opts["budget"])
+            given = float(opts["budget"])
         except ValueError:
             raise UsageError(f"--budget must be a positive number of seconds; got "
                              f"{opts['budget']!r}") from None
-        RunConfig(budget_s=budget).validate()
+    budget = build({"budget_s": given}).budget_s  # 1 s, or [tool.gpuvs]'s budget_s
     devices: tuple[str, ...] = ()
     if "compare" in opts:
         devices = check_devices(str(opts["compare"]))

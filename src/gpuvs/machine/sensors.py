@@ -1,5 +1,5 @@
-"""The machine's watches (`gpuvs.measuring.watch`): what every entry point enters around a
-case — the GPU's sensors (telemetry), other processes' CPU time (contention), the case's
+"""The machine's sensors as watches (`gpuvs.measuring.watch`): what every entry point enters
+around a case — the GPU's telemetry, other processes' CPU time (contention), the case's
 peak memory (`gpuvs.machine.memory`), its energy (`gpuvs.machine.energy`) and, in a
 worker, NumPy's BLAS held to one thread while another framework is timed. `standard`
 assembles them, so the worker, `gpuvs.measure` and `gpuvs.compare` name the same caveats
