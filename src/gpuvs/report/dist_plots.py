@@ -156,7 +156,7 @@ def dist_sections(ms: Sequence[Measurement]) -> list[Sweep]:
          collective_tables, "bus bandwidth as nccl-tests defines it, one line per collective "
                             "and rank count"),
         ("Data-parallel scaling against N", "dist-scaling", scaling_svg, scaling_tables,
-         "samples/s against the ideal, efficiency with its 95 % interval, and each N's step "
+         "samples/s against the ideal, efficiency with its 95 % CI, and each N's step "
          "split into compute and the communication it waits for"),
     )
     out = []
