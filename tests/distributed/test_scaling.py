@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -17,10 +18,12 @@ from gpuvs.store import open_store
 
 def test_weak_scaling_on_one_and_two_gloo_ranks_inside_the_users_torchrun(db: str) -> None:
     pytest.importorskip("torch")
+    logs = Path(db).parent / "torchrun"  # not a torchelastic_* folder in $TMPDIR
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone",
-           "--nproc-per-node=2", "-m", "gpuvs", "dist", "scaling", "--launched", "--backend",
-           "gloo", "--steps", "3", "--batch", "4", "--rounds", "2", "--db", db]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120,
+           "--nproc-per-node=2", f"--log-dir={logs}", "-m", "gpuvs", "dist", "scaling",
+           "--launched", "--backend", "gloo", "--steps", "3", "--batch", "4", "--rounds", "2",
+           "--db", db]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300,
                           env=os.environ | {"COLUMNS": "200"})
     assert done.returncode == 0, done.stderr[-3000:]
     out = done.stdout
