@@ -23,17 +23,18 @@ VARIANTS = ("as_written", "correct", "tuned")
 # Python API's keyword arguments (`gpuvs.measure(budget_s=…)`).
 FLAGS = {"budget_s": "--budget", "timeout_s": "--timeout", "cpu_watts": "--cpu-watts"}
 MAX_PASSES = 4
+# The longest a case may sample (--budget) or run (--timeout): a week. Past it a number of
+# seconds is a typo, and 1e10 once overflowed the deadline's timestamp and left the run
+# `running` (OverflowError: timestamp out of range).
+MAX_SECONDS = 7 * 24 * 3600
+# Seed 003's --epochs: a real fit of CIFAR-100 takes minutes an epoch on a CPU.
+MAX_EPOCHS = 1000
 # The largest size accepted: far past any memory, and still exact as a float and as the
 # store's 64-bit integer.
 SIZE_MAX = 10**15
 # The most sizes one START:STOP:FACTOR range makes: 1:1e15 doubling is 50, and a factor
 # of 1.001 (13,817 sizes over 1:1e6) is a typo, not a plan.
 MAX_RANGE_SIZES = 200
-# The longest timeout any entry point accepts: a week. Past it a deadline overflows what
-# Python's locks and the process groups' clocks can wait (`dist --timeout 1e10` crashed
-# its ranks while they joined their group, and was recorded as a crash); a case that
-# needs longer is no case to time.
-MAX_TIMEOUT_S = 7 * 24 * 3600.0
 KEYWORDS = {"budget_s": "budget_s", "timeout_s": "timeout_s", "cpu_watts": "cpu_watts"}
 # What a price may be given for (`--price cpu=0.40,gpu=2.50,kwh=0.30`): an hour of the CPU
 # machine, an hour of the GPU machine, a kilowatt-hour. There are no defaults: a made-up
@@ -86,9 +87,10 @@ class RunConfig:
                                      f"{', '.join(backend.dtypes)}")
         for key in ("budget_s", "timeout_s"):
             value = getattr(self, key)
-            if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
-                raise UsageError(f"{names[key]} must be a positive number of seconds; got "
-                                 f"{value}")
+            if not (isinstance(value, (int, float)) and not isinstance(value, bool)
+                    and math.isfinite(value) and 0 < value <= MAX_SECONDS):
+                raise UsageError(f"{names[key]} must be a positive number of seconds up to "
+                                 f"{MAX_SECONDS:,} (a week); got {value!r}")
         self._check_values()
         self._check_watts(names)
         if not (isinstance(self.passes, int) and not isinstance(self.passes, bool)
@@ -320,14 +322,24 @@ def _prices_table(value: Any, path: Path) -> tuple[tuple[str, float], ...]:
         raise UsageError(f"[tool.gpuvs.prices] of {path}: {e}") from None
 
 
+# A value each list setting of `[tool.gpuvs]` could hold, for its error messages.
+LIST_EXAMPLES = {"sizes": "[1000, 4096]", "backends": '["numpy", "torch"]',
+                 "devices": '["cpu", "cuda"]', "workloads": '["matmul"]',
+                 "dtypes": '["float32"]', "variants": '["correct"]',
+                 "axes": '["shape=square"]'}
+
+
 def _typed(key: str, value: Any, kind: str, path: Path) -> Any:
     """A `[tool.gpuvs]` value checked against its setting's type, in one line if not."""
     where = f"{key} in [tool.gpuvs] of {path}"
     if kind.startswith("tuple"):
         item = "int" if "int" in kind else "str"
+        example = LIST_EXAMPLES.get(key, '["numpy", "torch"]')
         if not isinstance(value, list):
-            example = "[1000, 4096]" if item == "int" else '["numpy", "torch"]'
             raise UsageError(f"{where} must be a list, e.g. {key} = {example}; got {value!r}")
+        if not value:  # read as "not given", `sizes = []` silently ran the default sizes
+            raise UsageError(f"{where} is empty; list at least one, e.g. {key} = {example}, "
+                             "or leave the key out for gpuvs's default")
         if item == "int":
             return parse_sizes([str(v) for v in value]) if all(
                 isinstance(v, int) and not isinstance(v, bool) for v in value) else _bad(
@@ -365,25 +377,22 @@ def build(flags: Mapping[str, Any], pyproject: Path | None = None,
     return RunConfig(**(dict(defaults or {}) | table | given)).validate(names)
 
 
-def positive(name: str, value: float) -> None:
-    """A count or a number of seconds that must be above zero: every setting outside a
-    `RunConfig` (dist's samples, steps and timeouts) is checked here, so that a bad value
-    reads the same whichever command it was given to."""
-    if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
-        raise UsageError(f"{name} must be above 0; got {value:g}")
+def positive(name: str, value: float, most: float | None = None) -> None:
+    """A count or a number of seconds that must be above zero (and at most `most`): every
+    setting outside a `RunConfig` (dist's samples, steps and timeouts) is checked here, so
+    that a bad value reads the same whichever command it was given to."""
+    if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0
+            and (most is None or value <= most)):
+        raise UsageError(f"{name} must be above 0{_up_to(most)}; got {value:g}")
 
 
-def timeout(name: str, value: float) -> None:
-    """Seconds to wait before a case or a start-up is given up: above 0 and at most
-    MAX_TIMEOUT_S, the one bound of a timeout whichever command took it."""
-    if not (isinstance(value, (int, float)) and math.isfinite(value)
-            and 0 < value <= MAX_TIMEOUT_S):
-        raise UsageError(f"{name} must be above 0 and at most {MAX_TIMEOUT_S:g} s (7 days); "
-                         f"got {value:g}")
-
-
-def not_negative(name: str, value: float) -> None:
+def not_negative(name: str, value: float, most: float | None = None) -> None:
     """A count or seconds that may be zero (a budget of 0: exactly the samples asked for;
-    seeds' --epochs 0: no fit)."""
-    if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
-        raise UsageError(f"{name} must be 0 or more; got {value:g}")
+    seeds' --epochs 0: no fit), and at most `most`."""
+    if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0
+            and (most is None or value <= most)):
+        raise UsageError(f"{name} must be 0 or more{_up_to(most)}; got {value:g}")
+
+
+def _up_to(most: float | None) -> str:
+    return "" if most is None else f", up to {most:,g}"

@@ -14,7 +14,8 @@ import typer
 
 from gpuvs.cli.app import app, usage_errors
 from gpuvs.cli.options import DbOption, FormatOpt, JsonOpt, check_format, open_store, split
-from gpuvs.cli.output import finish, listening, narration
+from gpuvs.cli.output import check_writable, finish, listening, narration
+from gpuvs.store.output import JSON
 
 dist_app = typer.Typer(
     help="Several processes, one per device: data-parallel scaling of seed 003's CNN and "
@@ -73,10 +74,11 @@ def collectives(
 
     with usage_errors():
         check_format(fmt)
+        check_writable(db, (json_path, JSON))
         cfg.positive("--samples", samples)
         cfg.not_negative("--budget", budget)
-        cfg.timeout("--timeout", timeout)
-        cfg.timeout("--setup-timeout", setup_timeout)
+        cfg.positive("--timeout", timeout, most=cfg.MAX_SECONDS)
+        cfg.positive("--setup-timeout", setup_timeout, most=cfg.MAX_SECONDS)
         setup = dist_spec.resolve(backend, nproc, launched)
         cases = dist_spec.collective_cases(
             setup, split(sizes, "-s/--sizes", dist_spec.SIZES),
@@ -120,10 +122,11 @@ def scaling(
 
     with usage_errors():
         check_format(fmt)
+        check_writable(db, (json_path, JSON))
         cfg.positive("--steps", steps)
         cfg.positive("--rounds", rounds)
-        cfg.timeout("--timeout", timeout)
-        cfg.timeout("--setup-timeout", setup_timeout)
+        cfg.positive("--timeout", timeout, most=cfg.MAX_SECONDS)
+        cfg.positive("--setup-timeout", setup_timeout, most=cfg.MAX_SECONDS)
         setup = dist_spec.resolve(backend, nproc, launched)
         cases = dist_spec.scaling_cases(setup, batch, strong, rounds)
         left_out = sorted(set(range(1, setup.nproc + 1)) - {c.size for c in cases})
