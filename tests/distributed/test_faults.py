@@ -177,7 +177,8 @@ def test_a_killed_gpuvs_dist_leaves_no_torchrun_no_rank_and_no_folder(tmp_path: 
         parent.wait()
         _, alive = psutil.wait_procs(below, timeout=10)
         assert alive == [], [" ".join(p.cmdline())[:100] for p in alive]
-        assert sorted(p.name for p in tmp.iterdir()) == []  # no gpuvs-dist-*, no torchelastic_*
+        left = sorted(str(p.relative_to(tmp)) for p in tmp.rglob("*"))
+        assert left == [], left  # no gpuvs-dist-*, no torchelastic_*
     finally:  # what a failure of this test would leave: not the parent's children now
         for p in psutil.process_iter(["cmdline"]):
             if str(tmp) in " ".join(p.info["cmdline"] or ()) or p.pid == parent.pid:

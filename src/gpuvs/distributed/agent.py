@@ -33,6 +33,10 @@ from gpuvs.execute.supervisor import die_with_parent
 AGENT_VARIABLE = "GPUVS_DIST_AGENT"
 ORPHAN_GRACE_S = 5.0
 POLL_S = 0.5
+# The kernel sends the parent-death signal while the parent exits, before this process is
+# given a new parent: on the 2-core test box the agent's cleanup once still saw the old
+# parent, and left the launch's folder. A signalled agent waits this long to see it go.
+REPARENTED_WITHIN_S = 2.0
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -41,13 +45,25 @@ def main(argv: list[str] | None = None) -> None:
     die_with_parent(signal.SIGTERM, parent)
     os.environ[AGENT_VARIABLE] = str(os.getpid())
     threading.Thread(target=_orphaned, args=(parent, folder), daemon=True).start()
+    from torch.distributed.elastic.multiprocessing.api import SignalException
     from torch.distributed.run import main as torchrun
 
     try:
         torchrun(torchrun_args)
-    finally:
-        if os.getppid() != parent:
+    except SignalException:  # a kill by the parent, or the parent's death
+        if _gone(parent, REPARENTED_WITHIN_S):
             shutil.rmtree(folder, ignore_errors=True)
+        raise
+
+
+def _gone(parent: int, within_s: float) -> bool:
+    """Whether `parent` is no longer this process's parent, within `within_s`."""
+    deadline = time.monotonic() + within_s
+    while os.getppid() == parent:
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
 
 
 def _orphaned(parent: int, folder: str) -> None:
