@@ -62,8 +62,11 @@ def each_commands_tables() -> dict[str, list[Table]]:
     """The tables each command prints: its kind of run's view (what `gpuvs show` prints
     again), and `gpuvs predict`'s forecast."""
     def shown(name: str) -> list[Table]:
+        """A stored run's tables as `gpuvs show` prints them: its command's, then more."""
         run, ms, ceilings = load_json(samples.GOLDEN / name)
-        return views.of(run.kind).tables(run, ms, ceilings)
+        view = views.of(run.kind)
+        return [*view.tables(run, ms, ceilings),
+                *(view.more(run, ms, ceilings) if view.more else [])]
 
     gpu = samples.run()
     return {
@@ -200,7 +203,9 @@ def test_show_fits_a_stored_runs_tables_to_the_terminal(
         runs = [(r, store.measurements(r.run_id)) for r in store.runs()]
     for run, ms in runs:
         shown = in_a_terminal(["show", run.run_id, "--db", str(db)], width)
-        whole_where_shown(shown, views.of(run.kind).tables(run, ms, []))
+        view = views.of(run.kind)
+        whole_where_shown(shown, [*view.tables(run, ms, []),
+                                  *(view.more(run, ms, []) if view.more else [])])
 
 
 @pytest.mark.parametrize("width", WIDTHS)

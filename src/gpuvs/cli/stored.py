@@ -40,7 +40,9 @@ def show(run_id: Annotated[str, typer.Argument(help="A run id, or 'latest'.")],
         measurements = store.measurements(run_id)
         warn_thinned(f"run {run_id}", measurements)
         ceilings = machine_ceilings(store, record)
-        tables = views.of(record.kind).tables(record, measurements, ceilings)
+        shown = views.of(record.kind)
+        tables = [*shown.tables(record, measurements, ceilings),
+                  *(shown.more(record, measurements, ceilings) if shown.more else [])]
     out = console()
     if fmt != "json":
         out.print(said(f"run {record.run_id} · {record.kind} · {record.status} · started "
