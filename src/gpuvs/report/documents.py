@@ -6,7 +6,8 @@ its unit in its key (`median_s`, `bytes_moved`, `flops_per_s`, `speedup_low`), C
 numbers, caveats as lists, statuses and verdicts as strings, and a key that has no value
 for a case as null rather than missing. Every document starts with `schema` (`SCHEMA`,
 versioned as `store/export.FORMAT_VERSION` versions the run export) and `command`;
-`docs/json.md` describes each shape. Pure: objects in, a dict out.
+`docs/json.md` describes each shape, and `output.schema.json` beside this module is its
+JSON Schema. Pure: objects in, a dict out.
 """
 
 from __future__ import annotations
@@ -30,6 +31,14 @@ from gpuvs.report.layout import sweep_title
 from gpuvs.report.verdict import verdict_table
 
 SCHEMA = "gpuvs.output/1"
+
+
+def schema() -> str:
+    """The JSON Schema (draft 2020-12) of every document here at SCHEMA, as shipped in
+    the package (`gpuvs schema output` prints it); docs/json.md says the same in words."""
+    from importlib.resources import files
+
+    return files("gpuvs.report").joinpath("output.schema.json").read_text(encoding="utf-8")
 
 
 def document(command: str, **body: Any) -> dict[str, Any]:
