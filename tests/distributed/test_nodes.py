@@ -271,8 +271,13 @@ def test_a_gpu_node_lost_mid_run_ends_the_case_with_its_status(nodes, tmp_path: 
     output = survivor.communicate(timeout=AGENT_S)[0]
     store = open_store(db)
     (run,) = store.runs(10)
-    first, second, third = store.measurements(run.run_id)
-    assert first.status is Status.OK
-    assert second.status in (Status.CRASHED, Status.TIMEOUT), (second.reason, output)
-    assert third.status is Status.SKIPPED
+    by_size = {m.case.size: m for m in store.measurements(run.run_id)}
+    # Sizes under 64 MiB are sampled in turns: the 4 KiB case is still taking its turns
+    # when the 1 MiB one hangs, and cannot finish without the lost node.
+    hung = by_size[1048576]
+    assert hung.status in (Status.CRASHED, Status.TIMEOUT), (hung.reason, output)
+    for size in (4096, 16777216):
+        assert by_size[size].status in (Status.OK, Status.SKIPPED), by_size[size].reason
+        if by_size[size].status is Status.SKIPPED:
+            assert by_size[size].reason.startswith("not measured:")
     assert _wait_gone(two, 10) == []
