@@ -159,18 +159,36 @@ class GpuvsSession:
         before = self.baseline.get(m.case.key)
         if self.fail is None or before is None or m.summary is None or before.summary is None:
             return None
+        return self._judged(before, m)
+
+    def _judged(self, before: Any, m: Any) -> str | None:
+        """Why `m` fails against `before` by the gate `gpuvs check` uses (a slowdown with
+        the whole CI beyond the limit, or a call it cannot judge), or None."""
         from gpuvs import units
-        from gpuvs.analysis.regression import change
+        from gpuvs.analysis.regression import FAIL, gate, unjudged
+        from gpuvs.model import Caveat
+        assert self.fail is not None
         before_s = getattr(before.summary, self.fail.stat)
-        c = change(before, m, self.fail.threshold(before_s), self.fail.stat)
-        if c.verdict != "slower":  # the same gate as `gpuvs check`: the whole CI beyond
+        threshold = self.fail.threshold(before_s)
+        judged = gate([before], [m], threshold, statistic=self.fail.stat)
+        if judged.verdict != FAIL:
             return None
-        now_s = c.b
-        return (f"gpuvs: {self.fail.stat} regressed {100 * (now_s / before_s - 1):+.1f}% "
-                f"({units.seconds(before_s)} → {units.seconds(now_s)}; the ratio's 95 % CI "
-                f"[{c.low:.3f}, {c.high:.3f}] lies wholly above the limit) against run "
-                f"{self.baseline_id}; --gpuvs-fail={self.fail.stat}:{self.fail} allows "
-                f"{self.fail}")
+        (c,) = judged.changes
+        against = f"against run {self.baseline_id}"
+        if c.verdict != "slower":
+            where = ("this session" if Caveat.CONTENDED in m.caveats else
+                     f"saved run {self.baseline_id}")
+            again = ("measure it again on a quiet machine" if where == "this session" else
+                     "save a baseline on a quiet machine (--gpuvs-save)")
+            return (f"gpuvs: cannot judge {self.fail.stat} {against}: "
+                    f"{unjudged(c, threshold)}" + (
+                        f" in {where}: other processes took the CPU, so its "
+                        f"{c.ratio:.3f}× may be theirs; {again}"
+                        if c.contended else ""))
+        return (f"gpuvs: {self.fail.stat} regressed {100 * (c.b / before_s - 1):+.1f}% "
+                f"({units.seconds(before_s)} → {units.seconds(c.b)}; the ratio's 95 % CI "
+                f"[{c.low:.3f}, {c.high:.3f}] lies wholly above the limit) {against}; "
+                f"--gpuvs-fail={self.fail.stat}:{self.fail} allows {self.fail}")
 
     def unmatched(self) -> str | None:
         """Why the session fails when the gate compared nothing: tests were timed and a
@@ -326,21 +344,18 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     session = config.stash.get(_SESSION, None)
     if session is None or not session.results:
         return
-    from gpuvs import units
+    from gpuvs.model import Caveat
     tr = terminalreporter
     tr.write_sep("-", "gpuvs")
-    against = f" vs {session.baseline_id}" if session.baseline_id else ""
     for _, m in session.results:
-        s = m.summary
-        cells = [units.seconds_ci(s.median, s.ci_halfwidth_rel) if s else
-                 m.status.value, f"first call {units.seconds(m.first_call_s)}",
-                 m.case.device]
-        before = session.baseline.get(m.case.key)
-        if s is not None and before is not None and before.summary is not None:
-            cells.append(f"{100 * (s.median / before.summary.median - 1):+.1f}%{against}")
-        tr.write_line(f"{m.case.workload.removeprefix('pytest:')}  " + "  ".join(cells))
+        tr.write_line(_summary_line(session, m))
     if session.baseline_id is None and (config.getoption("--gpuvs-compare") or session.fail):
         tr.write_line("no saved pytest run to compare with yet; save one with --gpuvs-save")
+    contended = [m for _, m in session.results if Caveat.CONTENDED in m.caveats]
+    if contended:
+        tr.write_line(f"{len(contended)} timed call(s) measured under contention: other "
+                      "processes took the CPU, so their times may hold others' work"
+                      + ("; the gate cannot judge them" if session.fail else ""))
     failed = [m for _, m in session.results if m.status.value != "ok"]
     for m in failed:
         tr.write_line(f"not ok: {m.case.workload.removeprefix('pytest:')}: {m.status.value}: "
@@ -352,3 +367,23 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     if session.run is not None:
         tr.write_line(f"saved as run {session.run.run_id} in {session.store.path}; "
                       f"`gpuvs show {session.run.run_id}` prints it")
+
+
+def _summary_line(session: GpuvsSession, m: Any) -> str:
+    """One timed call: its time, first call and device; against the saved run, the
+    change, and whether either run measured it under contention or its code changed."""
+    from gpuvs import units
+    from gpuvs.model import Caveat
+    s = m.summary
+    cells = [units.seconds_ci(s.median, s.ci_halfwidth_rel) if s else m.status.value,
+             f"first call {units.seconds(m.first_call_s)}", m.case.device]
+    if Caveat.CONTENDED in m.caveats:
+        cells.append("contended")
+    before = session.baseline.get(m.case.key)
+    if s is not None and before is not None and before.summary is not None:
+        cells.append(f"{100 * (s.median / before.summary.median - 1):+.1f}% vs "
+                     f"{session.baseline_id}"
+                     + (" (contended there)" if Caveat.CONTENDED in before.caveats else "")
+                     + (" (code changed)" if before.workload_version != m.workload_version
+                        else ""))
+    return f"{m.case.workload.removeprefix('pytest:')}  " + "  ".join(cells)
