@@ -231,3 +231,44 @@ def test_a_call_measured_beside_two_busy_loops_cannot_pass_and_the_summary_says_
         "test_bench.py::test_spin  *cpu  contended  *% vs *",
         "1 timed call(s) measured under contention: other processes took the CPU, so their "
         "times may hold others' work; the gate cannot judge them"])
+
+
+VERSIONS = """
+import numpy as np
+
+def loop(x):
+    return np.array([v * 2 for v in x])
+
+def vectorised(x):
+    return x * 2
+
+def wrong(x):
+    return x * 3
+
+def test_versions(gpuvs_bench):
+    x = np.arange(2000, dtype=np.float64)
+    out = gpuvs_bench({"loop": loop, "vectorised": vectorised}, x)
+    assert out.shape == (2000,) and out[3] == 6.0  # the first one's output
+
+def test_disagreeing(gpuvs_bench):
+    gpuvs_bench({"vectorised": vectorised, "wrong": wrong}, np.ones(100))
+"""
+
+
+def test_several_implementations_side_by_side_are_each_timed_checked_and_ranked(
+        pytester: pytest.Pytester, store: Path) -> None:
+    pytester.makepyfile(test_versions=VERSIONS)
+    result = pytester.runpytest("test_versions.py", "--gpuvs-save=base", *QUICK)
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines([
+        "*gpuvs: output on cpu (wrong) differs from cpu (vectorised)*",
+        "test_versions.py::test_versions::loop  * µs ±*cpu*",
+        "test_versions.py::test_versions::vectorised  * ±*cpu*"])
+    result.stdout.re_match_lines([
+        r"test_versions.py::test_versions: at 2000: vectorised cpu fastest, [\d.]+× "
+        r"\[[\d.]+, [\d.]+\] over loop cpu; (apart|overlap)"])
+    saved = rows(store, "SELECT workload, status FROM measurements ORDER BY rowid")
+    assert saved == [("pytest:test_versions.py::test_versions::loop", "ok"),
+                     ("pytest:test_versions.py::test_versions::vectorised", "ok"),
+                     ("pytest:test_versions.py::test_disagreeing::vectorised", "ok"),
+                     ("pytest:test_versions.py::test_disagreeing::wrong", "wrong_result")]

@@ -1,8 +1,9 @@
-"""`gpuvs run-file SCRIPT.py::FUNC`: your own function on the CPU and the GPU, from the
-shell. `gpuvs.compare` runs in a worker process (`gpuvs.yours.file_runner`; your code is
-imported there, isolated from gpuvs but not sandboxed), so that a segfault, an exit or a
-hang in it becomes a case `crashed` or `timeout` and the run carries on; this process
-prints the tables, the crossover and why, and saves the run like any other."""
+"""`gpuvs run-file SCRIPT.py::FUNC [SCRIPT.py::FUNC …]`: your own function (or several
+implementations of it, side by side) on the CPU and the GPU, from the shell.
+`gpuvs.compare` runs in a worker process (`gpuvs.yours.file_runner`; your code is imported
+there, isolated from gpuvs but not sandboxed), so that a segfault, an exit or a hang in it
+becomes a case `crashed` or `timeout` and the run carries on; this process prints the
+tables, the crossover and why, and saves the run like any other."""
 
 from __future__ import annotations
 
@@ -34,14 +35,16 @@ from gpuvs.yours.run_file import DEFAULT_INPUTS
 
 @app.command(name="run-file")
 def run_file(
-    target: Annotated[str, typer.Argument(
-        metavar="SCRIPT.py::FUNC",
-        help="The function to time, in a Python file: FUNC(*args) is the work.")],
+    targets: Annotated[list[str], typer.Argument(
+        metavar="SCRIPT.py::FUNC [SCRIPT.py::FUNC …]",
+        help="The function to time, in a Python file: FUNC(*args) is the work. Several are "
+             "implementations of one function, compared side by side; the first is the "
+             "reference whose output the others must match.")],
     inputs: Annotated[str, typer.Option(
         "--inputs", metavar="BUILDER",
-        help="The function in the same file that builds FUNC's arguments: BUILDER(size) "
-             "with --sizes (a tuple is spread into FUNC's arguments, anything else is the "
-             "one argument), BUILDER() without.")] = DEFAULT_INPUTS,
+        help="The function in the (first) target's file that builds FUNC's arguments: "
+             "BUILDER(size) with --sizes (a tuple is spread into FUNC's arguments, anything "
+             "else is the one argument), BUILDER() without.")] = DEFAULT_INPUTS,
     sizes: SizesOpt = None,
     device: Annotated[list[str] | None, typer.Option(
         "--device", "-d", metavar="DEVICE",
@@ -57,32 +60,35 @@ def run_file(
     json_path: JsonOpt = None,
     fmt: FormatOpt = "plain",
 ) -> None:
-    """Compare your own function on the CPU and the GPU, over sizes.
+    """Compare your own function on the CPU and the GPU, over sizes; or several
+    implementations of it side by side: which one, on which device, is fastest.
 
     The file defines FUNC, the work, and BUILDER (by default `inputs`), which returns
     FUNC's arguments: torch tensors, nn.Modules, NumPy or CuPy arrays, in lists, tuples
     or dicts. They are built on the host and copied to each device; every device's
-    output must agree with the CPU's. Example: `gpuvs run-file mlp.py::jacobian --sizes
-    1e2:1e4`, with `def inputs(size): return model, torch.rand(size, 1)` in mlp.py.
+    output must agree with the CPU's (with several FUNCs, the first FUNC's on the first
+    device). Example: `gpuvs run-file mlp.py::jacobian --sizes 1e2:1e4`, with `def
+    inputs(size): return model, torch.rand(size, 1)` in mlp.py; `gpuvs run-file
+    m.py::loop m.py::vectorised` sets two versions side by side.
 
     Your code runs in a worker process: what it prints is kept out of the output (its
     last lines are quoted if it dies); a case that dies is recorded crashed, one that
     outlives --timeout is killed and recorded timeout, and a fresh worker runs the rest.
     """
     from gpuvs.config import RunConfig, check_devices, check_tolerance, parse_sizes
-    from gpuvs.yours.run_file import Request, script
+    from gpuvs.yours.run_file import Request, scripts
 
     with usage_errors():
         check_format(fmt)
         check_writable(json_path)
-        script(target)  # the shape and the file, before a worker starts
+        scripts(targets)  # the shapes and the files, before a worker starts
         chosen = parse_sizes(split(sizes, "-s/--sizes", SIZES))
         devices = check_devices(split(device, "-d/--device", DEVICES) or ("cpu", "cuda"))
         check_tolerance(tolerance)
         given = {"budget_s": budget, "timeout_s": timeout}
         config = RunConfig(**{k: v for k, v in given.items() if v is not None}).validate()
         store = open_store(db)
-        request = Request(target, inputs, chosen, devices, config.budget_s, tolerance)
+        request = Request(tuple(targets), inputs, chosen, devices, config.budget_s, tolerance)
     raise typer.Exit(_recorded(store, request, config.timeout_s, json_path, fmt))
 
 
@@ -111,12 +117,20 @@ def _recorded(store: Any, request: Any, timeout_s: float, json_path: Path | None
         return [*explanation, f"run {run_id} finished: {status_line(dict(counts))}. Saved to "
                               f"{store.path}; `gpuvs show {run_id}` prints it again."]
 
+    targets = " ".join(request.targets)
     return recorded(store, Recording(
-        "run-file", RunKind.YOURS,
-        {"function": request.target.rpartition("::")[2], "target": request.target,
-         "devices": list(request.devices), "sizes": list(request.sizes)},
-        header=lambda run_id: [f"run {run_id}: {request.target}, {request.cases} cases"],
+        "run-file", RunKind.YOURS, _config(request),
+        header=lambda run_id: [f"run {run_id}: {targets}, {request.cases} cases"],
         execute=execute,
         tables=lambda ms, _: [*result_tables(ms), answer_table(ms)], closing=closing,
-        again=f"`gpuvs run-file {request.target}` measures it again.", lazily=True),
+        again=f"`gpuvs run-file {targets}` measures it again.", lazily=True),
         fmt=fmt, json_path=json_path)
+
+
+def _config(request: Any) -> dict[str, Any]:
+    """What the run records: its function and target; with several, each of them too."""
+    names = [t.rpartition("::")[2] for t in request.targets]
+    several = {"functions": names, "targets": list(request.targets)} \
+        if len(names) > 1 else {}
+    return {"function": ", ".join(names), "target": " ".join(request.targets),
+            "devices": list(request.devices), "sizes": list(request.sizes)} | several

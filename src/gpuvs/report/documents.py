@@ -19,12 +19,13 @@ from typing import Any
 
 from gpuvs.analysis.ceilings import peak_for
 from gpuvs.analysis.crossover import Crossover, crossovers, group_key
+from gpuvs.analysis.implementations import Winner, side_by_side, winners
 from gpuvs.analysis.regression import ERROR, Change, Gate, Mean, Unmatched, unjudged
 from gpuvs.analysis.roofline import busy_seconds, findings
 from gpuvs.analysis.speedup import best_cpu_by_size
 from gpuvs.analysis.speedup import of as speedup_of
 from gpuvs.machine.env import setup_changes
-from gpuvs.model import Caveat, Ceiling, Measurement, Run, RunKind, Status
+from gpuvs.model import YOURS_PREFIX, Caveat, Ceiling, Measurement, Run, RunKind, Status
 from gpuvs.report import dist_tables, history
 from gpuvs.report.layout import sweep_title
 from gpuvs.report.verdict import verdict_table
@@ -78,7 +79,26 @@ def cases_document(command: str, measurements: Iterable[Measurement],
     }
     if run is not None and run.kind is RunKind.SEEDS:
         body["seeds"] = seed_records(ms)
+    if side_by_side(ms):
+        body["winners"] = [winner_record(w) for w in winners(ms)]
     return document(command, **body)
+
+
+def winner_record(w: Winner) -> dict[str, Any]:
+    """Several implementations at one size: the fastest case (its data where it runs), the
+    next one, the next's median over the fastest's with its CI, and whether their
+    intervals are apart (else this measurement cannot order the two)."""
+    def named(m: Measurement | None) -> dict[str, Any] | None:
+        if m is None or m.summary is None:
+            return None
+        return {"key": m.case.key, "implementation": m.case.workload.removeprefix(YOURS_PREFIX),
+                "device": m.case.device, "median_s": m.summary.median,
+                "ci_low_s": m.summary.ci_low, "ci_high_s": m.summary.ci_high}
+
+    return {"size": w.size, "fastest": named(w.fastest), "next": named(w.next),
+            "ratio": w.ratio if w.next else None, "ratio_low": w.low if w.next else None,
+            "ratio_high": w.high if w.next else None, "apart": w.apart,
+            "contended": w.contended}
 
 
 def case_records(ms: Sequence[Measurement], ceilings: Sequence[Ceiling] = ()
