@@ -206,7 +206,7 @@ def seed_records(ms: Sequence[Measurement]) -> list[dict[str, Any]]:
         rows = []
         for row in seed.rows():
             written, correct = value_of(row.written, mine), value_of(row.correct, mine)
-            rows.append({"label": row.label, "claim": row.claim,
+            rows.append({"label": row.shown(mine), "claim": row.claim,
                          f"as_written_{_unit(row.written)}": written,
                          f"correct_{_unit(row.correct)}": correct,
                          "written_over_correct": written / correct if written and correct
