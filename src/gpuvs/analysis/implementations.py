@@ -41,7 +41,7 @@ class Winner:
         if self.next is None:
             return True
         a, b = self.fastest.summary, self.next.summary
-        return a is not None and b is not None and a.ci_high < b.ci_low
+        return a is not None and b is not None and a.apart(b)
 
     @property
     def contended(self) -> bool:
