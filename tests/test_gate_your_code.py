@@ -5,6 +5,7 @@ is never a pass (issue 43)."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -82,12 +83,18 @@ def test_an_edited_function_is_judged_as_the_new_version_without_force(
             "A; B is judged as its new version") in checked.output
     assert "no case in common" not in checked.output and "refused" not in checked.output
     if not contended(db, a, b):
-        assert "FAILED: 1 case(s) slower by more than 5 % with the whole 95 % CI above it: " \
-               "yours:work/correct/numpy/cpu/float64/1000 (2." in checked.output
+        found = re.search(r"FAILED: 1 case\(s\) slower by more than 5 % with the whole 95 % "
+                          r"CI above it: yours:work/correct/numpy/cpu/float64/1000 "
+                          r"\(([\d.]+)×\)", checked.output)
+        assert found is not None, checked.output
+        assert float(found[1]) == pytest.approx(2, rel=0.1)
     doc = json.loads(invoke("check", "--baseline", a, "--run", b, "--db", db,
                             "--format", "json").stdout)
     (case,) = doc["cases"]
     assert case["code_changed"] is True and case["ratio"] == pytest.approx(2, rel=0.25)
+    compared = invoke("compare", a, b, "--db", db)  # nor does `compare` refuse it
+    assert compared.exit_code == 0, compared.output
+    assert "the code changed: yours:work" in compared.output
 
 
 def test_an_edit_that_keeps_the_time_passes_unless_the_machine_was_busy(
