@@ -91,7 +91,9 @@ def test_an_edited_function_is_judged_as_the_new_version_without_force(
     doc = json.loads(invoke("check", "--baseline", a, "--run", b, "--db", db,
                             "--format", "json").stdout)
     (case,) = doc["cases"]
-    assert case["code_changed"] is True and case["ratio"] == pytest.approx(2, rel=0.25)
+    assert case["code_changed"] is True
+    if not contended(db, a, b):
+        assert case["ratio"] == pytest.approx(2, rel=0.25)
     compared = invoke("compare", a, b, "--db", db)  # nor does `compare` refuse it
     assert compared.exit_code == 0, compared.output
     assert "the code changed: yours:work" in compared.output

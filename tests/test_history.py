@@ -156,7 +156,7 @@ def test_planted_slower_code_fails_the_gate_and_is_named(db: str, two_runs: tupl
     else:
         # Other processes took the core the cases asked for through every try: by design
         # the gate then calls no case slower, and cannot pass them either.
-        assert checked.exit_code == 1 and UNJUDGED in checked.output, checked.output
+        assert checked.exit_code == 1 and "cannot judge: " in checked.output, checked.output
         pytest.skip(f"other processes held this machine's CPU through {ATTEMPTS} tries: the "
                     "planted slowdown was measured `contended` each time")
     assert checked.exit_code == 1, checked.output
