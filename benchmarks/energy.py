@@ -1,14 +1,13 @@
 """Energy per call on a GPU, checked against an independent reading (docs/energy.md).
 
 For each case — an 8192³ bfloat16 product, a 4096³ float32 product, `x *= 5` on 10⁸
-float32 elements — gpuvs measures energy as `gpuvs.measure(..., energy=True)` does: the
-same watches (`gpuvs.machine.watches.standard`, NVML's energy counter read when the
-samples start and end), the same sampling floor, the idle power measured first. One more
-watch, added after gpuvs's own, notes when the samples start and end and how many calls
-ran in between: the window the counter was read over. Meanwhile a thread of the same
-process reads NVML's instantaneous power (`NVML_FI_DEV_POWER_INSTANT`, field 186) every
-PERIOD_S; its readings, integrated over that same window (trapezoids, interpolated at the
-window's edges) and divided by the same calls, are the independent check. Reading NVML is
+float32 elements — `gpuvs.measure(..., energy=True, energy_window_s=W)` measures energy
+as every entry point does: NVML's energy counter read when the samples start and end,
+the idle power measured first. The measurement says how long the window was, when it
+ended (`energy_window_end_unix`) and how many calls ran in it. Meanwhile a thread of the
+same process reads NVML's instantaneous power (`NVML_FI_DEV_POWER_INSTANT`, field 186)
+every PERIOD_S; its readings, integrated over that same window (trapezoids, interpolated
+at the window's edges) and divided by the same calls, are the independent check. Reading NVML is
 a read, not work on the GPU. `nvmlDeviceGetPowerUsage` is no reference: on an H100 it is
 a one-second average.
 
@@ -44,8 +43,9 @@ VALUE_FIELDS = {0: "dVal", 1: "uiVal", 2: "ulVal", 3: "ullVal", 4: "sllVal", 5: 
 
 
 class PowerSampler(threading.Thread):
-    """NVML's instantaneous power every PERIOD_S, stamped with the host's perf_counter, and
-    the energy counter's steps, dated within STEP_POLL_S."""
+    """NVML's instantaneous power every PERIOD_S, stamped with the host's clock (Unix
+    seconds, as gpuvs dates its energy window's end), and the energy counter's steps,
+    dated within STEP_POLL_S."""
 
     def __init__(self, nvml: Any, handle: Any) -> None:
         super().__init__(daemon=True)
@@ -60,14 +60,14 @@ class PowerSampler(threading.Thread):
         due = 0.0
         while not self.halt.is_set():
             mj = int(self.nvml.nvmlDeviceGetTotalEnergyConsumption(self.handle))
-            t = time.perf_counter()
+            t = time.time()
             if not self.steps or mj != self.steps[-1][1]:
                 self.steps.append((t, mj))
             if t >= due:
                 value = self.nvml.nvmlDeviceGetFieldValues(self.handle, [POWER_INSTANT])[0]
                 if value.nvmlReturn == 0:
                     raw = getattr(value.value, VALUE_FIELDS[int(value.valueType)])
-                    self.samples.append((time.perf_counter(), float(raw) / 1e3))
+                    self.samples.append((time.time(), float(raw) / 1e3))
                 due = t + PERIOD_S
             self.halt.wait(STEP_POLL_S)
 
@@ -115,48 +115,29 @@ def cases(device: str) -> list[tuple[str, Callable[[], object]]]:
 
 
 def measured(name: str, fn: Callable[[], object], device: str, window_s: float,
-             idle_w: float | None, sampler: PowerSampler) -> dict[str, Any]:
-    from gpuvs import backends
-    from gpuvs.machine import energy, watches
-    from gpuvs.measuring import criteria
-    from gpuvs.measuring.protocol import Budget, Prepared, measure_watched
-    from gpuvs.measuring.watch import Watch, Watches
-    from gpuvs.model import Case
+             sampler: PowerSampler) -> dict[str, Any]:
+    """One case through `gpuvs.measure` with energy over at least `window_s`, beside the
+    independent sampler's power integrated over the same window (gpuvs dates its end)."""
+    import gpuvs
+    from gpuvs.machine import energy
 
-    class Window(Watch):
-        """When the samples started and ended, and the calls between: the counter's window."""
-
-        span: tuple[float, float, int] | None = None
-
-        def sampling_started(self) -> None:
-            self.t0 = time.perf_counter()
-
-        def sampling_ended(self, calls: int) -> None:
-            self.span = (self.t0, time.perf_counter(), calls)
-
-    torch = backends.get("torch")
-    window = Window()
-    found = watches.standard(device, backend=torch,
-                             power=energy.EnergyOptions(True, idle_w))
-    m, _ = measure_watched(
-        lambda: Prepared(call=fn, check=lambda out: None),
-        Case("energy", "correct", "torch", device, "", 0, (("case", name),)),
-        torch.clock(device), criteria.parse("median-ci"),
-        Budget(seconds=window_s, min_sampling_s=window_s),
-        Watches([*found.watches, window]))
+    m = gpuvs.measure(fn, device=device, budget_s=window_s, energy=True,
+                      energy_window_s=window_s, name=f"energy {name}")
     figure = energy.of(m)
-    assert window.span is not None, m.reason
-    t0, t1, calls = window.span
+    c = m.counters
+    if figure is None or energy.WINDOW_END not in c:
+        return {"case": name, "window_s": None, "why_none": energy.why_none(m),
+                "caveats": [cv.value for cv in m.caveats]}
+    t1 = c[energy.WINDOW_END]
+    t0, calls = t1 - c[energy.WINDOW_S], c[energy.CALLS]
     independent = sampler.joules(t0, t1) / calls
-    ours = figure.per_call_j if figure is not None else None
     return {"case": name, "window_s": t1 - t0, "calls": calls,
             "median_s": m.summary.median if m.summary else None,
-            "gpuvs_j": ours, "independent_j": independent,
-            "difference": (ours / independent - 1) if ours is not None else None,
-            "above_idle_j": figure.above_idle_j if figure is not None else None,
-            "idle_w": idle_w, "why_none": energy.why_none(m),
-            "readings": sum(t0 <= t <= t1 for t, _ in sampler.samples),
-            "caveats": [c.value for c in m.caveats]}
+            "gpuvs_j": figure.per_call_j, "independent_j": independent,
+            "difference": figure.per_call_j / independent - 1,
+            "above_idle_j": figure.above_idle_j, "idle_w": figure.idle_w,
+            "why_none": None, "readings": sum(t0 <= t <= t1 for t, _ in sampler.samples),
+            "caveats": [cv.value for cv in m.caveats]}
 
 
 def main() -> None:
@@ -171,11 +152,11 @@ def main() -> None:
         raise SystemExit(f"no NVML for {args.device}: this benchmark needs an NVIDIA GPU")
     nvml, handle = found
     work = cases(args.device)  # inputs made before the idle power is read
-    idle_w = energy.idle_watts(args.device)
+    idle_w = energy.idle_watts(args.device)  # gpuvs.measure measures its own as well
     sampler = PowerSampler(nvml, handle)
     sampler.start()
     started = time.perf_counter()
-    rows = [measured(name, fn, args.device, w, idle_w, sampler)
+    rows = [measured(name, fn, args.device, w, sampler)
             for name, fn in work for w in WINDOWS_S]
     sampler.halt.set()
     sampler.join()
@@ -188,6 +169,9 @@ def main() -> None:
     print(f"{'case':24} {'window':>7} {'gpuvs J/call':>13} {'independent':>12} "
           f"{'diff':>7} {'above idle':>11} {'idle W':>7}")
     for r in rows:
+        if r["window_s"] is None:
+            print(f"{r['case']:24} no energy figure: {r['why_none']}")
+            continue
         ours = f"{r['gpuvs_j']:.4g}" if r["gpuvs_j"] is not None else r["why_none"]
         diff = f"{100 * r['difference']:+.2f}%" if r["difference"] is not None else "—"
         above = f"{r['above_idle_j']:.4g}" if r["above_idle_j"] is not None else "—"

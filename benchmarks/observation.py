@@ -82,15 +82,9 @@ def observe(what: str) -> None:
     """One observation, as it would be made in the timed process."""
     import torch
 
-    if what == "watches":
-        from gpuvs.backends import get
-        from gpuvs.machine.watches import standard
-        w = standard("cuda:0", hold=get("torch").quiet_numpy_blas)
-        w.case_started()
-        with w.timing():
-            w.sampling_started()
-            w.sampling_ended(100)
-        w.case_ended()
+    if what == "watches":  # every watch around a no-op: their cost, without a workload's
+        import gpuvs
+        gpuvs.measure(lambda: None, device="cuda:0", budget_s=0.01)
     elif what == "gpuvs.measure":
         import gpuvs
         y = torch.rand(4096, device="cuda")

@@ -3,8 +3,10 @@ process, the loop timed before and after (x.mul_(1.0) on 10⁴ float32 elements)
 
     PYTHONPATH=src python3 benchmarks/observation_parts.py PART
 
-PART: nothing (the loop twice), nvml_init, nvml_read, telemetry_watch, psutil, threadpool,
-quiet_blas, contention_watch, watches."""
+PART: nothing (the loop twice), nvml_init, nvml_read, telemetry_watch (NVML's readings
+around a case, as the telemetry watch takes them), psutil, threadpool, quiet_blas,
+contention_watch (two CPU snapshots and their judgement, as the contention watch takes
+them), watches (every watch around a no-op, through `gpuvs.measure`)."""
 
 from __future__ import annotations
 
@@ -39,12 +41,12 @@ def part(name: str) -> None:
         from gpuvs.machine import telemetry
         telemetry.read("cuda:0")
     elif name == "telemetry_watch":
-        from gpuvs.machine.watches import Telemetry
-        w = Telemetry("cuda:0")
-        w.case_started()
-        w.settled()
-        w.governed()
-        w.case_ended()
+        from gpuvs.machine import telemetry
+        readings = telemetry.Watch("cuda:0")
+        readings.settled()
+        readings.governed()
+        readings.finish()
+        readings.throttled()
     elif name == "psutil":
         from gpuvs.machine import contention
         contention.snapshot()
@@ -56,19 +58,12 @@ def part(name: str) -> None:
         with get("torch").quiet_numpy_blas():
             pass
     elif name == "contention_watch":
-        from gpuvs.machine.watches import Contention
-        w = Contention(1.0)
-        w.case_started()
-        w.case_ended()
+        from gpuvs.machine import contention
+        before = contention.snapshot()
+        contention.contended(before, contention.snapshot(), 1.0)
     elif name == "watches":
-        from gpuvs.backends import get
-        from gpuvs.machine.watches import standard
-        w = standard("cuda:0", hold=get("torch").quiet_numpy_blas)
-        w.case_started()
-        with w.timing():
-            w.sampling_started()
-            w.sampling_ended(1)
-        w.case_ended()
+        import gpuvs
+        gpuvs.measure(lambda: None, device="cuda:0", budget_s=0.01)
 
 
 def main() -> None:

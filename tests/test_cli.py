@@ -193,7 +193,7 @@ def test_export_writes_json_that_round_trips_and_a_tidy_csv(db, tmp_path) -> Non
 def test_tables_as_markdown_also_reach_the_github_step_summary(tmp_path, monkeypatch) -> None:
     from rich.console import Console
 
-    from gpuvs.cli.app import emit_tables
+    from gpuvs.cli.output import emit_tables
     from gpuvs.table import Table
     summary = tmp_path / "summary.md"
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))

@@ -203,6 +203,16 @@ def test_gpu_energy_per_call_total_above_idle_and_power() -> None:
     assert 0 < figure.above_idle_j < figure.per_call_j  # type: ignore[operator]
 
 
+def test_the_window_is_dated_so_another_power_log_can_be_lined_up_with_it() -> None:
+    import time
+
+    clock = Clock()
+    watch = energy.GpuEnergy("cuda:0", nvml=fake_nvml([5_000_000, 5_400_000]), clock=clock)
+    before = time.time()
+    counters = window(watch, clock, energy.ENERGY_WINDOW_S, 10)
+    assert before <= counters[energy.WINDOW_END] <= time.time()
+
+
 def test_a_gpu_without_an_energy_counter_fails_soft() -> None:
     clock = Clock()
     watch = energy.GpuEnergy("cuda:0", asked=True, nvml=fake_nvml([], counter=False),

@@ -12,13 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-# SciPy brings a BLAS of its own (the gate's rank test and the crossover's fit import it),
-# with the threads the variables held when it loaded; the environment each run records
-# counts every BLAS loaded in this process. Loaded here, before any run, every run made
-# by this module records the same BLAS threads, whichever test imports SciPy first.
-import scipy.optimize  # noqa: F401
-import scipy.stats  # noqa: F401
 from tests.helpers import invoke, use_test_plugins
 from tests.helpers import run_id as run_id_of
 from typer.testing import CliRunner
@@ -70,6 +63,11 @@ def suite_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, st
     says). Made once for the module (each costs real workers and samples); each test
     reads them from a copy of its own (`two_runs`)."""
     store = tmp_path_factory.mktemp("history") / "results.sqlite"
+    # These commands run in this one process, where `compare` and `check` load SciPy, and
+    # with it a BLAS of SciPy's own: a run recorded before that and one after would name
+    # different BLAS threads in their set-ups. Loaded first, every run here names the same
+    # (each command is a process of its own outside the tests).
+    import scipy.stats  # noqa: F401
     runs: list[str] = []
     with pytest.MonkeyPatch.context() as mp:
         use_test_plugins(mp)

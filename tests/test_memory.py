@@ -12,6 +12,7 @@ from tests.fakes import SimBackend
 
 import gpuvs
 from gpuvs import backends
+from gpuvs.execute.wire import Sampling, Take
 from gpuvs.execute.worker import run_case
 from gpuvs.machine import memory
 from gpuvs.model import Case, Measurement, Status
@@ -109,8 +110,7 @@ def test_the_guard_refuses_a_size_the_measured_slope_cannot_fit_and_names_it() -
     """A size the workload's estimate fits, refused because the series' measured peaks,
     growing as size², cannot: the refusal names both."""
     case = Case("elementwise", "correct", "numpy", "cpu", "float32", 1000, (("op", "scale"),))
-    request = {"case": case.to_dict(), "criterion": "median-ci",
-               "budget": {"seconds": 0.05}, "peaks": [[10, 1 * GiB], [20, 4 * GiB]]}
+    request = Take(case, Sampling(0.05), peaks=((10, 1 * GiB), (20, 4 * GiB)))
     m, fatal = run_case(backends.get("numpy"), request)
     assert m.status is Status.SKIPPED and not fatal
     assert m.reason.startswith("needs 9.77 TiB, ")

@@ -33,7 +33,7 @@ def test_a_launch_bound_loop_runs_as_fast_after_what_gpuvs_does_in_a_timed_proce
     if not torch.cuda.is_available():
         pytest.skip("no CUDA device")
     from gpuvs.backends import get
-    from gpuvs.machine.watches import standard
+    from gpuvs.machine.sensors import standard
 
     x = torch.rand(10_000, device="cuda")
     loop = lambda: x.mul_(1.0)  # noqa: E731

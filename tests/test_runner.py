@@ -10,6 +10,7 @@ import pytest
 
 from gpuvs.config import RunConfig
 from gpuvs.execute.runner import Pace, execute
+from gpuvs.execute.wire import Measured, Sampling, Take
 from gpuvs.model import Case, Caveat, Measurement, Status
 
 
@@ -403,10 +404,9 @@ def test_workers_import_what_their_cases_need_before_they_are_ready() -> None:
 
     bare = Worker("numpy")  # told of no cases: nothing preloaded
     try:
-        answer = bare.ask({"case": plain.to_dict(), "budget": {"seconds": 0.05},
-                           "criterion": CONFIG.criterion}, timeout_s=60)
-        assert answer is not None
-        assert answer["measurement"]["counters"]["preloaded"] == 0.0
+        answer = bare.ask(Take(plain, Sampling(0.05, CONFIG.criterion)), timeout_s=60)
+        assert isinstance(answer, Measured)
+        assert answer.measurement.counters["preloaded"] == 0.0
     finally:
         bare.close()
 

@@ -6,14 +6,15 @@ import pytest
 
 from gpuvs import backends
 from gpuvs.execute.observe import observations, observe
+from gpuvs.execute.wire import Observe, Sampling, Take
 from gpuvs.execute.worker import run_case
 from gpuvs.model import Case, Status
 
-REQUEST = {"criterion": "fixed:n=5", "budget": {"seconds": 0.05}}
+SAMPLING = Sampling(0.05, "fixed:n=5")
 
 
 def _run(backend: str, case: Case):
-    m, fatal = run_case(backends.get(backend), {"case": case.to_dict(), **REQUEST})
+    m, fatal = run_case(backends.get(backend), Take(case, SAMPLING))
     assert not fatal
     return m
 
@@ -41,8 +42,7 @@ def test_parts_are_timed_alone_when_the_case_is_observed_not_while_it_is_timed()
     assert "one_s" not in m.counters  # timing the case times the whole call only
     assert m.summary is not None and m.summary.median >= 3e-3
     assert observations(backends.get("numpy"), case, m.summary.median) == ("parts",)
-    seen = observe(backends.get("numpy"), {"observe": {"case": case.to_dict(),
-                                                       "what": "parts"}, **REQUEST})
+    seen = observe(backends.get("numpy"), Observe(case, "parts", SAMPLING))
     one, two = seen["one_s"], seen["two_s"]
     assert 1e-3 <= one < two and two >= 2e-3  # busy-waits: never early, late when busy
 
@@ -77,10 +77,10 @@ def test_a_later_pass_builds_no_reference_and_the_first_pass_does(monkeypatch) -
     monkeypatch.setattr(matmul, "as_device_sees", lambda a, dtype: built.append(1) or seen(
         a, dtype))
     case = Case("matmul", "correct", "numpy", "cpu", "float32", 64, (("shape", "square"),))
-    first, _ = run_case(backends.get("numpy"), {"case": case.to_dict(), **REQUEST})
+    first, _ = run_case(backends.get("numpy"), Take(case, SAMPLING))
     assert first.status is Status.OK and len(built) == 2  # a @ b in float64: both sides
     later, _ = run_case(backends.get("numpy"),
-                        {"case": case.to_dict(), **REQUEST, "samples_only": True})
+                        Take(case, SAMPLING, samples_only=True))
     assert later.status is Status.OK and len(later.samples) == 5
     assert len(built) == 2  # none built again
 

@@ -5,16 +5,23 @@ a CUDA device; `gpuvs.compare(fn, *args)`, the same function on each device, com
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from gpuvs import backends
-from gpuvs.config import KEYWORDS, RunConfig
-from gpuvs.errors import BackendUnavailable, UsageError
-from gpuvs.machine import watches
+from gpuvs.config import KEYWORDS, build
+from gpuvs.errors import UsageError
+from gpuvs.execute.take import take
+from gpuvs.execute.wire import Sampling
 from gpuvs.machine.energy import ENERGY_WINDOW_S, EnergyOptions, idle_watts, readable
-from gpuvs.measuring import criteria
-from gpuvs.measuring.protocol import Budget, Clock, HostClock, Prepared, measure_watched
-from gpuvs.model import Case, Measurement
+from gpuvs.measuring.protocol import Prepared
+from gpuvs.model import Case, Measurement, on_gpu
+
+# The CPU side of a prediction: half a second of sampling is enough next to the predicted
+# interval (and `[tool.gpuvs]`'s budget_s, where one is set, wins over it).
+PREDICT_DEFAULTS = {"budget_s": 0.5}
+# An energy window longer than an hour is a typo, not a measurement.
+MAX_ENERGY_WINDOW_S = 3600.0
 
 if TYPE_CHECKING:
     from gpuvs.predicting.forecast import CallForecast, SweepForecast
@@ -25,11 +32,13 @@ def _no_check(out: object) -> None:
     return None
 
 
-def measure(fn: Callable[[], object], *, device: str = "cpu", budget_s: float = 1.0,
-            criterion: str = "median-ci", check: Callable[[object], None] | None = None,
+def measure(fn: Callable[[], object], *, device: str = "cpu", budget_s: float | None = None,
+            criterion: str | None = None, check: Callable[[object], None] | None = None,
             single_call: bool = False, name: str = "custom", energy: bool = False,
-            cpu_watts: float | None = None) -> Measurement:
-    """Time `fn()` by the gpuvs protocol.
+            cpu_watts: float | None = None, energy_window_s: float = ENERGY_WINDOW_S
+            ) -> Measurement:
+    """Time `fn()` by the gpuvs protocol, sampling `budget_s` seconds (1 s, or
+    `[tool.gpuvs]`'s `budget_s`) until `criterion` is met (`median-ci` by default).
 
     On `device="cuda"` / `"cuda:N"` the work is timed with CUDA events through PyTorch
     and the host clock is only read after synchronising. `check(output)` runs once,
@@ -42,46 +51,39 @@ def measure(fn: Callable[[], object], *, device: str = "cpu", budget_s: float = 
     more budget. Nothing observes your process: no profiler, no graph capture.
 
     Its peak memory is kept too (`peak_host_bytes`; on a GPU, `peak_device_bytes` from
-    torch's allocator). With `energy=True` the samples span at least 4 s
-    (ENERGY_WINDOW_S: NVML's counter moves in 100 ms steps) where an energy counter can be
+    torch's allocator). With `energy=True` the samples span at least `energy_window_s`
+    (4 s, the least: NVML's counter moves in 100 ms steps) where an energy counter can be
     read, and on a GPU its idle power is measured first (a second, with nothing running):
     `gpuvs.machine.energy.of(m)` gives joules per call, the average power and the energy
-    above idle. `cpu_watts` declares the CPU's power where RAPL cannot be read; a figure
-    made from it says it was declared.
+    above idle, and the counter `energy_window_end_unix` says when the window ended, to
+    line it up with another power log. `cpu_watts` declares the CPU's power where RAPL
+    cannot be read; a figure made from it says it was declared.
     """
-    RunConfig(budget_s=budget_s, criterion=criterion, devices=(device,), energy=energy,
-              cpu_watts=cpu_watts).validate(KEYWORDS)
-    clock = _clock(device)
-    case = Case(name, "correct", "torch" if device != "cpu" else "python", device, "", 0)
+    config = build({"budget_s": budget_s, "criterion": criterion, "devices": (device,),
+                    "energy": energy or None, "cpu_watts": cpu_watts}, names=KEYWORDS)
+    if not (isinstance(energy_window_s, (int, float))
+            and ENERGY_WINDOW_S <= energy_window_s <= MAX_ENERGY_WINDOW_S):
+        raise UsageError(f"energy_window_s must be from {ENERGY_WINDOW_S:g} (NVML's counter "
+                         f"moves in 100 ms steps) to {MAX_ENERGY_WINDOW_S:g} seconds; got "
+                         f"{energy_window_s!r}")
+    gpu = on_gpu(device)
+    case = Case(name, "correct", "torch" if gpu else "python", device, "", 0)
     windowed = energy and readable(device)  # a counter to read: sample a whole window
-    options = EnergyOptions(energy, idle_watts(device) if windowed and device != "cpu" else None,
-                            cpu_watts if device == "cpu" else None)
-    m, _ = measure_watched(
-        lambda: Prepared(call=fn, check=check or _no_check, single_call=single_call), case,
-        clock, criteria.parse(criterion),
-        Budget(seconds=budget_s, min_sampling_s=ENERGY_WINDOW_S if windowed else 0.0),
-        watches.standard(device, backend=backends.get("torch") if device != "cpu" else None,
-                         power=options))
-    return m
-
-
-def _clock(device: str) -> Clock:
-    if device == "cpu":
-        return HostClock()
-    if not device.startswith("cuda"):
-        raise UsageError(f"unknown device {device!r}; accepted: cpu, cuda, cuda:N")
-    torch = backends.get("torch")
-    reason = torch.unavailable_reason(device)
-    if reason is not None:
-        raise BackendUnavailable(reason)
-    return torch.clock(device)
+    power = EnergyOptions(energy, idle_watts(device) if windowed and gpu else None,
+                          None if gpu else cpu_watts)
+    sampling = replace(Sampling.of(config), power=power,
+                       min_sampling_s=energy_window_s if windowed else 0.0)
+    return take(case, lambda: Prepared(call=fn, check=check or _no_check,
+                                       single_call=single_call),
+                sampling, backend=backends.get("torch") if gpu else None,
+                raising=True).measurement
 
 
 def compare(fn: Callable[..., object] | Mapping[str, Callable[..., object]], *args: Any,
             devices: Sequence[str] = ("cpu", "cuda"),
             batch: Callable[[int], Any] | None = None, sizes: Sequence[int] | str | None = None,
-            budget_s: float = 1.0, tolerance: float | None = None, name: str | None = None,
-            **kwargs: Any) -> Comparison:
+            budget_s: float | None = None, tolerance: float | None = None,
+            name: str | None = None, **kwargs: Any) -> Comparison:
     """Run `fn(*args, **kwargs)` on each device, check the outputs agree, time each.
 
     `fn` may be several implementations of one function by name, `{"loop": f,
@@ -100,7 +102,8 @@ def compare(fn: Callable[..., object] | Mapping[str, Callable[..., object]], *ar
     the one argument) and `sizes` lists the sizes (`[100, 1000]` or `"1e2:1e5"`; default
     10 to 10^4): the comparison then sweeps and reports the crossover. `sizes` without
     `batch` resizes the first axis of every tensor and array argument (rows repeated).
-    `budget_s` is the sampling time per case. A sweep shows its progress on stderr.
+    `budget_s` is the sampling time per case (1 s, or `[tool.gpuvs]`'s `budget_s`). A
+    sweep shows its progress on stderr.
     Returns a `gpuvs.yours.comparison.Comparison`.
     """
     from gpuvs.yours.compare import run
@@ -110,7 +113,7 @@ def compare(fn: Callable[..., object] | Mapping[str, Callable[..., object]], *ar
 
 def predict(fn: Callable[..., object], *args: Any, target: str = "h100",
             batch: Callable[[int], Any] | None = None, sizes: Sequence[int] | str | None = None,
-            budget_s: float = 0.5, name: str | None = None,
+            budget_s: float | None = None, name: str | None = None,
             **kwargs: Any) -> CallForecast | SweepForecast:
     """Predict `fn(*args, **kwargs)`'s time per call on a GPU you do not have.
 
@@ -127,6 +130,7 @@ def predict(fn: Callable[..., object], *args: Any, target: str = "h100",
     Pass CPU tensors; the arguments are not modified beyond what `fn` does.
     """
     from gpuvs.predicting import forecast
+    budget_s = build({"budget_s": budget_s}, defaults=PREDICT_DEFAULTS, names=KEYWORDS).budget_s
     chosen = forecast.target(target)
     label = str(name or getattr(fn, "__name__", "fn"))
     if batch is None:

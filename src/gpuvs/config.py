@@ -7,7 +7,6 @@ would be accepted, before any worker starts.
 from __future__ import annotations
 
 import math
-import re
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
@@ -19,7 +18,6 @@ from gpuvs.errors import UsageError
 from gpuvs.measuring import criteria
 from gpuvs.workloads.base import ITEMSIZE
 
-DEVICE_RE = re.compile(r"^(cpu|cuda(:\d+)?)$")
 VARIANTS = ("as_written", "correct", "tuned")
 # How an entry point names each setting in its errors: the command line's flags, or the
 # Python API's keyword arguments (`gpuvs.measure(budget_s=…)`).
@@ -124,10 +122,8 @@ class RunConfig:
 def check_devices(devices: Sequence[str] | str) -> tuple[str, ...]:
     """`cpu`, `cuda`, `cuda:N`, each once; a comma-separated string is a list too."""
     given = devices.split(",") if isinstance(devices, str) else list(devices)
-    for d in given:
-        if not isinstance(d, str) or not DEVICE_RE.match(d.strip()):
-            raise UsageError(f"unknown device {d!r}; accepted: cpu, cuda, cuda:N")
-    names = tuple(d.strip() for d in given)
+    names = tuple(backends.check_device(d.strip() if isinstance(d, str) else d)
+                  for d in given)
     if not names:
         raise UsageError("no device to run on; accepted: cpu, cuda, cuda:N")
     if len(set(names)) != len(names):
@@ -350,14 +346,18 @@ def _bad(where: str, value: Any, accepted: str) -> Any:
 
 
 def build(flags: Mapping[str, Any], pyproject: Path | None = None,
-          defaults: Mapping[str, Any] | None = None) -> RunConfig:
-    """RunConfig's defaults, overridden by the command's own (`defaults`: a seeds run's
-    shorter budget), by `[tool.gpuvs]` (of `pyproject`, else the project's:
-    `project_pyproject`), then by the flags that were given."""
-    given = {k: v for k, v in flags.items() if v not in (None, ())}
+          defaults: Mapping[str, Any] | None = None,
+          names: Mapping[str, str] = FLAGS) -> RunConfig:
+    """The one path every command and face takes to its settings: RunConfig's defaults,
+    overridden by the entry point's own (`defaults`: a seeds run's shorter budget), by
+    `[tool.gpuvs]` (of `pyproject`, else the project's: `project_pyproject`), then by
+    what was given (None is "not given"; a 0 is given, and refused where it is no
+    setting), validated with each setting named as the entry point spells it (`names`:
+    the command line's flags, or the Python API's keywords)."""
+    given = {k: v for k, v in flags.items() if v is not None and v != ()}
     found = pyproject if pyproject is not None else project_pyproject()
     table = from_pyproject(found) if found is not None else {}
-    return RunConfig(**(dict(defaults or {}) | table | given)).validate()
+    return RunConfig(**(dict(defaults or {}) | table | given)).validate(names)
 
 
 def positive(name: str, value: float) -> None:

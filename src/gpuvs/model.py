@@ -25,6 +25,12 @@ Params = tuple[tuple[str, str], ...]
 YOURS_PREFIX, PYTEST_PREFIX = "yours:", "pytest:"
 
 
+def on_gpu(device: str) -> bool:
+    """Whether `device` names a GPU (`cuda`, `cuda:N`): the one test of it, wherever a
+    device string is read."""
+    return device.startswith("cuda")
+
+
 class Status(str, Enum):
     """How a case ended. Only `OK` carries samples; every other status carries a reason."""
 

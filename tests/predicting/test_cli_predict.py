@@ -128,7 +128,7 @@ def test_a_busy_machine_is_named_before_the_cpu_cases_are_measured(
 
 
 def test_a_cpu_case_measured_on_a_busy_machine_is_not_reused(db: str) -> None:
-    from gpuvs.cli.predict import _measured_before
+    from gpuvs.jobs.predict import _measured_before
     from gpuvs.model import Caveat
     from gpuvs.workloads import get
 

@@ -11,7 +11,7 @@ import pytest
 from tests.predicting.samples import measured, synthetic
 
 from gpuvs.model import Case
-from gpuvs.predicting import forecast, model, profile, validation
+from gpuvs.predicting import forecast, pricing, profile, validation
 from gpuvs.predicting.forecast import Target
 from gpuvs.predicting.residuals import Prediction, Residual, of_points
 from gpuvs.predicting.validation import Check, CrossoverCheck
@@ -68,7 +68,7 @@ def test_a_case_the_profile_cannot_predict_says_why(target: Target) -> None:
 
 def check(workload: str, measured_s: float, predicted_s: float,
           spread: tuple[float, float] | None = (0.5, 2.0)) -> Check:
-    est = model.estimate(Work(bytes=1e3), synthetic())  # 10 µs
+    est = pricing.estimate(Work(bytes=1e3), synthetic())  # 10 µs
     c = Case(workload, "correct", "torch", "cuda:0", "float32", 1)
     return Check(c, measured_s, Prediction(est, predicted_s / est.seconds, spread, "x"))
 

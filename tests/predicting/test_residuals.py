@@ -11,12 +11,12 @@ import pytest
 from tests.predicting.samples import synthetic
 
 from gpuvs.errors import UsageError
-from gpuvs.predicting import model, profile
+from gpuvs.predicting import pricing, profile
 from gpuvs.predicting.forecast import Target
 from gpuvs.predicting.residuals import Residual, Residuals, beside, of_points, save
 from gpuvs.predicting.work import Work
 
-LAUNCH = model.estimate(Work(bytes=1e3, launches=1), synthetic())   # 10 µs, launch-bound
+LAUNCH = pricing.estimate(Work(bytes=1e3, launches=1), synthetic())   # 10 µs, launch-bound
 
 
 def residuals(points: list[tuple[str, str, str, float]]) -> Residuals:

@@ -14,7 +14,7 @@ import pytest
 from tests.helpers import invoke
 from tests.report.samples import CEILINGS, measurement, run
 
-from gpuvs.cli.app import file_stem
+from gpuvs.cli.output import file_stem
 from gpuvs.report.draw import element_id, shown
 from gpuvs.report.html import TEXT_MAX, capped
 from gpuvs.store.export import write_json

@@ -9,6 +9,7 @@ import pytest
 
 from gpuvs import backends, seeds, workloads
 from gpuvs.backends.base import machine_has_gpu
+from gpuvs.execute.wire import Sampling, Take
 from gpuvs.model import Case, Measurement, Status
 from gpuvs.report.seed_tables import claims_table, seed_tables
 from gpuvs.seeds.base import SeedOptions
@@ -60,9 +61,9 @@ def _measured_here() -> list[Measurement]:
     from gpuvs.execute.worker import run_case
     picks = [c for c in seeds.get("001").cases(SeedOptions(quick=True))
              if c.size == POST["hidden"] and c.param("axis") == "hidden"]
-    request = {"criterion": "fixed:n=3", "budget": {"seconds": 0.02}}
+    sampling = Sampling(0.02, "fixed:n=3")
     torch = backends.get("torch")
-    return [run_case(torch, {"case": c.to_dict(), **request})[0] for c in picks]
+    return [run_case(torch, Take(c, sampling))[0] for c in picks]
 
 
 def _column(table, row_start: str, column: str) -> str:

@@ -14,13 +14,14 @@ from tests.workloads.test_cifar import make_archive
 
 from gpuvs import backends, workloads
 from gpuvs.errors import BackendUnavailable, WrongResult
+from gpuvs.execute.wire import Observe, Sampling, Take
 from gpuvs.model import Case, Status
 from gpuvs.workloads import cnn
 from gpuvs.workloads.cifar import synthetic
 
 torch = pytest.importorskip("torch")
 SYNTHETIC = ("dataset", "synthetic")
-FAST = {"criterion": "fixed:n=3", "budget": {"seconds": 0.02}}
+FAST = Sampling(0.02, "fixed:n=3")
 
 
 def _case(variant: str = "correct", framework: str = "torch", size: int = 4,
@@ -38,7 +39,7 @@ def needs_keras() -> object:
 
 def _run(case: Case) -> object:
     from gpuvs.execute.worker import run_case
-    m, fatal = run_case(backends.get("torch"), {"case": case.to_dict(), **FAST})
+    m, fatal = run_case(backends.get("torch"), Take(case, FAST))
     assert not fatal
     return m
 
@@ -100,8 +101,7 @@ def test_a_correct_cpu_step_runs_through_the_worker(framework: str) -> None:
     # The load is a part of the step, timed alone apart from the samples, after them.
     from gpuvs.execute.observe import observe
     parts = observe(backends.get("torch"),
-                    {"observe": {"case": _case(framework=framework).to_dict(),
-                                 "what": "parts"}, **FAST})
+                    Observe(_case(framework=framework), "parts", FAST))
     assert parts["load_s"] > 0
 
 

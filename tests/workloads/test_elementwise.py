@@ -5,6 +5,7 @@ import pytest
 
 from gpuvs import backends, workloads
 from gpuvs.errors import WrongResult
+from gpuvs.execute.wire import Sampling, Take
 from gpuvs.measuring.criteria import FixedCount
 from gpuvs.measuring.protocol import measure
 from gpuvs.model import Case, Status
@@ -43,8 +44,7 @@ def test_as_written_replays_one_unsynchronised_call_and_checks_it() -> None:
     from gpuvs.execute.worker import run_case
     case = Case("elementwise", "as_written", "numpy", "cpu", "float64", 10**5,
                 (("op", "scale"),))
-    m, _ = run_case(backends.get("numpy"), {"case": case.to_dict(), "criterion": "fixed",
-                                            "budget": {"seconds": 0.05}})
+    m, _ = run_case(backends.get("numpy"), Take(case, Sampling(0.05, "fixed")))
     assert m.status is Status.OK, m.reason
     assert len(m.samples) == 1 and m.timer.startswith("time.time() once")
 

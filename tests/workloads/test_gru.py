@@ -10,6 +10,7 @@ import pytest
 
 from gpuvs import backends, workloads
 from gpuvs.errors import WrongResult
+from gpuvs.execute.wire import Observe, Sampling, Take
 from gpuvs.measuring.criteria import FixedCount
 from gpuvs.measuring.protocol import Budget, measure
 from gpuvs.model import Case, Measurement, Status
@@ -25,7 +26,7 @@ from gpuvs.workloads.gru import (
 torch = pytest.importorskip("torch")
 
 GPU = "cuda:0"
-REQUEST = {"criterion": "fixed:n=3", "budget": {"seconds": 0.02}}
+SAMPLING = Sampling(0.02, "fixed:n=3")
 
 
 def _case(how: str, device: str = "cpu", size: int = 20, axis: str = "hidden",
@@ -36,7 +37,7 @@ def _case(how: str, device: str = "cpu", size: int = 20, axis: str = "hidden",
 
 def _run(case: Case) -> Measurement:
     from gpuvs.execute.worker import run_case
-    m, _ = run_case(backends.get("torch"), {"case": case.to_dict(), **REQUEST})
+    m, _ = run_case(backends.get("torch"), Take(case, SAMPLING))
     return m
 
 
@@ -138,7 +139,7 @@ def test_the_sequential_case_records_each_gru_alone() -> None:
     assert "gru1_s" not in m.counters and "parts" in observations(
         backends.get("torch"), case, m.summary.median)
     parts = observe(backends.get("torch"),
-                    {"observe": {"case": case.to_dict(), "what": "parts"}, **REQUEST})
+                    Observe(case, "parts", SAMPLING))
     assert parts["gru1_s"] > 0 and parts["gru2_s"] > 0
     assert m.counters["flops"] == 2 * 2 * 3 * 20 * (10 + 20) * 32 * 5
 

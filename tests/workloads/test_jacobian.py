@@ -13,6 +13,7 @@ import pytest
 
 from gpuvs import backends, workloads
 from gpuvs.errors import WrongResult
+from gpuvs.execute.wire import Sampling, Take
 from gpuvs.model import Case, Status
 from gpuvs.workloads import jacobian as jac
 from gpuvs.workloads.jacobian import CORRECT, METHODS, OUT, Jacobian
@@ -30,8 +31,7 @@ def _case(method: str, val: int, device: str = "cpu", dtype: str = "float32",
 
 def _run(case: Case) -> tuple:
     from gpuvs.execute.worker import run_case
-    return run_case(backends.get("torch"), {"case": case.to_dict(), "criterion": "fixed",
-                                            "budget": {"seconds": 0.02}})
+    return run_case(backends.get("torch"), Take(case, Sampling(0.02, "fixed")))
 
 
 def _prepared_output(case: Case):

@@ -32,7 +32,7 @@ BUSY_COUNTERS = ("busy_graph_s", "busy_kernels_s")
 
 class Bound(str, Enum):
     """What sets a call's time: the four regimes, for a measured case (`classify`) and for
-    a predicted one (`gpuvs.predicting.model`, whose terms are named by `term`)."""
+    a predicted one (`gpuvs.predicting.pricing`, whose terms are named by `term`)."""
 
     LAUNCH = "launch-bound"
     TRANSFER = "transfer-bound"

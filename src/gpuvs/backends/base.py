@@ -17,6 +17,7 @@ import numpy as np
 
 from gpuvs.errors import BackendUnavailable
 from gpuvs.measuring.protocol import Clock, DeviceTimer
+from gpuvs.model import on_gpu
 
 GiB = 1024**3
 NO_GPU = "no CUDA device (this machine shows no NVIDIA device)"
@@ -186,7 +187,7 @@ class Backend(ABC):
     def gpu_missing(self, device: str) -> bool:
         """True for a CUDA device on a machine with no NVIDIA device: said before any
         framework is imported, whichever is installed."""
-        return device.startswith("cuda") and self.needs_nvidia_device and not machine_has_gpu()
+        return on_gpu(device) and self.needs_nvidia_device and not machine_has_gpu()
 
     @abstractmethod
     def clock(self, device: str) -> Clock:

@@ -84,7 +84,8 @@ class CupyBackend(Backend):
     def to_numpy(self, x: Any) -> np.ndarray:
         import cupy
 
-        return cupy.asnumpy(x)
+        host: np.ndarray = cupy.asnumpy(x)
+        return host
 
     def ones(self, shape: tuple[int, ...], dtype: str, device: str) -> Any:
         import cupy

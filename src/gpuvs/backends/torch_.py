@@ -18,6 +18,7 @@ from gpuvs.backends import register
 from gpuvs.backends.base import Backend, EventClock, cuda_index, device_count_reason
 from gpuvs.errors import first_line
 from gpuvs.measuring.protocol import Clock, HostClock
+from gpuvs.model import on_gpu
 
 
 def _recorded_event() -> Any:
@@ -113,7 +114,7 @@ class TorchBackend(Backend):
         os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")
 
     def _device_reason(self, device: str) -> str | None:
-        if not device.startswith("cuda"):
+        if not on_gpu(device):
             return None
         import torch
 
@@ -126,7 +127,7 @@ class TorchBackend(Backend):
         return device_count_reason(device, count, "torch")
 
     def clock(self, device: str) -> Clock:
-        if device.startswith("cuda"):
+        if on_gpu(device):
             import torch
 
             index = cuda_index(device)
@@ -146,7 +147,8 @@ class TorchBackend(Backend):
         t = x.detach().cpu()
         if t.dtype == torch.bfloat16:
             t = t.to(torch.float32)
-        return t.numpy()
+        host: np.ndarray = t.numpy()
+        return host
 
     def ones(self, shape: tuple[int, ...], dtype: str, device: str) -> Any:
         import torch
@@ -154,7 +156,7 @@ class TorchBackend(Backend):
         return torch.ones(shape, dtype=getattr(torch, dtype), device=device)
 
     def memory_free(self, device: str) -> int:
-        if not device.startswith("cuda"):
+        if not on_gpu(device):
             return super().memory_free(device)
         import torch
 
@@ -164,14 +166,14 @@ class TorchBackend(Backend):
         return int(free + cached)
 
     def empty_cache(self, device: str) -> None:
-        if device.startswith("cuda"):
+        if on_gpu(device):
             import torch
 
             torch.cuda.empty_cache()
 
     def peak_memory_reset(self, device: str) -> int | None:
         """torch's caching allocator: its peak reset, and the bytes its tensors hold now."""
-        if not device.startswith("cuda"):
+        if not on_gpu(device):
             return None
         import torch
 
@@ -182,7 +184,7 @@ class TorchBackend(Backend):
     def peak_memory_bytes(self, device: str) -> int | None:
         """The most bytes torch's tensors held at once since the reset (allocated, not
         the cache reserved around them)."""
-        if not device.startswith("cuda"):
+        if not on_gpu(device):
             return None
         import torch
 
@@ -203,26 +205,30 @@ class TorchBackend(Backend):
 
     def cache_flusher(self, device: str) -> Callable[[], None]:
         """On a GPU: zero a buffer twice the device's L2 (what triton's do_bench does)."""
-        if not device.startswith("cuda"):
+        if not on_gpu(device):
             return super().cache_flusher(device)
         import torch
 
         l2 = torch.cuda.get_device_properties(cuda_index(device)).L2_cache_size
         buf = torch.empty(2 * l2 // 4, dtype=torch.float32, device=device)
-        return buf.zero_
+
+        def flush() -> None:
+            buf.zero_()
+
+        return flush
 
     def observes(self, device: str) -> bool:
-        return device.startswith("cuda")
+        return on_gpu(device)
 
     def profile(self, call: Callable[[], object], device: str) -> dict[str, float]:
         """Count the CUDA kernels and host↔device copies of one call with torch.profiler.
 
         The counts are read off the profiler's raw (kineto) events: building its
         Python event list instead takes minutes for the 10⁵ kernels of a naive Jacobian."""
-        if not device.startswith("cuda"):
+        if not on_gpu(device):
             return {}
         import torch
-        from torch.autograd import DeviceType
+        from torch.autograd import DeviceType  # type: ignore[attr-defined]
         from torch.profiler import ProfilerActivity, profile
 
         torch.cuda.synchronize()
@@ -253,7 +259,7 @@ class TorchBackend(Backend):
         them), without the host's launches. A call that cannot be captured (it syncs,
         it steps a non-capturable optimiser…) gets nothing here; the profiler's kernel
         time stands for it."""
-        if not device.startswith("cuda"):
+        if not on_gpu(device):
             return {}
         import torch
 
@@ -280,7 +286,7 @@ class TorchBackend(Backend):
     def uses_tf32(self, device: str) -> bool:
         import torch
 
-        return device.startswith("cuda") and torch.get_float32_matmul_precision() != "highest"
+        return on_gpu(device) and torch.get_float32_matmul_precision() != "highest"
 
     def threads(self) -> int | None:
         import torch
@@ -304,7 +310,7 @@ class TorchBackend(Backend):
         import torch
 
         facts = super().facts(device) | {"cuda": torch.version.cuda}
-        if device.startswith("cuda") and self._device_reason(device) is None:
+        if on_gpu(device) and self._device_reason(device) is None:
             idx = cuda_index(device)
             facts |= {
                 "device_name": torch.cuda.get_device_name(idx),

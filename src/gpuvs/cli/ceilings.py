@@ -2,25 +2,22 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
-from gpuvs.cli.app import (
+from gpuvs.cli.app import app, usage_errors
+from gpuvs.cli.options import (
     BackendOpt,
     BudgetOpt,
     DbOption,
     FormatOpt,
-    app,
     check_format,
-    console,
-    emit_tables,
     open_store,
     split,
-    usage_errors,
 )
-from gpuvs.cli.recorded import Recording, recorded
-from gpuvs.report.documents import cases_document
+from gpuvs.cli.output import finish, listening, narration
+from gpuvs.report.console import console
 
 
 @app.command()
@@ -42,15 +39,14 @@ def ceilings(
     ceilings (`--refresh` measures them again).
     """
     from gpuvs import backends as registry
-    from gpuvs.analysis import ceilings as ceil
-    from gpuvs.config import RunConfig
-    from gpuvs.machine import env
+    from gpuvs import config as cfg
+    from gpuvs.analysis.ceilings import probe_cases
+    from gpuvs.jobs import ceilings as machine
     from gpuvs.machine.contention import busy_line, snapshot
-    from gpuvs.store.runs import find_ceilings_run
     began = snapshot()  # what other processes do from here is named below, as `run` does
     with usage_errors():
         check_format(fmt)
-        store = open_store(db)
+        config = cfg.build({"budget_s": budget}, defaults=machine.DEFAULTS)
         names = (split(backend, "-b/--backend", ", ".join(registry.names()))
                  or registry.names())
         for name in names:
@@ -58,71 +54,22 @@ def ceilings(
         if save_profile:  # a bad name is said before minutes of measuring, not after
             from gpuvs.predicting.profile import check_name
             check_name(save_profile)
-        config = RunConfig(budget_s=1.0 if budget is None else budget,
-                           timeout_s=600.0).validate()
-    facts = env.collect()
-    record = None if refresh else find_ceilings_run(store, facts)
-    if record is not None:
-        ms = store.measurements(record.run_id)
-        emit_tables([ceilings_table(ms, record.run_id, record.environment.fingerprint)], fmt,
-                    console(), lambda: cases_document("ceilings", ms, run=record))
-        code = 0
-    else:
-        code, run_id = _measured(store, config, ceil.probe_cases(names), facts, fmt,
-                                 busy_line(since=began))
-        record = store.get_run(run_id)
-    if save_profile and record.status == "finished":
-        from gpuvs.predicting.profile import save_from_run
-        with usage_errors():
-            console().print(f"saved profile {save_from_run(save_profile, record, store)}",
-                            markup=False, highlight=False)
-    raise typer.Exit(code)
+        store = open_store(db)
 
-
-def _measured(store: Any, config: Any, cases: list[Any], facts: Any, fmt: str,
-              busy: str | None) -> tuple[int, str]:
-    """The probes run on the command skeleton: its exit code, and the run's id."""
-    from gpuvs.execute import runner
-    from gpuvs.model import RunKind
-
-    named: list[str] = []  # the run's id, once it has one
+    probes = len(probe_cases(names))
 
     def header(run_id: str) -> list[str]:
-        named.append(run_id)
+        busy = busy_line(since=began)
         return [*([busy] if busy else []),
-                f"run {run_id}: {len(cases)} probes of this machine's ceilings"]
+                f"run {run_id}: {probes} probes of this machine's ceilings"]
 
-    def execute(run: Any, shown: Any) -> Any:
-        with shown(len(cases)) as advance:
-            return runner.execute(run, cases, config, on_result=advance).counts
-
-    code = recorded(store, Recording(
-        "ceilings", RunKind.CEILINGS, {"budget_s": config.budget_s}, header, execute,
-        tables=lambda ms, _: [ceilings_table(ms, named[0], facts.fingerprint)],
-        closing=lambda run_id, counts: [],
-        again="`gpuvs ceilings --refresh` measures them again.", environment=facts,
-        failed_statuses=frozenset()), fmt=fmt)
-    return code, named[0]
-
-
-def ceilings_table(measurements: list[Any], run_id: str, fingerprint: str) -> Any:
-    """The ceilings read off the probes, and a note for each backend and device where
-    they could not be measured."""
-    from gpuvs.analysis.ceilings import contended_note, read
-    from gpuvs.table import Table
-    from gpuvs.units import rate, seconds
-
-    rows = tuple((c.name, c.backend, c.device,
-                  seconds(c.value) if c.unit == "s" else rate(c.value, c.unit))
-                 for c in read(measurements))
-    missing: dict[tuple[str, str], str] = {}
-    for m in measurements:
-        if m.summary is None:
-            missing.setdefault((m.case.backend, m.case.device), f"{m.status.value}: {m.reason}")
-    notes = tuple(f"not measured on {backend} {device}: {why}"
-                  for (backend, device), why in sorted(missing.items()))
-    if disturbed := contended_note(read(measurements)):
-        notes += (disturbed,)
-    return Table(f"ceilings · run {run_id} · environment {fingerprint}",
-                 ("ceiling", "backend", "device", "measured"), rows, notes,
-                 wrapping=frozenset({"ceiling"}))
+    with usage_errors():
+        done = machine.probe(store, config, names, refresh=refresh,
+                             listener=listening(narration(fmt), header))
+    code = finish(done, "ceilings", fmt, failed_statuses=frozenset())
+    if save_profile and done.record.status == "finished":
+        from gpuvs.predicting.profile import save_from_run
+        with usage_errors():
+            console().print(f"saved profile {save_from_run(save_profile, done.record, store)}",
+                            markup=False, highlight=False)
+    raise typer.Exit(code)

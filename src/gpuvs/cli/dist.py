@@ -8,23 +8,13 @@ where rank 0 saves and prints and the other ranks only measure.
 from __future__ import annotations
 
 import os
-from collections import Counter
-from dataclasses import replace
 from typing import Annotated, Any
 
 import typer
 
-from gpuvs.cli.app import (
-    DbOption,
-    FormatOpt,
-    JsonOpt,
-    app,
-    check_format,
-    open_store,
-    split,
-    usage_errors,
-)
-from gpuvs.cli.recorded import Recording, recorded
+from gpuvs.cli.app import app, usage_errors
+from gpuvs.cli.options import DbOption, FormatOpt, JsonOpt, check_format, open_store, split
+from gpuvs.cli.output import finish, listening, narration
 
 dist_app = typer.Typer(
     help="Several processes, one per device: data-parallel scaling of seed 003's CNN and "
@@ -79,6 +69,7 @@ def collectives(
     every result, and report algorithm and bus bandwidth (nccl-tests' conventions)."""
     from gpuvs import config as cfg
     from gpuvs.distributed import spec as dist_spec
+    from gpuvs.distributed.bandwidth import COLLECTIVES
 
     with usage_errors():
         check_format(fmt)
@@ -89,7 +80,7 @@ def collectives(
         setup = dist_spec.resolve(backend, nproc, launched)
         cases = dist_spec.collective_cases(
             setup, split(sizes, "-s/--sizes", dist_spec.SIZES),
-            split(collective, "-c/--collective", ", ".join(dist_spec.COLLECTIVES)))
+            split(collective, "-c/--collective", ", ".join(COLLECTIVES)))
         spec = dist_spec.Spec("collectives", setup, cases, samples=samples, budget_s=budget,
                          timeout_s=timeout, setup_timeout_s=setup_timeout, launched=launched,
                          extra={"sizes": sorted({c.size for c in cases}),
@@ -141,21 +132,18 @@ def scaling(
 
 def _execute(spec: Any, db: str | None, json_path: Any, fmt: str = "plain",
              said: str = "") -> int:
-    """Measure (or, on a rank other than 0 under --launched, only take part), then print.
-    A case whose ranks the watchdog had to kill (`timeout`) fails the command, as a crash
-    does: the ranks did not finish it."""
-    from gpuvs.distributed import launch, rank_main
+    """Measure (`jobs.dist`; on a rank other than 0 under --launched, only take part),
+    then show. A case whose ranks the watchdog had to kill (`timeout`) fails the command,
+    as a crash does: the ranks did not finish it."""
+    from gpuvs.jobs import dist
     from gpuvs.machine import contention
-    from gpuvs.model import RunKind
-    from gpuvs.report.dist_tables import dist_tables, ranks_note
     from gpuvs.report.layout import status_line
     if spec.launched and os.environ.get("RANK") != "0":
-        rank_main.serve(spec)
+        dist.take_part(spec)
         return 0
     began = contention.snapshot()
     with usage_errors():
         store = open_store(db)
-    info: dict[str, Any] = {}
 
     def header(run_id: str) -> list[str]:
         s = spec.setup
@@ -165,24 +153,12 @@ def _execute(spec: Any, db: str | None, json_path: Any, fmt: str = "plain",
                 f"{s.device} ({s.backend})", *([said] if said else []),
                 *_energy_header(spec)]
 
-    def execute(run: Any, shown: Any) -> Counter[str]:
-        ranked = replace(spec, run_id=run.run_id, db=store.location)
-        with shown(len(spec.cases)) as advance:
-            info.update(rank_main.serve(ranked, advance) if spec.launched
-                        else launch.execute(ranked, run, advance))
-        return Counter(m.status.value for m in run.measurements())
-
-    def closing(run_id: str, counts: Any) -> list[str]:
-        return [*([ranks_note(info)] if info else []),
-                f"run {run_id} finished: {status_line(dict(counts))}. Saved to {store.path}; "
-                f"`gpuvs show {run_id}` prints it again."]
-
-    return recorded(store, Recording(
-        "dist", RunKind.DIST, spec.config(), header, execute,
-        tables=lambda ms, ceilings: dist_tables(ms), closing=closing,
-        again="The same `gpuvs dist` command measures every case again.",
-        failed_statuses=frozenset({"crashed", "wrong_result", "timeout"})),
-        fmt=fmt, json_path=json_path)
+    with usage_errors():
+        done = dist.measure(store, spec, listener=listening(narration(fmt), header))
+    return finish(done, "dist", fmt, [
+        f"run {done.run_id} finished: {status_line(dict(done.counts))}. Saved to "
+        f"{store.path}; `gpuvs show {done.run_id}` prints it again."], json_path,
+        failed_statuses=dist.FAILED)
 
 
 def _energy_header(spec: Any) -> list[str]:

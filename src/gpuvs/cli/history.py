@@ -14,20 +14,11 @@ from typing import Annotated, Any
 
 import typer
 
-from gpuvs.cli.app import (
-    EXIT_FAILED_RUN,
-    DbOption,
-    FormatOpt,
-    app,
-    append_step_summary,
-    check_format,
-    console,
-    emit_tables,
-    open_store,
-    usage_errors,
-    write_file,
-)
+from gpuvs.cli.app import EXIT_FAILED_RUN, app, usage_errors
+from gpuvs.cli.options import DbOption, FormatOpt, check_format, open_store
+from gpuvs.cli.output import append_step_summary, emit_tables, write_file
 from gpuvs.errors import GpuvsError, UsageError
+from gpuvs.report.console import console
 
 ThresholdOpt = Annotated[str, typer.Option(
     "--threshold", metavar="PERCENT",

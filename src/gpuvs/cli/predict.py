@@ -9,13 +9,13 @@ measured.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from gpuvs.cli.app import (
+from gpuvs.cli.app import app, usage_errors
+from gpuvs.cli.options import (
     AxisOpt,
     BackendOpt,
     BudgetOpt,
@@ -27,25 +27,14 @@ from gpuvs.cli.app import (
     SizesOpt,
     VariantOpt,
     WorkloadsOpt,
-    app,
     build_config,
     check_format,
-    check_writable,
-    console,
-    emit_tables,
-    narration,
     open_store,
     split,
-    usage_errors,
-    write_file,
 )
-from gpuvs.cli.recorded import executed
+from gpuvs.cli.output import check_writable, emit_tables, listening, narration, write_file
 from gpuvs.errors import UsageError
-
-# The CPU side of a prediction: one short pass is enough next to the predicted interval,
-# and `gpuvs predict -w matmul` answers in seconds.
-BUDGET_S = 0.1
-PASSES = 1
+from gpuvs.report.console import console
 
 TargetOpt = Annotated[str | None, typer.Option(
     "--target", metavar="NAME",
@@ -82,6 +71,7 @@ def predict(
     of the same selectors is predicted from its counted work (FLOPs, bytes, launches,
     copies) and the target's measured ceilings. Intervals come from the target's
     validation run; without one, the prediction says it is not yet validated."""
+    from gpuvs.jobs import predict as cpu_side
     from gpuvs.machine.contention import snapshot
     from gpuvs.predicting import forecast
     began = snapshot()  # what other processes do from here is named, as `run` does
@@ -92,17 +82,18 @@ def predict(
         t = forecast.target(chosen)
         exported = from_run is not None and (from_run.endswith(".json")
                                              or Path(from_run).is_file())
+        if from_run is None:  # the settings first: a bad one leaves no store behind
+            config = build_config(split(workload), variant, backend, ["cpu", "cuda"], dtype,
+                                  sizes, budget, None, None, False, passes, axis, full_suite,
+                                  defaults=cpu_side.DEFAULTS)
         store = None if exported else open_store(db, reading=from_run is not None)
         if from_run is not None:
             cpu, config = _stored_cpu(store, from_run, workload, variant, backend, dtype,
                                       sizes, axis, full_suite)
-        else:
-            config = build_config(split(workload), variant, backend, ["cpu", "cuda"], dtype,
-                                  sizes, budget or BUDGET_S, None, None, False,
-                                  passes or PASSES, axis, full_suite)
-    out = narration(fmt)
     if from_run is None:
-        cpu = _measure_cpu(store, config, out, fresh, began)
+        with usage_errors():
+            cpu = cpu_side.cpu_cases(store, config, fresh=fresh, began=began,
+                                     listener=listening(narration(fmt)))
     raise typer.Exit(_answer(t, cpu, config, fmt, json_path, report_path))
 
 
@@ -131,91 +122,16 @@ def _stored_cpu(store: Any, spec: str, workload: Any, variant: Any, backend: Any
     return cpu, config
 
 
-def _measure_cpu(store: Any, config: Any, out: Any, fresh: bool, began: Any) -> list[Any]:
-    """The plan's CPU cases: those this machine measured before (same environment, same
-    workload versions, a quiet machine) unless `fresh`, the others measured now as a run
-    of their own — after naming a busy machine, and followed by how many of them other
-    processes disturbed: a slow CPU time makes every predicted speedup read high."""
-    from dataclasses import replace
-
-    from gpuvs import backends
-    from gpuvs.execute import plan
-    from gpuvs.machine import env
-    from gpuvs.machine.contention import busy_line
-    from gpuvs.model import Caveat, RunKind, Status
-    from gpuvs.store.runs import start_run
-    cpu_config = replace(config, devices=("cpu",))
-    with usage_errors():
-        cases = plan.expand(cpu_config)
-    here = env.collect()
-    known = {} if fresh else _measured_before(store, cases, here.fingerprint)
-    todo = [c for c in cases if c.key not in known
-            and not backends.get(c.backend).absent(c.device)]  # not installed: no baseline
-    if known:
-        runs = ", ".join(sorted({r for r, _ in known.values()}))
-        out.print(f"{len(known)} CPU cases measured before on this machine (run {runs}; "
-                  "--fresh measures them again)", markup=False, highlight=False)
-    if not todo:
-        return [m for _, m in known.values()]
-    if busy := busy_line(since=began):
-        out.print(busy, markup=False, highlight=False)
-    run = start_run(store, RunKind.SWEEP, cpu_config.to_dict(), here)
-    out.print(f"run {run.run_id}: {len(todo)} CPU cases measured here; the GPU cases are "
-              "predicted", markup=False, highlight=False)
-    executed(run, lambda run, shown: _execute(run, todo, cpu_config, shown),
-             "`gpuvs predict` measures them again.", out)
-    measured = [m for m in run.measurements() if m.status is Status.OK]
-    if disturbed := sum(Caveat.CONTENDED in m.caveats for m in measured):
-        out.print(f"{disturbed} of the {len(measured)} CPU cases were measured while other "
-                  "processes took the CPU (contended): those CPU times read slow, so the "
-                  "speedups predicted against them read high; on a quiet machine, "
-                  "`gpuvs predict` measures them again", markup=False, highlight=False)
-    return [m for _, m in known.values()] + measured
-
-
-def _execute(run: Any, todo: Sequence[Any], config: Any, shown: Any) -> dict[str, int]:
-    """The CPU cases measured into `run`, as `gpuvs run` measures them."""
-    from gpuvs.execute import runner
-    with shown(len(todo)) as advance:
-        summary = runner.execute(run, todo, config, on_result=advance)
-    return dict(summary.counts)
-
-
-# How many recent runs are searched for this machine's CPU cases.
-RECENT_RUNS = 50
-
-
-def _measured_before(store: Any, cases: Sequence[Any], fingerprint: str) -> dict[str, Any]:
-    """Case key → (run id, its latest finished measurement) among this environment's
-    recent sweeps, of the workload's current version (a changed workload never mixes),
-    measured on a quiet machine (a contended one is measured again)."""
-    from gpuvs import workloads
-    from gpuvs.model import Caveat, RunKind, Status
-    wanted = {c.key for c in cases}
-    found: dict[str, Any] = {}
-    for record in store.runs(RECENT_RUNS):
-        if record.kind is not RunKind.SWEEP or record.environment.fingerprint != fingerprint:
-            continue
-        for m in store.measurements(record.run_id):
-            if (m.case.key in wanted and m.case.key not in found and m.status is Status.OK
-                    and Caveat.CONTENDED not in m.caveats
-                    and m.workload_version == workloads.get(m.case.workload).version):
-                found[m.case.key] = (record.run_id, m)
-    return found
-
-
 def _answer(t: Any, cpu: list[Any], config: Any, fmt: str, json_path: Path | None,
             report_path: Path | None) -> int:
-    from gpuvs.execute import plan
+    from gpuvs.jobs import predict as cpu_side
     from gpuvs.predicting import forecast
     from gpuvs.report import documents
     from gpuvs.report.predicted import forecast_tables, predicted_plots, render_forecast
     with usage_errors():
-        gpu_cases = [c for c in plan.expand(config) if c.device != "cpu"]
-    predicted = forecast.predict_cases(t, gpu_cases)
-    found = forecast.series(cpu, [p for p in predicted if p.prediction is not None])
-    missing = [p for p in predicted if p.prediction is None]
-    tables = forecast_tables(found, t, missing)
+        answered = cpu_side.forecast(t, cpu, config)
+    found = answered.found
+    tables = forecast_tables(found, t, answered.missing)
     emit_tables(tables, fmt, console(),
                 lambda: documents.document("predict", **json.loads(forecast.document(t, found))))
     if not found:

@@ -8,18 +8,12 @@ from typing import Annotated, Any
 
 import typer
 
-from gpuvs.cli.app import (
-    DbOption,
-    app,
-    console,
-    file_stem,
-    open_store,
-    stored_ceilings,
-    usage_errors,
-    write_file,
-    write_report,
-)
+from gpuvs.cli.app import app, usage_errors
+from gpuvs.cli.options import DbOption, open_store
+from gpuvs.cli.output import file_stem, write_file, write_report
 from gpuvs.errors import UsageError
+from gpuvs.jobs.recording import machine_ceilings
+from gpuvs.report.console import console
 
 RunIdArg = Annotated[str | None, typer.Argument(
     help="A run id, or 'latest'. Leave it out with --from.", show_default=False)]
@@ -96,7 +90,7 @@ def load_run(run_id: str | None, from_json: Path | None, db: str | None
     if run_id == "latest":
         run_id = store.latest_run_id() or run_id
     record = store.get_run(run_id)
-    return record, store.measurements(record.run_id), stored_ceilings(store, record)
+    return record, store.measurements(record.run_id), machine_ceilings(store, record)
 
 
 HISTORY_RUNS = 200

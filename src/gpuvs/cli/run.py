@@ -8,7 +8,8 @@ from typing import Annotated, Any
 
 import typer
 
-from gpuvs.cli.app import (
+from gpuvs.cli.app import app, usage_errors
+from gpuvs.cli.options import (
     AxisOpt,
     BackendOpt,
     BudgetOpt,
@@ -29,24 +30,15 @@ from gpuvs.cli.app import (
     TimeoutOpt,
     VariantOpt,
     WorkloadsOpt,
-    app,
     build_config,
     check_format,
-    check_writable,
-    console,
-    energy_header,
-    estimate_line,
     open_store,
-    plan_estimate,
-    print_plan,
     split,
-    stored_ceilings,
-    usage_errors,
 )
-from gpuvs.cli.recorded import Recording, recorded
+from gpuvs.cli.output import check_writable, finish, listening, narration
+from gpuvs.cli.planning import energy_header, estimate_line, plan_estimate, print_plan
 from gpuvs.errors import UsageError
 from gpuvs.execute import plan
-from gpuvs.model import RunKind
 
 ReportOpt = Annotated[Path | None, typer.Option(
     "--report", metavar="PATH",
@@ -76,7 +68,7 @@ def run(
 
     With no -w, --variant or -a it runs the first-answer suite (square matrix products
     and `x *= 5` over sizes); `--all` runs every workload, `-w NAME` one whole."""
-    from gpuvs import config as cfg
+    from gpuvs.jobs import suite as suites
     with usage_errors():
         check_format(fmt)
         check_writable(json_path, report_path)
@@ -93,22 +85,19 @@ def run(
                              f"drop {', '.join(clashing)} (or start a new run without "
                              "--resume)")
         store = open_store(db) if resume else None  # a dry run stores nothing: no database
-        run_record = _resumed(store, resume) if resume else None
-        if run_record is not None:
-            if run_record.kind is not RunKind.SWEEP:
-                raise UsageError(f"run {resume!r} is a {run_record.kind} run, not a sweep; "
-                                 f"`gpuvs {run_record.kind} --refresh` measures it again")
-            config = cfg.RunConfig(**_config_fields(run_record.config)).validate()
+        resumed = None
+        if resume:
+            resumed, config = suites.resumable(store, resume)
         else:
             config = build_config(split(workload, "-w/--workload", "the names `gpuvs list` "
                                         "shows"), variant, backend, device, dtype, sizes,
                                    budget, timeout, criterion, cold, passes, axis, full_suite,
                                    energy, cpu_watts, price)
-        _dry_run_or_confirm(config, dry_run, yes or run_record is not None, store, db)
-        if run_record is None:
+        _dry_run_or_confirm(config, dry_run, yes or resumed is not None, store, db)
+        if resumed is None:
             plan.check_gpu_here(config)
         store = store or open_store(db)
-    raise typer.Exit(_execute(store, config, run_record, json_path, report_path, fmt=fmt))
+    raise typer.Exit(_execute(store, config, resumed, json_path, report_path, fmt=fmt))
 
 
 @app.command()
@@ -156,51 +145,25 @@ def _dry_run_or_confirm(config: Any, dry_run: bool, yes: bool, store: Any,
     plan.confirm(cases, yes)
 
 
-def _resumed(store: Any, resume: str) -> Any:
-    """The run `--resume` names; `latest` is the most recent sweep that did not finish."""
-    from gpuvs.store.runs import latest_unfinished
-    if resume != "latest":
-        return store.get_run(resume)
-    found = latest_unfinished(store, RunKind.SWEEP)
-    if found is None:
-        raise UsageError("--resume latest: no interrupted run in this database; "
-                         "`gpuvs runs` lists them")
-    return found
-
-
-def _config_fields(stored: Any) -> dict[str, Any]:
-    return {k: tuple(v) if isinstance(v, list) else v for k, v in dict(stored).items()}
-
-
-def _execute(store: Any, config: Any, run_record: Any, json_path: Path | None,
+def _execute(store: Any, config: Any, resumed: Any, json_path: Path | None,
              report_path: Path | None, refine_factor: float | None = None,
              fmt: str = "plain") -> int:
-    from collections import Counter
-
-    from gpuvs.analysis.cost import Prices
-    from gpuvs.execute import runner
+    """The suite measured (`jobs.suite`), said as it goes, then shown."""
+    from gpuvs.jobs import suite as suites
     from gpuvs.machine import contention, env
+    from gpuvs.report.layout import status_line
 
     began = contention.snapshot()  # what other processes do from here is named below
-    from gpuvs.report.layout import result_tables, status_line
-    from gpuvs.report.verdict import answer_table
-    from gpuvs.store.runs import RunHandle
-
     with usage_errors():
-        cases = plan.expand(config)
+        planned = suites.planned(config, resumed)
     environment = env.collect()  # once: the estimate's history and the run's record
-    resumed = RunHandle(store, run_record) if run_record is not None else None
-    skip = frozenset(m.case.key for m in resumed.measurements()
-                     if runner.complete(m, config.passes)) if resumed else frozenset()
-    todo = [c for c in cases if c.key not in skip]
-    prices = Prices.of(config.prices)
-    estimated = plan_estimate(todo, config, store, environment=environment)
+    estimated = plan_estimate(planned.todo, config, store, environment=environment)
 
     def header(run_id: str) -> list[str]:
         busy = contention.busy_line(since=began)
         lines = [busy] if busy else []
-        lines.append(f"run {run_id}: {len(todo)} cases ({len(skip)} already recorded)"
-                     if skip else f"run {run_id}: {len(cases)} cases")
+        lines.append(f"run {run_id}: {len(planned.todo)} cases ({len(planned.skip)} already "
+                     f"recorded)" if planned.skip else f"run {run_id}: {len(planned.cases)} cases")
         if plan.first_answer(config):
             lines.append("the first-answer suite: square matrix products and x *= 5 over "
                          "sizes; `gpuvs run --all` runs every workload")
@@ -210,43 +173,10 @@ def _execute(store: Any, config: Any, run_record: Any, json_path: Path | None,
                          "lists it, and -w, -s or -a narrow it")
         return lines
 
-    def execute(run: Any, shown: Any) -> Counter[str]:
-        counts: Counter[str] = Counter()
-        now: list[Any] = list(cases)
-        rounds = 0
-        while now:
-            with shown(sum(c.key not in skip for c in now)) as advance:
-                counts += runner.execute(run, now, config, on_result=advance,
-                                         skip_keys=skip).counts
-            now = _refinement(store, run.run_id, refine_factor, rounds)
-            rounds += 1
-        return counts
-
-    return recorded(store, Recording(
-        "run", RunKind.SWEEP, config.to_dict(), header, execute,
-        tables=lambda ms, ceilings: [*result_tables(ms, ceilings, prices),
-                                     answer_table(ms, prices)],
-        closing=lambda run_id, counts: [
-            f"run {run_id} finished: {status_line(dict(counts))}. Saved to {store.path}; "
-            f"`gpuvs show {run_id}` prints it again."],
-        again="`gpuvs run --resume latest` finishes it.",
-        complete=lambda m: runner.complete(m, config.passes),
-        ceilings=lambda run: stored_ceilings(store, run.started), environment=environment),
-        fmt=fmt, json_path=json_path, report_path=report_path, resumed=resumed)
-
-
-MAX_REFINE_ROUNDS = 6
-
-
-def _refinement(store: Any, run_id: str, factor: float | None, rounds: int) -> list[Any]:
-    """The next round of sizes around the crossovers, or [] when done."""
-    if factor is None or rounds >= MAX_REFINE_ROUNDS:
-        return []
-    from gpuvs.analysis.refine import refined_cases
-    cases = refined_cases(store.measurements(run_id), factor)
-    if cases:
-        console().print(f"refining: {len(cases)} cases at sizes "
-                         f"{', '.join(sorted({str(c.size) for c in cases}))}")
-    return cases
-
-
+    out = narration(fmt)
+    with usage_errors():
+        done = suites.measure(store, planned, environment=environment,
+                              refine_factor=refine_factor, listener=listening(out, header))
+    return finish(done, "run", fmt, [
+        f"run {done.run_id} finished: {status_line(dict(done.counts))}. Saved to "
+        f"{store.path}; `gpuvs show {done.run_id}` prints it again."], json_path, report_path)

@@ -7,7 +7,8 @@ from typing import Annotated, Any
 
 import typer
 
-from gpuvs.cli.app import (
+from gpuvs.cli.app import app, usage_errors
+from gpuvs.cli.options import (
     DEVICES,
     CpuWattsOpt,
     DbOption,
@@ -17,26 +18,19 @@ from gpuvs.cli.app import (
     FormatOpt,
     JsonOpt,
     TimeoutOpt,
-    app,
     check_format,
-    energy_header,
-    estimate_line,
     open_store,
-    plan_estimate,
-    print_plan,
     split,
-    usage_errors,
 )
-from gpuvs.cli.recorded import Recording, recorded
+from gpuvs.cli.output import finish, listening, narration
+from gpuvs.cli.planning import energy_header, estimate_line, plan_estimate, print_plan
 from gpuvs.errors import UsageError
+from gpuvs.jobs.seeds import DEFAULTS
 
-# Sampling seconds a case: most cases meet their CI within it, and the run must fit in
-# 8 minutes on a GPU machine (docs/seeds-h100.md says where the time goes).
-BUDGET_S = 0.1
 BudgetOpt = Annotated[float | None, typer.Option(
     "--budget", metavar="SECONDS",
-    help=f"Sampling seconds per case (default {BUDGET_S:g}). More budget, tighter intervals, "
-         "a longer run.")]
+    help=f"Sampling seconds per case (default {DEFAULTS['budget_s']:g}). More budget, "
+         "tighter intervals, a longer run.")]
 
 
 @app.command()
@@ -74,10 +68,11 @@ def seeds(
     every case on the CPU (what the posts did with CUDA_VISIBLE_DEVICES="").
     """
     from gpuvs import config as cfg
+    from gpuvs.jobs import seeds as posts
     from gpuvs.seeds.base import SeedOptions
     with usage_errors():
         check_format(fmt)
-        chosen = _chosen(split(seed, "--seed", "0 to 4, or 000 to 004"))
+        chosen = posts.chosen(split(seed, "--seed", "0 to 4, or 000 to 004"))
         cfg.not_negative("--epochs", epochs)
         if data is not None:  # the whole archive, read now: not a table over crashed cases
             from gpuvs.workloads.cifar import load_cifar100
@@ -89,8 +84,8 @@ def seeds(
                               compile=compile_step)
         config = cfg.build({"devices": split(device, "-d/--device", DEVICES),
                             "timeout_s": timeout, "budget_s": budget, "energy": energy or None,
-                            "cpu_watts": cpu_watts}, defaults={"budget_s": BUDGET_S})
-        cases = _cases(chosen, options, config.devices)
+                            "cpu_watts": cpu_watts}, defaults=DEFAULTS)
+        cases = posts.cases(chosen, options, config.devices)
         if dry_run:
             print_plan(cases, config, plan_estimate(cases, config, db=db))
             raise typer.Exit(0)
@@ -100,56 +95,29 @@ def seeds(
     raise typer.Exit(_run(store, config, cases, chosen, options, json_path, fmt))
 
 
-def _chosen(names: tuple[str, ...]) -> tuple[str, ...]:
-    """Seed names as registered ('000'); '2' and '002' alike. Unknown ones: UsageError."""
-    from gpuvs import seeds
-    wanted = tuple(f"{int(n):03d}" if n.isdigit() else n for n in names) or seeds.names()
-    for name in wanted:
-        seeds.get(name)
-    return wanted
-
-
-def _cases(chosen: tuple[str, ...], options: Any, devices: tuple[str, ...]) -> list[Any]:
-    """Every seed's cases on the devices asked for (cuda means cuda:0)."""
-    from gpuvs import seeds
-    kinds = {d.partition(":")[0] for d in devices}
-    return [c for name in chosen for c in seeds.get(name).cases(options)
-            if c.device.partition(":")[0] in kinds]
-
-
 def _run(store: Any, config: Any, cases: list[Any], chosen: tuple[str, ...], options: Any,
          json_path: Path | None, fmt: str = "plain") -> int:
+    """The posts replayed (`jobs.seeds`), said as they go, then shown."""
     import time
-    from dataclasses import asdict
 
     from gpuvs import units
-    from gpuvs.execute import runner
+    from gpuvs.jobs import seeds as posts
     from gpuvs.machine import env
-    from gpuvs.model import RunKind
     from gpuvs.report.layout import status_line
-    from gpuvs.report.seed_tables import seed_answers, seed_tables
     environment = env.collect()  # once: the estimate's history and the run's record
     estimated = plan_estimate(cases, config, store, environment=environment)
     long_plan = ([f"this plan takes {estimate_line(estimated, config)}; `--dry-run` lists "
                   "it, and --seed or --quick narrow it"] if estimated.long else [])
     started = time.monotonic()
 
-    def execute(run: Any, shown: Any) -> Any:
-        with shown(len(cases)) as advance:
-            return runner.execute(run, cases, config, on_result=advance).counts
+    def header(run_id: str) -> list[str]:
+        return [f"run {run_id}: seeds {', '.join(chosen)}, {len(cases)} cases"
+                + (" (--quick)" if options.quick else ""), *energy_header(config), *long_plan]
 
-    return recorded(store, Recording(
-        "seeds", RunKind.SEEDS,
-        {"seeds": list(chosen), **asdict(options), "budget_s": config.budget_s,
-         "timeout_s": config.timeout_s, "devices": list(config.devices),
-         "energy": config.energy, "cpu_watts": config.cpu_watts, "passes": config.passes},
-        header=lambda run_id: [f"run {run_id}: seeds {', '.join(chosen)}, {len(cases)} cases"
-                               + (" (--quick)" if options.quick else ""),
-                               *energy_header(config), *long_plan],
-        execute=execute, tables=lambda ms, ceilings: [*seed_tables(ms), seed_answers(ms)],
-        closing=lambda run_id, counts: [
-            f"run {run_id} finished in {units.seconds(time.monotonic() - started)}: "
-            f"{status_line(dict(counts))}. `gpuvs show {run_id}` prints every case's table."],
-        again=f"`gpuvs seeds {' '.join(chosen)}` measures them again.",
-        complete=lambda m: runner.complete(m, config.passes), environment=environment),
-        fmt=fmt, json_path=json_path)
+    with usage_errors():
+        done = posts.replay(store, config, chosen, options, environment=environment,
+                            listener=listening(narration(fmt), header))
+    return finish(done, "seeds", fmt, [
+        f"run {done.run_id} finished in {units.seconds(time.monotonic() - started)}: "
+        f"{status_line(dict(done.counts))}. `gpuvs show {done.run_id}` prints every case's "
+        "table."], json_path)

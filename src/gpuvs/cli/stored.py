@@ -7,34 +7,22 @@ from typing import Annotated
 
 import typer
 
-from gpuvs.cli.app import (
-    DbOption,
-    FormatOpt,
-    app,
-    check_format,
-    console,
-    emit_tables,
-    file_stem,
-    open_store,
-    stored_ceilings,
-    usage_errors,
-    write_file,
-)
+from gpuvs.cli.app import app, usage_errors
+from gpuvs.cli.options import DbOption, FormatOpt, check_format, open_store
+from gpuvs.cli.output import emit_tables, file_stem, write_file
 from gpuvs.errors import UsageError
-from gpuvs.model import RunKind
+from gpuvs.jobs.recording import machine_ceilings
+from gpuvs.report.console import console
 
 
 @app.command()
 def show(run_id: Annotated[str, typer.Argument(help="A run id, or 'latest'.")],
          db: DbOption = None, fmt: FormatOpt = "plain") -> None:
-    """Print a stored run's tables again (for a `gpuvs seeds` run, the posts' tables
-    first)."""
-    from gpuvs.analysis.cost import Prices
-    from gpuvs.report.dist_tables import dist_tables
+    """Print a stored run's tables again, as its command printed them (for a `gpuvs seeds`
+    run, the posts' tables and the posts answered)."""
+    from gpuvs.report import views
     from gpuvs.report.documents import cases_document
     from gpuvs.report.history import commit_of, machine_of
-    from gpuvs.report.layout import result_tables
-    from gpuvs.report.seed_tables import seed_tables
     with usage_errors():
         check_format(fmt)
         store = open_store(db, reading=True)
@@ -42,11 +30,8 @@ def show(run_id: Annotated[str, typer.Argument(help="A run id, or 'latest'.")],
             run_id = store.latest_run_id() or run_id
         record = store.get_run(run_id)
         measurements = store.measurements(run_id)
-        ceilings = [] if record.kind is RunKind.DIST else stored_ceilings(store, record)
-        tables = (dist_tables(measurements) if record.kind is RunKind.DIST else
-                  (seed_tables(measurements) if record.kind is RunKind.SEEDS else [])
-                  + result_tables(measurements, ceilings,
-                                  Prices.of(record.config.get("prices"))))
+        ceilings = machine_ceilings(store, record)
+        tables = views.of(record.kind).tables(record, measurements, ceilings)
     out = console()
     if fmt != "json":
         out.print(f"run {record.run_id} · {record.kind} · {record.status} · started "
@@ -82,7 +67,7 @@ def export(
             run_id = store.latest_run_id() or run_id
         record = store.get_run(run_id)
         measurements = store.measurements(record.run_id)
-        text = (json_text(record, measurements, stored_ceilings(store, record))
+        text = (json_text(record, measurements, machine_ceilings(store, record))
                 if format == "json" else csv_text(record, measurements))
         if output == "-":
             sys.stdout.write(text)

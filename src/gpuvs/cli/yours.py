@@ -7,13 +7,13 @@ tables, the crossover and why, and saves the run like any other."""
 
 from __future__ import annotations
 
-from collections import Counter
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from gpuvs.cli.app import (
+from gpuvs.cli.app import app, usage_errors
+from gpuvs.cli.options import (
     DEVICES,
     SIZES,
     BudgetOpt,
@@ -22,14 +22,11 @@ from gpuvs.cli.app import (
     JsonOpt,
     SizesOpt,
     TimeoutOpt,
-    app,
     check_format,
-    check_writable,
     open_store,
     split,
-    usage_errors,
 )
-from gpuvs.cli.recorded import Recording, recorded
+from gpuvs.cli.output import check_writable, finish, listening, narration
 from gpuvs.yours.run_file import DEFAULT_INPUTS
 
 
@@ -75,8 +72,9 @@ def run_file(
     last lines are quoted if it dies); a case that dies is recorded crashed, one that
     outlives --timeout is killed and recorded timeout, and a fresh worker runs the rest.
     """
-    from gpuvs.config import RunConfig, check_devices, check_tolerance, parse_sizes
-    from gpuvs.yours.run_file import Request, scripts
+    from gpuvs.config import build, check_devices, check_tolerance, parse_sizes
+    from gpuvs.execute.wire import RunFile, Sampling
+    from gpuvs.yours.run_file import scripts
 
     with usage_errors():
         check_format(fmt)
@@ -85,52 +83,27 @@ def run_file(
         chosen = parse_sizes(split(sizes, "-s/--sizes", SIZES))
         devices = check_devices(split(device, "-d/--device", DEVICES) or ("cpu", "cuda"))
         check_tolerance(tolerance)
-        given = {"budget_s": budget, "timeout_s": timeout}
-        config = RunConfig(**{k: v for k, v in given.items() if v is not None}).validate()
+        config = build({"budget_s": budget, "timeout_s": timeout})
         store = open_store(db)
-        request = Request(tuple(targets), inputs, chosen, devices, config.budget_s, tolerance)
+        request = RunFile(tuple(targets), inputs, chosen, devices, Sampling.of(config),
+                          tolerance)
     raise typer.Exit(_recorded(store, request, config.timeout_s, json_path, fmt))
 
 
 def _recorded(store: Any, request: Any, timeout_s: float, json_path: Path | None,
               fmt: str) -> int:
-    """run-file on the one command skeleton: each case saved the moment the worker sends
-    it, Ctrl-C keeping what finished, the run's JSON in the one run format."""
-    from gpuvs.model import RunKind
-    from gpuvs.report.layout import result_tables, status_line
-    from gpuvs.report.verdict import answer_table
-    from gpuvs.yours.file_runner import run
+    """run-file's job (`jobs.own`): each case saved the moment the worker sends it, Ctrl-C
+    keeping what finished, the run's JSON in the one run format; then shown."""
+    from gpuvs.jobs import own
+    from gpuvs.report.layout import status_line
+    from gpuvs.yours.run_file import case_count
 
-    explanation: list[str] = []
+    def header(run_id: str) -> list[str]:
+        return [f"run {run_id}: {' '.join(request.targets)}, {case_count(request)} cases"]
 
-    def execute(recording: Any, shown: Any) -> Counter[str]:
-        with shown(request.cases) as advance:
-            def kept(m: Any) -> None:  # saved the moment it arrives, then shown
-                recording.record(m)
-                advance(m)
-
-            outcome = run(request, timeout_s, kept)
-        explanation.extend(outcome.explanation)
-        return Counter(m.status.value for m in outcome.comparison.measurements)
-
-    def closing(run_id: str, counts: Any) -> list[str]:
-        return [*explanation, f"run {run_id} finished: {status_line(dict(counts))}. Saved to "
-                              f"{store.path}; `gpuvs show {run_id}` prints it again."]
-
-    targets = " ".join(request.targets)
-    return recorded(store, Recording(
-        "run-file", RunKind.YOURS, _config(request),
-        header=lambda run_id: [f"run {run_id}: {targets}, {request.cases} cases"],
-        execute=execute,
-        tables=lambda ms, _: [*result_tables(ms), answer_table(ms)], closing=closing,
-        again=f"`gpuvs run-file {targets}` measures it again.", lazily=True),
-        fmt=fmt, json_path=json_path)
-
-
-def _config(request: Any) -> dict[str, Any]:
-    """What the run records: its function and target; with several, each of them too."""
-    names = [t.rpartition("::")[2] for t in request.targets]
-    several = {"functions": names, "targets": list(request.targets)} \
-        if len(names) > 1 else {}
-    return {"function": ", ".join(names), "target": " ".join(request.targets),
-            "devices": list(request.devices), "sizes": list(request.sizes)} | several
+    with usage_errors():
+        done = own.run_file(store, request, timeout_s, listener=listening(narration(fmt),
+                                                                          header))
+    return finish(done, "run-file", fmt, [
+        f"run {done.run_id} finished: {status_line(dict(done.counts))}. Saved to "
+        f"{store.path}; `gpuvs show {done.run_id}` prints it again."], json_path)

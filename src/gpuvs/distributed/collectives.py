@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from gpuvs.distributed import watched
+from gpuvs.distributed import tries
 from gpuvs.distributed.rank import (
     RankResult,
     Ranks,
@@ -130,7 +130,7 @@ def _turns(waiting: list[_Sampling], visit: Callable[[Case], None]
 class _Sampling:
     """A started case: its buffers, its watches and its eager calls' sampler, stepped a
     batch a turn until it is done — and started again, inside fresh watches, when
-    `watched.again` says so (the same decision on every rank)."""
+    `tries.again` says so (the same decision on every rank)."""
 
     def __init__(self, r: Ranks, case: Case, op: Op, first: float, loops: int,
                  plan: tuple[int, float, int], set_up: Seen) -> None:
@@ -142,7 +142,7 @@ class _Sampling:
 
     def _begin(self) -> None:
         least, budget_s, turns = self.plan
-        self.watches = watched.split(watched.case_watches(self.r, self.r.threads))[1]
+        self.watches = tries.split(tries.case_watches(self.r, self.r.threads))[1]
         self.watches.case_started()
         self.calls = Sampler(self.r, self.op.call, self.loops, least,
                              budget_s * self.tries.budget_factor, turns)
@@ -159,15 +159,15 @@ class _Sampling:
         if self.calls.step():
             self.watches.sampling_ended(self.calls.calls)
             calls = self.calls.took
-            result = watched.seen_with(RankResult(
+            result = tries.seen_with(RankResult(
                 samples=tuple(calls.mine), wall_samples=tuple(calls.walls),
                 first_call_s=self.first, loops=self.loops, warmups=WARMUP_CALLS,
                 criterion_met=self.calls.met), self.set_up, self.watches.case_ended())
-            if why := watched.again(self.r, result, self.tries):
-                self.tries = watched.next_try(self.tries, why)
+            if why := tries.again(self.r, result, self.tries):
+                self.tries = tries.next_try(self.tries, why)
                 self._begin()
             else:
-                self.ended = watched.seen_with(result, tries=self.tries)
+                self.ended = tries.seen_with(result, tries=self.tries)
         return self.finished
 
     def result(self) -> RankResult:
@@ -180,7 +180,7 @@ def _start(r: Ranks, case: Case, samples: int, budget_s: float, turns: int
     """Check, warm up and calibrate a case and take its first batch; a RankResult where
     the case ends before sampling (no room, a wrong result). Its peak memory is watched
     from before its buffers are made until its first batch is taken."""
-    peak = watched.split(watched.case_watches(r, r.threads))[0]
+    peak = tries.split(tries.case_watches(r, r.threads))[0]
     peak.case_started()
     made = _made(r, case)
     if isinstance(made, RankResult):

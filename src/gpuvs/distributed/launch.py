@@ -7,16 +7,18 @@ off in the ranks), with this gpuvs first on PYTHONPATH. Each rank count gets a l
 its own (scaling's N = 1 is one process, not one rank of a larger world), so no rank ever
 waits in a sub-group it is not part of.
 
-Rank 0 saves each case itself and reports `ready`, then `start` before each step of a
-case and `done` once it is saved; the parent only watches those lines, and is the
-watchdog: ranks that are not `ready` within the set-up allowance (importing torch, the
+Rank 0 saves each case itself and reports `Ready`, then `Started` before each step of a
+case and `Measured` once it is saved (`execute.wire`); the parent only watches those
+events, and is the watchdog: ranks that are not ready within the set-up allowance
+(importing torch, the
 rendezvous, the process groups), or a step with no next event within the case timeout,
 have torchrun and every rank killed, and the case in that step is recorded `timeout`. A
 rank that dies makes torchrun stop the others, and the case in flight is recorded
 `crashed` (or `oom`) with the dead rank and its error. Either way the ranks are started
 again for the cases left, so one bad case costs one case. On CUDA the collectives' graph
-replays come once every case is saved (`replay` before each, `replayed` once it is saved
-again): a failure then costs no case, and the command's closing lines say what it cost.
+replays come once every case is saved (`Started(replay=True)` before each, `Measured(
+resaved=True)` once it is saved again): a failure then costs no case, and the command's
+closing lines say what it cost.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from typing import Any
 from gpuvs.distributed.rank_main import ERROR_PREFIX
 from gpuvs.distributed.spec import Spec
 from gpuvs.execute.supervisor import Child, signal_name
+from gpuvs.execute.wire import Measured, Ready, Started
 from gpuvs.model import Case, Measurement, Status
 
 STDERR_TAIL_LINES = 200
@@ -101,7 +104,7 @@ def _execute_part(spec: Spec, recording: Any, on_result: Callable[[Measurement],
     pending = list(spec.cases)
     info: dict[str, Any] = {}
     while pending:
-        run = _launch(replace(spec, cases=tuple(pending)), recording, on_result)
+        run = _launch(replace(spec, cases=tuple(pending)), on_result)
         info = info or run.ready
         pending = [c for c in pending if c.key not in run.done]
         if not pending:
@@ -120,7 +123,7 @@ def _execute_part(spec: Spec, recording: Any, on_result: Callable[[Measurement],
     return info
 
 
-def _launch(spec: Spec, recording: Any, on_result: Callable[[Measurement], None]) -> _Launch:
+def _launch(spec: Spec, on_result: Callable[[Measurement], None]) -> _Launch:
     """One torchrun, supervised (`execute.supervisor.Child`): rank 0's events followed
     from the status file it appends to, the watchdog's deadline, and torchrun with every
     rank killed when it passes."""
@@ -134,7 +137,7 @@ def _launch(spec: Spec, recording: Any, on_result: Callable[[Measurement], None]
                       env=rank_environment(), events_path=status_path,
                       tail_lines=STDERR_TAIL_LINES)
         try:
-            _watch(child, spec, recording, run, on_result)
+            _watch(child, spec, run, on_result)
         finally:
             if child.proc.poll() is None:
                 child.kill()
@@ -144,31 +147,24 @@ def _launch(spec: Spec, recording: Any, on_result: Callable[[Measurement], None]
     return run
 
 
-def _watch(child: Child, spec: Spec, recording: Any, run: _Launch,
+def _watch(child: Child, spec: Spec, run: _Launch,
            on_result: Callable[[Measurement], None]) -> None:
     """Follow rank 0's events until torchrun ends; the child is killed when the set-up or
-    a case overstays. Until `ready` the set-up allowance runs; after it, each event
-    restarts the case's clock (a step of a case lies between its `start` and the next
+    a case overstays. Until `Ready` the set-up allowance runs; after it, each event
+    restarts the case's clock (a step of a case lies between its `Started` and the next
     event)."""
     deadline = time.monotonic() + spec.setup_timeout_s
     while (event := child.event(deadline)) is not None:
-        if event["event"] == "ready":
-            run.ready = {k: v for k, v in event.items() if k != "event"}
-        elif event["event"] in ("start", "replay"):
-            run.in_flight = event["case"]
-        elif event["event"] == "done":
-            run.done.add(event["case"])
+        if isinstance(event, Ready):
+            run.ready = dict(event.info)
+        elif isinstance(event, Started):
+            run.in_flight = event.case.key
+        elif isinstance(event, Measured):
             run.in_flight = ""
-            on_result(_saved(recording, event["case"]))
-        elif event["event"] == "replayed":  # saved again, with its graph replays
-            run.in_flight = ""
+            if not event.resaved:  # saved again with its graph replays: counted before
+                run.done.add(event.measurement.case.key)
+                on_result(event.measurement)
         deadline = time.monotonic() + spec.timeout_s
-
-
-def _saved(recording: Any, key: str) -> Measurement:
-    """The case rank 0 saved, as the store holds it."""
-    found: Measurement = next(m for m in recording.measurements() if m.case.key == key)
-    return found
 
 
 def _failure(case: Case, run: _Launch, spec: Spec) -> Measurement:

@@ -22,7 +22,7 @@ from gpuvs.machine.energy import GPU_IDLE_W, GPU_J
 from gpuvs.measuring import caveats
 from gpuvs.measuring.criteria import MedianCI
 from gpuvs.measuring.watch import Seen, observing
-from gpuvs.model import Case, Caveat, Measurement, Status
+from gpuvs.model import Case, Caveat, Measurement, Status, on_gpu
 
 # Calls per sample are calibrated so that one sample lasts at least this long: far above
 # the CUDA events' resolution (about 0.5 µs) and the jitter of leaving a barrier.
@@ -51,7 +51,7 @@ class Ranks:
 
     @property
     def cuda(self) -> bool:
-        return self.device.startswith("cuda")
+        return on_gpu(self.device)
 
 
 @dataclass(frozen=True)
@@ -68,7 +68,7 @@ class RankResult:
     loops: int = 1
     warmups: int = 0
     criterion_met: bool = True  # False: the budget ended before the CI reached REL_CI
-    seen: Seen = Seen()  # what this rank's watches saw (`watched`)
+    seen: Seen = Seen()  # what this rank's watches saw (`tries`)
 
 
 def barrier(r: Ranks) -> None:
@@ -317,6 +317,6 @@ def measurement(case: Case, results: Sequence[RankResult],
         caveats=tuple(dict.fromkeys((*caveats.detect(samples, first,
                                                      criterion_met=head.criterion_met),
                                      *seen.caveats))),
-        timer="cuda_events" if case.device.startswith("cuda") else "host",
+        timer="cuda_events" if on_gpu(case.device) else "host",
         counters={**seen.counters, **counters},
         graph_samples=per_sample_max(replayed) if all(replayed) else ())

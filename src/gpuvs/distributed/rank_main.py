@@ -3,12 +3,13 @@ the user's own `torchrun` (`gpuvs dist … --launched`).
 
 Every rank runs every case (collectives: small ones in turns, `collectives.run_cases`);
 rank 0 gathers the other ranks' results, saves the case's measurement the moment the case
-ends and, when a parent launched the ranks, reports progress as JSON lines in
-`spec.status_path` — `ready`, then `start` before each step of a case and `done` once
-it is saved — so the parent knows which case a crash or a hang belongs to. On CUDA the
-collectives' graph replays come after the last eager sample (`collectives.replay_cases`):
-each case is saved again with them, announced by `replay` and `replayed`, so a rank
-lost then leaves every eager result saved. A rank
+ends and, when a parent launched the ranks, reports progress in `spec.status_path`, one
+`execute.wire` event a line — `Ready`, then `Started` before each step of a case and
+`Measured` once it is saved — so the parent knows which case a crash or a hang belongs
+to. On CUDA the collectives' graph replays come after the last eager sample
+(`collectives.replay_cases`): each case is saved again with them, announced by
+`Started(replay=True)` and `Measured(resaved=True)`, so a rank lost then leaves every
+eager result saved. A rank
 that fails prints one `gpuvs-dist-error` line to stderr — its status by the case policy
 (`oom` only on the framework's own out-of-memory error) and its error — which the parent
 makes the case's status and reason.
@@ -21,7 +22,6 @@ TEXT, or during set-up (after joining the process group, before `ready`) when TE
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
@@ -33,10 +33,11 @@ from pathlib import Path
 from typing import Any
 
 from gpuvs import errors
-from gpuvs.distributed import collectives, scaling, watched
+from gpuvs.distributed import collectives, scaling, tries
 from gpuvs.distributed.rank import Ranks, cpu_threads
 from gpuvs.distributed.spec import Spec
 from gpuvs.execute import policy
+from gpuvs.execute.wire import Measured, Message, Ready, Started, encode
 from gpuvs.machine.energy import NOT_ASKED, EnergyOptions
 from gpuvs.model import Case, Measurement, Status
 from gpuvs.store.runs import resume_run
@@ -61,8 +62,8 @@ def serve(spec: Spec, on_done: Callable[[Measurement], None] = lambda m: None
     groups = _subgroups(world, spec) if spec.command == "scaling" else {}
     info = _ready(world)
     # Every rank's GPU idle at once, before any case: the base of "above idle".
-    power = watched.energy_options(world) if spec.energy else NOT_ASKED
-    _emit(spec, world, "ready", **info)
+    power = tries.energy_options(world) if spec.energy else NOT_ASKED
+    _emit(spec, world, Ready(info))
     store = _store(spec) if world.rank == 0 else None
     # The parent started the run (its command skeleton); rank 0 records into it.
     run = resume_run(store, spec.run_id) if store is not None else None
@@ -71,10 +72,8 @@ def serve(spec: Spec, on_done: Callable[[Measurement], None] = lambda m: None
             m = _gathered(spec, world, case, mine, threads)
             if m is not None and run is not None:
                 run.record(m)
-                if again:  # saved before: the parent has counted it
-                    _emit(spec, world, "replayed", case=case.key)
-                else:
-                    _emit(spec, world, "done", case=case.key, status=m.status.value)
+                _emit(spec, world, Measured(m, resaved=again))  # again: counted before
+                if not again:
                     on_done(m)
             # No rank goes on before this case is saved: a rank that dies in the next
             # step must not take this case's result down with it.
@@ -148,7 +147,7 @@ def _results(spec: Spec, world: Ranks, groups: dict[int, Ranks],
     seen: set[str] = set()
 
     def visit(case: Case) -> None:
-        _emit(spec, world, "start", case=case.key)
+        _emit(spec, world, Started(case))
         if case.key not in seen:
             seen.add(case.key)
             _planted_fault(case.key, world.rank)
@@ -161,7 +160,7 @@ def _results(spec: Spec, world: Ranks, groups: dict[int, Ranks],
             yield case, mine, world.threads, False
         for case, mine in collectives.replay_cases(
                 world, finished, spec.samples, spec.budget_s,
-                lambda case: _emit(spec, world, "replay", case=case.key)):
+                lambda case: _emit(spec, world, Started(case, replay=True))):
             yield case, mine, world.threads, True
         return
     for case in spec.cases:
@@ -208,12 +207,12 @@ def _store(spec: Spec) -> Any:
     return open_store(spec.db)
 
 
-def _emit(spec: Spec, world: Ranks, event: str, **fields: Any) -> None:
-    """One progress line for the parent (rank 0 only, and only under a parent)."""
+def _emit(spec: Spec, world: Ranks, event: Message) -> None:
+    """One event for the parent (rank 0 only, and only under a parent)."""
     if world.rank != 0 or not spec.status_path:
         return
     with open(spec.status_path, "a", encoding="utf-8") as f:
-        f.write(json.dumps({"event": event, **fields}) + "\n")
+        f.write(encode(event) + "\n")
 
 
 def _planted_fault(key: str, rank: int) -> None:

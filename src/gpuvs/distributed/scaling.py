@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from gpuvs.distributed import watched
+from gpuvs.distributed import tries
 from gpuvs.distributed.rank import (
     RankResult,
     Ranks,
@@ -52,10 +52,10 @@ ENERGY_CHUNK_S = 0.5
 def run_case(r: Ranks, case: Case, steps: int, threads: int,
              restart: Callable[[], None] = lambda: None, power: EnergyOptions = NOT_ASKED
              ) -> RankResult:
-    """This rank's part of one rank count, inside the watches (`watched.measured`): taken
+    """This rank's part of one rank count, inside the watches (`tries.measured`): taken
     again, on a fresh model, with REMEASURE_BUDGET_FACTOR times the steps when the steps
     split or drifted, or after a pause when another process contended."""
-    return watched.measured(r, lambda watches, factor: _taken(
+    return tries.measured(r, lambda watches, factor: _taken(
         r, case, round(steps * factor), watches, power.asked), threads, restart,
         power=power)
 

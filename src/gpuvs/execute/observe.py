@@ -3,8 +3,8 @@
 A profiler session, a CUDA graph's capture and replay, and the pieces of a call timed
 alone all run the work again under something else's eye, and the first two change the
 speed of the calls timed after them in the same process: on an H100 a launch-bound loop
-(`x.mul_` on 10⁴ elements) ran at 9.7 µs a call, and at 13.2 µs after one profiler session
-over 50 calls. So a worker observes only after its last timed case (the runner's
+ran about twice as slow after one profiler session (docs/accuracy.md, "Observation apart
+from timing"). So a worker observes only after its last timed case (the runner's
 `_observe`), parts first — they are timed themselves — then profiles and graph replays;
 from then on it refuses to time (`measuring.watch.ensure_unobserved`).
 """
@@ -14,13 +14,12 @@ from __future__ import annotations
 import gc
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
 
 from gpuvs import workloads
 from gpuvs.backends.base import Backend
-from gpuvs.machine import watches
-from gpuvs.measuring import criteria
-from gpuvs.measuring.protocol import Budget, Prepared, measure_watched
+from gpuvs.execute.take import take
+from gpuvs.execute.wire import Observe
+from gpuvs.measuring.protocol import Prepared
 from gpuvs.measuring.watch import observing
 from gpuvs.model import Case
 from gpuvs.workloads.base import prepared_case, threads_limited
@@ -48,14 +47,13 @@ def observations(backend: Backend, case: Case, median_s: float) -> tuple[str, ..
     return found
 
 
-def observe(backend: Backend, request: dict[str, Any]) -> dict[str, float]:
-    """One observation of one timed case (`request["observe"]`: its case and which
-    observation), after every timed sample this worker will take: the parts first (they
-    are timed, so they come before anything that marks the process observed), then the
-    profile and the graph replay. A failed observation gives no counters, never a status:
-    the case's own measurement stands."""
-    case = Case.from_dict(request["observe"]["case"])
-    what = request["observe"]["what"]
+def observe(backend: Backend, request: Observe) -> dict[str, float]:
+    """One observation of one timed case (its case, and which observation), after every
+    timed sample this worker will take: the parts first (they are timed, so they come
+    before anything that marks the process observed), then the profile and the graph
+    replay. A failed observation gives no counters, never a status: the case's own
+    measurement stands."""
+    case, what = request.case, request.what
     workload = workloads.get(case.workload)
     prepared: Prepared | None = None
     try:
@@ -75,19 +73,17 @@ def observe(backend: Backend, request: dict[str, Any]) -> dict[str, float]:
         backend.empty_cache(case.device)
 
 
-def _parts_s(prepared: Prepared, backend: Backend, case: Case,
-             request: dict[str, Any]) -> dict[str, float]:
-    """Each part of the call timed alone by the same path: `<name>_s`, its median."""
+def _parts_s(prepared: Prepared, backend: Backend, case: Case, request: Observe
+             ) -> dict[str, float]:
+    """Each part of the call timed alone by the same path, with half the case's budget:
+    `<name>_s`, its median."""
     out: dict[str, float] = {}
-    budget = Budget(**request["budget"])
+    half = replace(request.sampling, budget_s=request.sampling.budget_s / 2)
     for name, part in prepared.parts:
-        m, _ = measure_watched(
-            _constant(Prepared(call=part, check=_unchecked)), case,
-            backend.clock(case.device), criteria.parse(request["criterion"]),
-            replace(budget, seconds=budget.seconds / 2),
-            watches.standard(case.device, hold=backend.quiet_numpy_blas))
-        if m.summary is not None:
-            out[f"{name}_s"] = m.summary.median
+        taken = take(case, _constant(Prepared(call=part, check=_unchecked)), half,
+                     backend=backend, hold=backend.quiet_numpy_blas, raising=True)
+        if taken.measurement.summary is not None:
+            out[f"{name}_s"] = taken.measurement.summary.median
     return out
 
 

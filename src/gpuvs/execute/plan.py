@@ -12,7 +12,7 @@ from itertools import product
 from gpuvs import backends, workloads
 from gpuvs.config import RunConfig, parse_axes
 from gpuvs.errors import UsageError
-from gpuvs.model import Case, Params
+from gpuvs.model import Case, Params, on_gpu
 
 # What a case without the parameter has: data left on the device.
 AXIS_DEFAULTS = {"data": "resident"}
@@ -128,7 +128,7 @@ def _targets(config: RunConfig) -> list[tuple[str, str]]:
 
 def _data_modes(modes: tuple[str, ...], device: str) -> tuple[str, ...]:
     # On the CPU there is nothing to copy: every case is resident.
-    return modes if device.startswith("cuda") else ("resident",)
+    return modes if on_gpu(device) else ("resident",)
 
 
 def _with_data(params: Params, data: str) -> Params:

@@ -12,7 +12,7 @@ from collections.abc import Hashable
 from pathlib import Path
 from typing import Any
 
-from gpuvs.errors import one_line
+from gpuvs.errors import BackendUnavailable, one_line
 from gpuvs.model import Case, Measurement, Status
 
 # What the host allocators say when they cannot allocate: torch raises a plain
@@ -33,7 +33,11 @@ def failure(backend: Any, case: Case, e: BaseException, crashed: str | None = No
             ) -> tuple[Measurement, bool]:
     """The measurement of a case that raised `e`, and whether the process that ran it
     must be replaced (a sticky device error poisons every later case there). `crashed`
-    words a crash for the caller (whose function raised); by default the error's tail."""
+    words a crash for the caller (whose function raised); by default the error's tail.
+    A backend that cannot do what the case needs here (no way to flush this device's
+    caches) skips the case: nothing was measured, and nothing crashed."""
+    if isinstance(e, BackendUnavailable):
+        return Measurement(case, Status.SKIPPED, reason=str(e)), False
     if out_of_memory(backend, e):
         backend.empty_cache(case.device)
         return Measurement(case, Status.OOM, reason=f"out of memory: {one_line(e)}"), False

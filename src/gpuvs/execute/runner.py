@@ -16,7 +16,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+from typing import Protocol
 
 from gpuvs import backends, stats
 from gpuvs.backends.base import NO_GPU
@@ -24,9 +24,10 @@ from gpuvs.config import RunConfig
 from gpuvs.execute.observe import observations
 from gpuvs.execute.policy import OutOfMemorySeries
 from gpuvs.execute.supervisor import STARTUP_ALLOWANCE_S, Child
+from gpuvs.execute.wire import Again, Measured, Message, Observe, Observed, Preload, Sampling, Take
 from gpuvs.machine import energy, memory
+from gpuvs.machine.energy import EnergyOptions
 from gpuvs.measuring import caveats
-from gpuvs.measuring.protocol import Budget
 from gpuvs.model import REPEAT_SPREAD, Case, Caveat, Measurement, Params, Status
 
 # A fresh worker imports its framework and initialises the device before its first case.
@@ -106,7 +107,7 @@ class Worker(Child):
             kinds.setdefault((c.workload, c.variant, c.params), c)
         self.preload = tuple(kinds.values())
         # A worker that died at once is found out by its first case.
-        self.send({"preload": [c.to_dict() for c in self.preload]})
+        self.send(Preload(self.preload))
         self.ready = False
         self.fresh = True
         self.ran: set[tuple[str, str]] = set()  # (workload, device) of each replay it ran
@@ -119,16 +120,16 @@ class Worker(Child):
             self.ready = True
             self.event(time.monotonic() + STARTUP_ALLOWANCE_S)
 
-    def ask(self, request: dict[str, Any], timeout_s: float) -> dict[str, Any] | None:
+    def ask(self, request: Take | Observe, timeout_s: float) -> Message | None:
         """The worker's answer, or None if it died or timed out (see `failure`). A case
-        measured again because it was contended starts its clock again (`again`)."""
+        measured again because it was contended starts its clock again (`Again`)."""
         self.await_ready()
         if not self.send(request):
             return None
         allowance = STARTUP_ALLOWANCE_S if self.fresh else 0.0
         self.fresh = False
         deadline = time.monotonic() + timeout_s + allowance
-        while (answer := self.event(deadline)) is not None and "again" in answer:
+        while isinstance(answer := self.event(deadline), Again):
             deadline = time.monotonic() + timeout_s
         return answer
 
@@ -274,12 +275,11 @@ def execute(run: Recorder, cases: Iterable[Case], config: RunConfig,
     finished case and the time the run has left (`Pace`; None before there is a pace)."""
     summary = RunSummary()
     oom = OutOfMemorySeries()
-    budget = Budget(seconds=config.budget_s / config.passes).__dict__
-    request_base = {"budget": budget, "criterion": config.criterion}
+    sampling = Sampling.of(config, config.passes)
     todo = [c for c in cases if c.key not in skip_keys]
-    watched = Watched.before(todo, config, budget)
+    requests = Requests.before(todo, config, sampling)
     pool = Pool(todo, config.passes)
-    pace = Pace(len(todo), config.passes, config.budget_s / config.passes)
+    pace = Pace(len(todo), config.passes, sampling.budget_s)
     done: dict[str, Measurement] = {}
     try:
         for n in range(config.passes):
@@ -290,11 +290,10 @@ def execute(run: Recorder, cases: Iterable[Case], config: RunConfig,
                     continue
                 # A later pass adds samples only: the counts, parts and busy time that the
                 # first pass measured are kept when the two are merged.
-                request = (request_base | ({"samples_only": True} if n else {})
-                           | watched.fields(case, done.values()))
+                request = requests.take(case, done.values(), samples_only=n > 0)
                 began = time.perf_counter()
                 m = (_precheck(case) or oom.stopped(case.series, case)
-                     or _dispatch(case, pool, request, config))
+                     or _dispatch(request, pool, config))
                 oom.note(case.series, m)
                 m = merged(done[case.key], m) if n else m
                 done[case.key] = m
@@ -305,41 +304,45 @@ def execute(run: Recorder, cases: Iterable[Case], config: RunConfig,
                     summary.measurements.append(m)
                     on_result(m, pace.left_s())
             if n == 0:
-                _observe(pool, done, request_base, config, run)
+                _observe(pool, done, sampling, config, run)
     finally:
         pool.close(stopping=sys.exc_info()[0] is not None)  # Ctrl-C, SIGTERM: kill them
     return summary
 
 
 @dataclass(frozen=True)
-class Watched:
-    """What the parent hands each case's watches, measured before any worker starts: the
-    GPUs' idle power (nothing runs yet), whether energy was asked for and where a counter
-    can answer it (those cases sample ENERGY_WINDOW_S at least), a declared CPU power,
-    and the peaks the case's series reached at smaller sizes (the memory guard's slope)."""
+class Requests:
+    """How each case is asked of its worker: the run's sampling, and what the parent hands
+    the case's watches, measured before any worker starts — the GPUs' idle power (nothing
+    runs yet), where an energy counter can answer (those cases sample ENERGY_WINDOW_S at
+    least), a declared CPU power, and the peaks the case's series reached at smaller sizes
+    (the memory guard's slope)."""
 
-    config: RunConfig
-    budget: dict[str, Any]
+    sampling: Sampling
     idle_w: dict[str, float]
     counted: frozenset[str]  # devices whose energy counter can be read here
 
     @classmethod
-    def before(cls, cases: Sequence[Case], config: RunConfig, budget: dict[str, Any]
-               ) -> Watched:
+    def before(cls, cases: Sequence[Case], config: RunConfig, sampling: Sampling) -> Requests:
         """Idle power is measured where energy is asked for or sampling spans its window
         anyway: one IDLE_WINDOW_S per GPU, before the first case."""
         devices = {c.device for c in cases if _precheck(c) is None}
-        on = config.energy or config.budget_s / config.passes >= energy.ENERGY_WINDOW_S
+        on = config.energy or sampling.budget_s >= energy.ENERGY_WINDOW_S
         idle = energy.idle_by_device(sorted(devices)) if on else {}
         counted = frozenset(d for d in devices if config.energy and energy.readable(d))
-        return cls(config, budget, idle, counted)
+        return cls(sampling, idle, counted)
 
-    def fields(self, case: Case, measured: Iterable[Measurement]) -> dict[str, Any]:
-        power = {"asked": self.config.energy, "idle_w": self.idle_w.get(case.device),
-                 "declared_w": self.config.cpu_watts if case.device == "cpu" else None}
-        window = ({"budget": {**self.budget, "min_sampling_s": energy.ENERGY_WINDOW_S}}
-                  if case.device in self.counted else {})
-        return {"power": power, "peaks": memory.peaks_of(case, measured), **window}
+    def take(self, case: Case, measured: Iterable[Measurement], samples_only: bool) -> Take:
+        """The case as a worker takes it: its energy watch's power (the GPU's idle power,
+        the CPU's declared one), a whole energy window where a counter can be read, and
+        its series' peaks so far."""
+        p = self.sampling.power
+        power = EnergyOptions(p.asked, self.idle_w.get(case.device),
+                              p.declared_w if case.device == "cpu" else None)
+        window = energy.ENERGY_WINDOW_S if case.device in self.counted else 0.0
+        sampling = replace(self.sampling, power=power, min_sampling_s=window)
+        peaks = tuple((int(s), float(b)) for s, b in memory.peaks_of(case, measured))
+        return Take(case, sampling, samples_only, peaks)
 
 
 def complete(m: Measurement, passes: int) -> bool:
@@ -398,18 +401,17 @@ def _precheck(case: Case) -> Measurement | None:
     return None
 
 
-def _dispatch(case: Case, pool: Pool, request_base: dict[str, Any],
-              config: RunConfig) -> Measurement:
+def _dispatch(request: Take, pool: Pool, config: RunConfig) -> Measurement:
     """The case run in its worker; `runner_s` is what it cost as the parent saw it: the
     worker's `case_s` plus starting workers where they were started for it, which
     `start_s` says apart."""
     t0, waited = time.perf_counter(), pool.waited_s
-    m = _answered(case, pool, request_base, config)
+    m = _answered(request, pool, config)
     return replace(m, counters={**m.counters, "runner_s": time.perf_counter() - t0,
                                 "start_s": pool.waited_s - waited})
 
 
-def _observe(pool: Pool, done: dict[str, Measurement], request_base: dict[str, Any],
+def _observe(pool: Pool, done: dict[str, Measurement], sampling: Sampling,
              config: RunConfig, run: Recorder) -> None:
     """After the first pass's last timed case: each timed case observed in a worker that
     will time nothing more (the pass's own, which a later pass replaces with a fresh
@@ -421,13 +423,12 @@ def _observe(pool: Pool, done: dict[str, Measurement], request_base: dict[str, A
                                        m.summary.median)]
     for m, what in sorted(wanted, key=lambda mw: mw[1] != "parts"):  # parts first
         worker = pool.observer(m.case)
-        answer = worker.ask({"observe": {"case": m.case.to_dict(), "what": what},
-                             **request_base}, config.timeout_s)
-        if answer is None:  # it died observing: the next observation gets a fresh one
+        answer = worker.ask(Observe(m.case, what, sampling), config.timeout_s)
+        if not isinstance(answer, Observed):  # it died observing: the next gets a fresh one
             worker.kill()
             pool.drop(worker)
             continue
-        seen = answer["observed"]
+        seen = answer.counters
         if seen:
             key = m.case.key
             done[key] = replace(done[key], counters={**done[key].counters, **seen})
@@ -437,19 +438,19 @@ def _observe(pool: Pool, done: dict[str, Measurement], request_base: dict[str, A
             run.record(done[key])
 
 
-def _answered(case: Case, pool: Pool, request_base: dict[str, Any],
-              config: RunConfig) -> Measurement:
+def _answered(request: Take, pool: Pool, config: RunConfig) -> Measurement:
     """Measurements share one long-lived worker per backend (imports, device context and
     profiler paid once). A post's replays run apart, in a process of their own as the
     post's did — one process for the cells of one post on one device."""
+    case = request.case
     worker = pool.worker_for(case)
-    answer = worker.ask({"case": case.to_dict(), **request_base}, config.timeout_s)
-    if answer is None:
+    answer = worker.ask(request, config.timeout_s)
+    if not isinstance(answer, Measured):
         m = worker.failure(case, config.timeout_s)
         worker.kill()
         pool.drop(worker)
         return m
-    if answer.get("fatal"):
+    if answer.fatal:
         worker.close()
         pool.drop(worker)
-    return Measurement.from_dict(answer["measurement"])
+    return answer.measurement

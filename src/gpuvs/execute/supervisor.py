@@ -5,7 +5,7 @@ dist`'s torchrun with its ranks.
 A `Child` runs in a session of its own, so that a kill reaches every helper it started
 (frameworks start threads and processes; torchrun starts the ranks), and the kill takes
 its descendants too, found before the first signal (a rank torchrun put in a session of
-its own). One thread reads the child's **events** — JSON objects, one a line — from its
+its own). One thread reads the child's **events** — `execute.wire` messages, one a line — from its
 channel, whichever it is:
 
 - `stdout`: the child answers on its stdout (a worker writes to a private copy of it);
@@ -26,7 +26,6 @@ signal or exit code named and the tail quoted — the same words for every kind 
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import queue
 import signal
@@ -36,9 +35,10 @@ import time
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from gpuvs.execute import policy
+from gpuvs.execute.wire import Message, decode, encode
 from gpuvs.model import Case, Measurement, Status
 
 # A fresh child imports its framework (and the user's file) and initialises the device
@@ -84,7 +84,7 @@ class Child:
         self.killed_by_us = False
         self.oom_kills_at_start = policy.oom_kills()
         self.tail: deque[str] = deque(maxlen=tail_lines)
-        self._events: queue.Queue[dict[str, Any] | None] = queue.Queue()
+        self._events: queue.Queue[Message | None] = queue.Queue()
         tail = self.proc.stdout if channel == "pipe" else self.proc.stderr
         assert tail is not None
         threading.Thread(target=self._keep_tail, args=(tail,), daemon=True).start()
@@ -105,10 +105,12 @@ class Child:
             self.tail.append(line.rstrip()[:TAIL_LINE_CHARS])
 
     def _read(self, lines: Iterable[str]) -> None:
+        """Events until the channel ends; a line that is no message ends them too (the
+        child is then found dead or killed at its deadline, as one that fell silent)."""
         with contextlib.suppress(ValueError, OSError):  # a closed pipe: the child's end
             for line in lines:
                 if line.strip():
-                    self._events.put(json.loads(line))
+                    self._events.put(decode(line))
         self._events.put(None)
 
     def _followed(self, path: Path) -> Iterable[str]:
@@ -128,17 +130,18 @@ class Child:
                 return
             time.sleep(FOLLOW_POLL_S)
 
-    def send(self, message: Mapping[str, Any]) -> bool:
-        """One JSON line to the child's stdin; False when it has died (a broken pipe)."""
+    def send(self, message: Message) -> bool:
+        """One request to the child's stdin, as a line; False when it has died (a broken
+        pipe)."""
         assert self.proc.stdin is not None
         try:
-            self.proc.stdin.write(json.dumps(message) + "\n")
+            self.proc.stdin.write(encode(message) + "\n")
             self.proc.stdin.flush()
         except (BrokenPipeError, ValueError, OSError):
             return False
         return True
 
-    def event(self, deadline: float) -> dict[str, Any] | None:
+    def event(self, deadline: float) -> Message | None:
         """The child's next event; None once it has died, or when `deadline` (of
         `time.monotonic`) passed first — then it is killed, and `death` says `timeout`."""
         try:

@@ -1,21 +1,23 @@
-"""The child process: one backend, many cases, one JSON line out per case.
+"""The child process: one backend, many cases, one event out per case.
 
 Started by the runner as `python -m gpuvs.execute.worker BACKEND DEVICE` in a fresh
 interpreter (never forked after CUDA init). It first loads its framework and starts DEVICE
 (`Backend.preload`), reads one line naming the kinds of case it will run and imports
-what they need (`Workload.preload`), starts NVML, then says `{"ready": true}`: the
+what they need (`Workload.preload`), starts NVML, then says it is `Ready`: the
 runner measures nothing while a worker starts, so a worker started ahead of its pass
-never disturbs a case. Requests arrive as JSON lines on stdin; each answer is one JSON
-line on the protocol channel, a private copy of stdout, while file descriptor 1 is
-pointed at stderr so that anything a framework prints cannot corrupt the protocol.
+never disturbs a case. Requests arrive on stdin and events go out on the protocol
+channel, a private copy of stdout, one `execute.wire` message a line, while file
+descriptor 1 is pointed at stderr so that anything a framework prints cannot corrupt
+the protocol.
 
-A worker has two phases. First it **times** cases (`{"case": …}`), each through the one
-measuring path (`protocol.measure_watched`) inside the machine's watches. Then, once the
-runner has no more cases for it to time, it **observes** them (`{"observe": …}`): each
+A worker has two phases. First it **times** cases (`Take`), each through the one
+measuring path (`execute.take`) inside the machine's watches. Then, once the
+runner has no more cases for it to time, it **observes** them (`Observe`): each
 case's parts timed alone, then the profiler's kernel counts and a CUDA graph's busy time.
-A profiler session slowed a launch-bound loop timed after it in the same process by a
-third on an H100, so nothing that observes runs before the last timed sample; once it has
-observed, the worker refuses to time (`measuring.watch.ensure_unobserved`).
+A profiler session made a launch-bound loop timed after it in the same process about
+twice as slow on an H100 (docs/accuracy.md, "Observation apart from timing"), so nothing
+that observes runs before the last timed sample; once it has observed, the worker refuses
+to time (`measuring.watch.ensure_unobserved`).
 
 Out-of-memory becomes data (`OOM`); an error that poisons the device (sticky CUDA
 errors) is reported and the worker exits so the runner starts a fresh one.
@@ -25,29 +27,32 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import json
 import os
 import signal
 import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Any, TextIO
+from typing import TextIO
 
 from gpuvs import backends, workloads
 from gpuvs.backends.base import Backend, host_memory_free
-from gpuvs.errors import BackendUnavailable
 from gpuvs.execute import policy
 from gpuvs.execute.observe import observe
-from gpuvs.machine import memory, telemetry, watches
-from gpuvs.machine.energy import EnergyOptions
-from gpuvs.measuring import criteria
-from gpuvs.measuring.protocol import (
-    Budget,
-    Prepared,
-    measure_as_written,
-    measure_watched,
+from gpuvs.execute.take import take
+from gpuvs.execute.wire import (
+    Again,
+    Measured,
+    Observe,
+    Observed,
+    Preload,
+    Ready,
+    Take,
+    decode,
+    encode,
 )
+from gpuvs.machine import memory, telemetry
+from gpuvs.measuring.protocol import Prepared, measure_as_written
 from gpuvs.model import Case, Caveat, Measurement, Status
 from gpuvs.units import nbytes
 from gpuvs.workloads.base import Workload, prepared_case, threads_limited
@@ -57,46 +62,45 @@ EXIT_FATAL = 3
 MEMORY_HEADROOM = 0.9
 
 
-def run_case(backend: Backend, request: dict[str, Any],
+def run_case(backend: Backend, request: Take,
              again: Callable[[], None] = lambda: None) -> tuple[Measurement, bool]:
     """Time one case; returns the measurement and whether the worker must be replaced.
     `again()` is told when a contended case is measured again (the parent's clock on the
     case starts again)."""
-    case = Case.from_dict(request["case"])
-    skip = _why_not(backend, case, request.get("peaks", ()))
+    case = request.case
+    skip = _why_not(backend, case, request.peaks)
     if skip is not None:
         return Measurement(case, *skip), False
     t0 = time.perf_counter()
     with threads_limited(backend, case):
-        m, fatal = _measured(backend, case, request, again)
+        m, fatal = _measured(backend, request, again)
     # What the case cost in all (inputs, reference, check), without a pause for
     # contention: for planning runs, and whether a second pass can afford it.
     took = time.perf_counter() - t0 - m.counters.get("paused_s", 0.0)
     return replace(m, counters={**m.counters, "case_s": took}), fatal
 
 
-def _measured(backend: Backend, case: Case, request: dict[str, Any],
-              again: Callable[[], None]) -> tuple[Measurement, bool]:
+def _measured(backend: Backend, request: Take, again: Callable[[], None]
+              ) -> tuple[Measurement, bool]:
+    case = request.case
     workload = workloads.get(case.workload)
     modules = len(sys.modules)
     prepared: Prepared | None = None
     try:
-        clock = backend.clock(case.device)
         if case.variant == "as_written":
             prepared = prepared_case(workload, backend, case)
-            m = measure_as_written(prepared, case, clock)
+            m = measure_as_written(prepared, case, backend.clock(case.device))
         else:
-            checked = not request.get("samples_only")  # a later pass was checked before
-            m, prepared = measure_watched(
-                lambda: prepared_case(workload, backend, case, checked), case, clock,
-                criteria.parse(request["criterion"]), Budget(**request["budget"]),
-                watches.standard(case.device, backend.threads() if case.device == "cpu"
-                                 else None, backend.quiet_numpy_blas, backend,
-                                 EnergyOptions(**request.get("power", {}))), again=again)
+            checked = not request.samples_only  # a later pass was checked before
+            taken = take(case, lambda: prepared_case(workload, backend, case, checked),
+                         request.sampling, backend=backend,
+                         threads=backend.threads() if case.device == "cpu" else None,
+                         hold=backend.quiet_numpy_blas, again=again)
+            if taken.prepared is None:  # it raised: recorded by the case policy
+                return taken.measurement, taken.fatal
+            m, prepared = taken.measurement, taken.prepared
         extra = dict(prepared.counters)  # filled while the calls ran
-    except BackendUnavailable as e:  # e.g. no way to flush this device's caches
-        return Measurement(case, Status.SKIPPED, reason=str(e)), False
-    except Exception as e:  # every failure becomes a recorded status, with its reason
+    except Exception as e:  # an as_written replay's failure, by the same case policy
         return policy.failure(backend, case, e)
     finally:
         prepared = None
@@ -124,7 +128,7 @@ def _annotated(backend: Backend, workload: Workload, m: Measurement,
                    workload_version=workload.version)
 
 
-def _why_not(backend: Backend, case: Case, peaks: Sequence[Sequence[float]] = ()
+def _why_not(backend: Backend, case: Case, peaks: Sequence[tuple[int, float]] = ()
              ) -> tuple[Status, str] | None:
     """A status and reason when the case cannot run here, checked before allocating:
     against the workload's estimate and, where the series' smaller sizes were measured,
@@ -153,28 +157,29 @@ def _why_not(backend: Backend, case: Case, peaks: Sequence[Sequence[float]] = ()
 def _preload(backend: Backend, line: str) -> None:
     """The runner's first line: one case of each kind this worker will run, whose
     workloads import what their preparation needs now (`Workload.preload`)."""
-    for d in json.loads(line or "{}").get("preload", []):
-        with contextlib.suppress(Exception):  # the case meets it again and records it
-            case = Case.from_dict(d)
-            workloads.get(case.workload).preload(backend, case)
+    with contextlib.suppress(ValueError):  # no preload: the cases import as they come
+        first = decode(line)
+        for case in first.cases if isinstance(first, Preload) else ():
+            with contextlib.suppress(Exception):  # the case meets it again and records it
+                workloads.get(case.workload).preload(backend, case)
 
 
 def serve(backend: Backend, requests: TextIO, channel: TextIO) -> int:
-    def say(event: dict[str, Any]) -> None:
-        channel.write(json.dumps(event) + "\n")
+    def say(event: Ready | Again | Measured | Observed) -> None:
+        channel.write(encode(event) + "\n")
         channel.flush()
 
     for line in requests:
-        request = json.loads(line)
-        if "observe" in request:
-            answer: dict[str, Any] = {"observed": observe(backend, request)}
+        request = decode(line)
+        if isinstance(request, Observe):
+            say(Observed(observe(backend, request)))
+        elif isinstance(request, Take):
+            m, fatal = run_case(backend, request, lambda: say(Again()))
+            say(Measured(m, fatal))
+            if fatal:
+                return EXIT_FATAL
         else:
-            m, fatal = run_case(backend, request,
-                                lambda: say({"again": "contended: measuring it again"}))
-            answer = {"measurement": m.to_dict(), "fatal": fatal}
-        say(answer)
-        if answer.get("fatal"):
-            return EXIT_FATAL
+            raise ValueError(f"a worker takes cases and observations, not {request.kind}")
     return 0
 
 
@@ -196,7 +201,7 @@ def main(argv: list[str]) -> int:
     # one that falls inside a timed loop is as short. A case that imports (seed 000's
     # inputs come from torch's generator, in a NumPy worker too) freezes what it imported.
     gc.freeze()
-    channel.write(json.dumps({"ready": True}) + "\n")
+    channel.write(encode(Ready()) + "\n")
     channel.flush()
     return serve(backend, sys.stdin, channel)
 

@@ -44,7 +44,7 @@ from typing import Any
 
 from gpuvs.machine import rapl, telemetry
 from gpuvs.measuring.watch import Seen, Watch
-from gpuvs.model import Measurement
+from gpuvs.model import Measurement, on_gpu
 
 # The shortest window a figure is given for: forty of the NVML counter's 100 ms steps, so
 # that a step missed at either end is at most 2.5 % of it.
@@ -59,6 +59,10 @@ GPU_J, GPU_IDLE_W, GPU_NONE = "gpu_energy_j", "gpu_idle_w", "gpu_energy_none"
 CPU_PACKAGE_J, CPU_DRAM_J, CPU_NONE = "cpu_package_j", "cpu_dram_j", "cpu_energy_none"
 CPU_DECLARED_W = "cpu_declared_w"
 WINDOW_S, CALLS = "energy_window_s", "energy_calls"
+# When the window ended, in seconds since the Unix epoch: where an energy figure was made,
+# the window can be lined up with another power log (a wall meter, DCGM, a benchmark's own
+# sampler), whose window is then [end - energy_window_s, end].
+WINDOW_END = "energy_window_end_unix"
 
 
 class NoEnergy(IntEnum):
@@ -105,7 +109,7 @@ NOT_ASKED = EnergyOptions()  # energy only where the samples span its window any
 
 def watch_for(device: str, options: EnergyOptions = NOT_ASKED) -> Watch:
     """The energy watch of a case on `device`: NVML's counter on a GPU, RAPL's on the CPU."""
-    if device.startswith("cuda"):
+    if on_gpu(device):
         return GpuEnergy(device, options.asked, options.idle_w)
     return CpuEnergy(options.asked, options.declared_w)
 
@@ -137,7 +141,7 @@ def cpu_microjoules(root: Path = rapl.POWERCAP) -> tuple[tuple[rapl.Domain, ...]
 def readable(device: str) -> bool:
     """Whether this machine can give `device` an energy figure: what `--energy` needs to
     be worth a longer window."""
-    found = (gpu_millijoules(device) if device.startswith("cuda") else cpu_microjoules())
+    found = (gpu_millijoules(device) if on_gpu(device) else cpu_microjoules())
     return not isinstance(found, NoEnergy)
 
 
@@ -162,7 +166,7 @@ def idle_watts(device: str, seconds: float = IDLE_WINDOW_S, nvml: Any = None,
 
 def idle_by_device(devices: Iterable[str]) -> dict[str, float]:
     """Idle power of each GPU named (once each), where its counter can be read."""
-    found = {d: idle_watts(d) for d in dict.fromkeys(devices) if d.startswith("cuda")}
+    found = {d: idle_watts(d) for d in dict.fromkeys(devices) if on_gpu(d)}
     return {d: w for d, w in found.items() if w is not None}
 
 
@@ -197,6 +201,7 @@ class _Window(Watch, ABC):
         self.asked, self.clock = asked, clock
         self.start: tuple[float, Any] | None = None
         self.window: tuple[float, int, Any, Any] | None = None
+        self.ended_unix = 0.0
 
     @abstractmethod
     def read(self) -> Any:
@@ -218,6 +223,7 @@ class _Window(Watch, ABC):
         t0, before = self.start
         after = before if isinstance(before, NoEnergy) else self.read()
         self.window = (self.clock() - t0, calls, before, after)
+        self.ended_unix = time.time()
 
     def case_ended(self) -> Seen:
         if self.window is None:
@@ -231,7 +237,7 @@ class _Window(Watch, ABC):
         if why is not None:
             return Seen(counters={self.none: float(why), WINDOW_S: seconds})
         return Seen(counters={**self.parts(before, after), WINDOW_S: seconds,
-                              CALLS: float(calls)})
+                              CALLS: float(calls), WINDOW_END: self.ended_unix})
 
 
 class GpuEnergy(_Window):

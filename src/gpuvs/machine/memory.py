@@ -34,7 +34,7 @@ from pathlib import Path
 
 from gpuvs.backends.base import Backend
 from gpuvs.measuring.watch import Seen, Watch
-from gpuvs.model import Case, Measurement, Status
+from gpuvs.model import Case, Measurement, Status, on_gpu
 from gpuvs.units import nbytes, size
 
 PROC_SELF = Path("/proc/self")
@@ -74,7 +74,7 @@ class PeakMemory(Watch):
     def __init__(self, device: str, backend: Backend | None = None,
                  proc: Path = PROC_SELF) -> None:
         self.device, self.proc = device, proc
-        backend = backend if device.startswith("cuda") else None
+        backend = backend if on_gpu(device) else None
         self.reset_device = backend.peak_memory_reset if backend is not None else None
         self.read_device = backend.peak_memory_bytes if backend is not None else None
         self.reset = False
@@ -115,7 +115,7 @@ def _soft(read: Callable[[str], int | None] | None, device: str) -> int | None:
 def peaks_of(case: Case, measured: Iterable[Measurement]) -> list[tuple[int, float]]:
     """(size, peak) of the finished cases of `case`'s series below its size: the device's
     peaks for a GPU case, the host's for a CPU one — what the guard checks each against."""
-    key = PEAK_DEVICE if case.device.startswith("cuda") else PEAK_HOST
+    key = PEAK_DEVICE if on_gpu(case.device) else PEAK_HOST
     return sorted((m.case.size, m.counters[key]) for m in measured
                   if m.case.series == case.series and m.case.size < case.size
                   and m.status is Status.OK and key in m.counters)

@@ -16,6 +16,8 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+from gpuvs.model import on_gpu
+
 # NVML's throttle ("clocks event") reason bits that mean the card was slowed down. GPU
 # idle (0x1), application clock settings (0x2), display (0x100) and sync boost (0x10)
 # are not slow-downs of work in progress.
@@ -78,7 +80,7 @@ def _handle(nvml: Any, device: str) -> Any:
 def handle(device: str, nvml: Any = None) -> tuple[Any, Any] | None:
     """(NVML, the handle of `device`) for readers of other sensors (the energy counter);
     None on the CPU, without NVML, or where the device cannot be found."""
-    nvml = nvml if nvml is not None else (_nvml() if device.startswith("cuda") else None)
+    nvml = nvml if nvml is not None else (_nvml() if on_gpu(device) else None)
     if nvml is None:
         return None
     try:
@@ -107,7 +109,7 @@ def _pci_bus_id(index: int) -> str | None:
 def read(device: str, nvml: Any = None) -> Reading | None:
     """The device's clocks, power, temperature and active slow-downs now; None on the CPU
     or without NVML."""
-    nvml = nvml if nvml is not None else (_nvml() if device.startswith("cuda") else None)
+    nvml = nvml if nvml is not None else (_nvml() if on_gpu(device) else None)
     if nvml is None:
         return None
     try:

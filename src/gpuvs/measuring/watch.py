@@ -15,8 +15,9 @@ and may answer the protocol's two questions about the device (`settled`, `govern
 A watch only *reads* (counters, sensors, clocks) or *holds still* (thread pools). It never
 runs work of its own in the process: the profiler, a CUDA graph capture and replay and a
 part timed alone all change the speed of the calls timed after them in the same process
-(a launch-bound loop ran twice as slow after one profiler session on an H100, and 84 %
-slower after a graph replay, for 10 s and more), so they are observations, run apart
+(on an H100 a launch-bound loop ran about twice as slow after one profiler session, and
+84 % slower after a graph replay, for 10 s and more: docs/accuracy.md), so they are
+observations, run apart
 (`gpuvs.execute.observe`), and a process that has made one takes no more timed samples
 (`observed`, `ensure_unobserved`).
 """

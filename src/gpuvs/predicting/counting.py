@@ -68,7 +68,7 @@ def _op_counter() -> Any:
 
     class OpCounter(TorchDispatchMode):
         def __init__(self) -> None:
-            super().__init__()
+            super().__init__()  # type: ignore[no-untyped-call]
             self.launches = 0
             self.bytes = 0
 

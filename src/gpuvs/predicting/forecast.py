@@ -19,7 +19,7 @@ from gpuvs.analysis.crossover import GroupKey, group_key
 from gpuvs.analysis.speedup import best_cpu_by_size, data_of
 from gpuvs.errors import UsageError
 from gpuvs.model import Case, Measurement
-from gpuvs.predicting import model, residuals
+from gpuvs.predicting import pricing, residuals
 from gpuvs.predicting.profile import Found, load
 from gpuvs.predicting.residuals import Prediction, Residuals
 from gpuvs.predicting.work import Work, of_case
@@ -38,7 +38,7 @@ class Target:
 
     def predict(self, work: Work, leave_out: str = "") -> Prediction:
         """`work` on this GPU; UsageError when the profile lacks a ceiling it needs."""
-        estimate = model.estimate(work, self.found.profile)
+        estimate = pricing.estimate(work, self.found.profile)
         if self.residuals is None:
             return Prediction(estimate)
         return self.residuals.predict(estimate, work.workload, leave_out)

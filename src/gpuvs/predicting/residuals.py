@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from gpuvs.errors import UsageError
-from gpuvs.predicting.model import Estimate
+from gpuvs.predicting.pricing import Estimate
 from gpuvs.predicting.profile import RESIDUALS_SUFFIX, Found
 from gpuvs.store.export import write_atomic
 

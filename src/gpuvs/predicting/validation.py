@@ -24,7 +24,7 @@ import numpy as np
 from gpuvs.analysis.crossover import crossovers
 from gpuvs.errors import UsageError
 from gpuvs.model import Case, Measurement, Status
-from gpuvs.predicting import model
+from gpuvs.predicting import pricing
 from gpuvs.predicting.forecast import Predicted, Target, series
 from gpuvs.predicting.profile import Profile
 from gpuvs.predicting.residuals import Prediction, Residual, Residuals, of_points
@@ -91,7 +91,7 @@ def residuals_of(measurements: Iterable[Measurement], profile: Profile, runs: Se
     points = []
     for m in judged(measurements):
         try:
-            est = model.estimate(of_case(m.case), profile)
+            est = pricing.estimate(of_case(m.case), profile)
         except UsageError:  # the profile lacks what this case needs: nothing to learn
             continue
         points.append(Residual(m.case.workload, est.regime, m.case.series.key,
@@ -121,7 +121,7 @@ def scaled_checks(source: Iterable[Measurement], measured: Iterable[Measurement]
         if m.case.key not in there:
             continue
         try:
-            seconds, est = model.scaled(m.summary.median, of_case(m.case),  # type: ignore[union-attr]
+            seconds, est = pricing.scaled(m.summary.median, of_case(m.case),  # type: ignore[union-attr]
                                         source_profile, target_profile)
         except UsageError:
             continue

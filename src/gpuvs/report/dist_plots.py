@@ -1,5 +1,6 @@
-"""`gpuvs dist` runs as SVG strings for the HTML report: scaling (throughput and
-efficiency against the rank count) and bus bandwidth against size, per collective.
+"""`gpuvs dist` runs as they are shown (`views.DIST`): SVG strings for the HTML report —
+scaling (throughput and efficiency against the rank count) and bus bandwidth against size,
+per collective — the page's sections, and each case's figures in the JSON document.
 
 Matplotlib is imported only when a plot is drawn, and without pyplot: a `Figure` renders
 through the Agg/SVG canvases with no global state and no display. Each figure has its own
@@ -9,14 +10,23 @@ measurements always give the same SVG. An empty string means there is nothing to
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from gpuvs import units
 from gpuvs.distributed.bandwidth import busbw
 from gpuvs.model import Measurement, Status
-from gpuvs.report.dist_tables import bases, collective_groups, efficiency, scaling_groups
+from gpuvs.report.dist_tables import (
+    bases,
+    collective_groups,
+    collective_tables,
+    efficiency,
+    is_dist,
+    scaling_groups,
+    scaling_tables,
+)
 from gpuvs.report.draw import shown
+from gpuvs.report.sections import Figure, Sweep, view
 
 WIDTH_IN, HEIGHT_IN = 9.0, 3.6
 
@@ -128,3 +138,52 @@ def _svg(fig: Any, salt: str) -> str:
         fig.tight_layout()
         fig.savefig(buf, format="svg", metadata={"Date": None})
     return buf.getvalue()
+
+
+def dist_sections(ms: Sequence[Measurement]) -> list[Sweep]:
+    """A `gpuvs dist` run: the collectives' bus bandwidth against size, then data-parallel
+    scaling against N (throughput, efficiency, the step's compute and comm), each with
+    its tables."""
+    from markupsafe import Markup
+
+    sections = (
+        ("Collectives: bus bandwidth against size", "dist-bandwidth", bandwidth_svg,
+         collective_tables, "bus bandwidth as nccl-tests defines it, one line per collective "
+                            "and rank count"),
+        ("Data-parallel scaling against N", "dist-scaling", scaling_svg, scaling_tables,
+         "samples/s against the ideal, efficiency with its 95 % CI, and each N's step "
+         "split into compute and the communication it waits for"),
+    )
+    out = []
+    for title, name, draw, tables, caption in sections:
+        found = tables(ms)
+        if not found:
+            continue
+        svg = draw(ms)
+        figures = (Figure(name, Markup(svg), caption),) if svg else ()
+        out.append(Sweep(title, figures, tuple(view(t) for t in found), True))
+    return out
+
+
+def dist_numbers(m: Measurement, ms: Sequence[Measurement]) -> dict[str, Any]:
+    """A `gpuvs dist` case's own figures: a collective's bandwidths and graph replay, a
+    scaling case's throughput, efficiency (with its CI) and step split."""
+    if not is_dist(m) or m.summary is None:
+        return {}
+    from gpuvs.distributed.bandwidth import algbw
+    k, c = m.counters, m.case
+    if c.param("collective"):
+        nbytes, n = k.get("bytes", float(c.size)), int(c.param("nproc") or 1)
+        replay = m.graph_summary
+        return {"bytes": nbytes, "ranks": n,
+                "algbw_bytes_per_s": algbw(nbytes, m.summary.median),
+                "busbw_bytes_per_s": busbw(c.param("collective"), nbytes, m.summary.median, n),
+                "graph_median_s": replay.median if replay else None}
+    series = scaling_groups(ms).get(
+        (c.backend, c.device, c.param("scaling"), c.param("batch")), [])
+    ones = bases(series)
+    eff = efficiency(m, ones) if ones and "samples_per_s" in k else None
+    return {"ranks": c.size, "samples_per_s": k.get("samples_per_s"),
+            "efficiency": eff[0] if eff else None, "efficiency_low": eff[1] if eff else None,
+            "efficiency_high": eff[2] if eff else None, "compute_s": k.get("compute_s"),
+            "comm_s": k.get("comm_s")}

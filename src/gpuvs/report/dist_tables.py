@@ -128,8 +128,8 @@ def scaling_tables(ms: Sequence[Measurement]) -> list[Table]:
 def _scaling_table(key: ScalingKey, ms: list[Measurement]) -> Table:
     backend, device, mode, batch = key
     ones = bases(ms)
-    rows = [_scaling_row(m, ones) for m in ms]
-    columns = SCALING_COLUMNS
+    rows: list[tuple[str, ...]] = [_scaling_row(m, ones) for m in ms]
+    columns: tuple[str, ...] = SCALING_COLUMNS
     if any(energy.of(m) or energy.why_none(m) for m in ms):  # asked: --energy
         columns = (*SCALING_COLUMNS[:-1], ENERGY_COLUMN, SCALING_COLUMNS[-1])
         rows = [(*row[:-1], _energy_per_image(m), row[-1]) for m, row in zip(ms, rows,

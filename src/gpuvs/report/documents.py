@@ -1,6 +1,6 @@
 """`--format json`: what a command prints, as data for a script or a CI step.
 
-The tables (`layout`, `verdict`, `seed_tables`, `dist_tables`, `history`) are strings for
+The tables (`layout`, `verdict`, each kind's view, `history`) are strings for
 a person ("9.6 ms ±0.4%"); these documents hold the same answers as numbers, each with
 its unit in its key (`median_s`, `bytes_moved`, `flops_per_s`, `speedup_low`), CIs as two
 numbers, caveats as lists, statuses and verdicts as strings, and a key that has no value
@@ -19,14 +19,13 @@ from typing import Any
 
 from gpuvs.analysis.ceilings import peak_for
 from gpuvs.analysis.crossover import Crossover, crossovers, group_key
-from gpuvs.analysis.implementations import Winner, side_by_side, winners
-from gpuvs.analysis.regression import ERROR, Change, Gate, Mean, Unmatched, unjudged
+from gpuvs.analysis.regression import ERROR, FAILED, Change, Gate, Mean, Unmatched, unjudged
 from gpuvs.analysis.roofline import busy_seconds, findings
 from gpuvs.analysis.speedup import best_cpu_by_size
 from gpuvs.analysis.speedup import of as speedup_of
 from gpuvs.machine.env import setup_changes
-from gpuvs.model import YOURS_PREFIX, Caveat, Ceiling, Measurement, Run, RunKind, Status
-from gpuvs.report import dist_tables, history
+from gpuvs.model import Caveat, Ceiling, Measurement, Run, Status
+from gpuvs.report import history, views
 from gpuvs.report.layout import sweep_title
 from gpuvs.report.verdict import verdict_table
 
@@ -66,43 +65,24 @@ def run_record(run: Run) -> dict[str, Any]:
 def cases_document(command: str, measurements: Iterable[Measurement],
                    ceilings: Sequence[Ceiling] = (), run: Run | None = None
                    ) -> dict[str, Any]:
-    """A run's cases (run, sweep, seeds, dist, run-file, show): each case's numbers, the
-    crossovers of each sweep, the answer per sweep, and for a seeds run the posts' rows."""
+    """A run's cases (every command that makes a run, and `show`): each case's
+    numbers, the crossovers of each sweep, the answer per sweep, and what the run's kind
+    adds (`views.View.extras`)."""
     ms = list(measurements)
+    view = views.of(run.kind) if run is not None else views.SWEEPS
     body: dict[str, Any] = {
         "run": run_record(run) if run is not None else None,
-        "cases": case_records(ms, ceilings),
+        "cases": case_records(ms, ceilings, view),
         "crossovers": [crossover_record(c) for c in crossovers(ms)],
         "answers": [{"sweep": sweep, "answer": answer}
                     for sweep, answer in verdict_table(ms).rows],
         "ceilings_contended": any(c.contended for c in ceilings),
     }
-    if run is not None and run.kind is RunKind.SEEDS:
-        body["seeds"] = seed_records(ms)
-    if side_by_side(ms):
-        body["winners"] = [winner_record(w) for w in winners(ms)]
-    return document(command, **body)
+    return document(command, **body, **view.extras(ms))
 
 
-def winner_record(w: Winner) -> dict[str, Any]:
-    """Several implementations at one size: the fastest case (its data where it runs), the
-    next one, the next's median over the fastest's with its CI, and whether their
-    intervals are apart (else this measurement cannot order the two)."""
-    def named(m: Measurement | None) -> dict[str, Any] | None:
-        if m is None or m.summary is None:
-            return None
-        return {"key": m.case.key, "implementation": m.case.workload.removeprefix(YOURS_PREFIX),
-                "device": m.case.device, "median_s": m.summary.median,
-                "ci_low_s": m.summary.ci_low, "ci_high_s": m.summary.ci_high}
-
-    return {"size": w.size, "fastest": named(w.fastest), "next": named(w.next),
-            "ratio": w.ratio if w.next else None, "ratio_low": w.low if w.next else None,
-            "ratio_high": w.high if w.next else None, "apart": w.apart,
-            "contended": w.contended}
-
-
-def case_records(ms: Sequence[Measurement], ceilings: Sequence[Ceiling] = ()
-                 ) -> list[dict[str, Any]]:
+def case_records(ms: Sequence[Measurement], ceilings: Sequence[Ceiling] = (),
+                 view: views.View = views.SWEEPS) -> list[dict[str, Any]]:
     found = findings(ms, ceilings)
     by_group: dict[Any, list[Measurement]] = {}
     for m in ms:
@@ -119,7 +99,7 @@ def case_records(ms: Sequence[Measurement], ceilings: Sequence[Ceiling] = ()
         finding = found.get(m.case.key)
         if finding is not None:
             record |= {"bound": finding.bound.value, "bound_why": finding.why}
-        out.append(record | _dist_numbers(m, ms))
+        out.append(record | view.case_numbers(m, ms))
     return out
 
 
@@ -155,30 +135,6 @@ def case_record(m: Measurement, ceilings: Sequence[Ceiling] = ()) -> dict[str, A
     }
 
 
-def _dist_numbers(m: Measurement, ms: Sequence[Measurement]) -> dict[str, Any]:
-    """A `gpuvs dist` case's own figures: a collective's bandwidths and graph replay, a
-    scaling case's throughput, efficiency (with its CI) and step split."""
-    if not dist_tables.is_dist(m) or m.summary is None:
-        return {}
-    from gpuvs.distributed.bandwidth import algbw, busbw
-    k, c = m.counters, m.case
-    if c.param("collective"):
-        nbytes, n = k.get("bytes", float(c.size)), int(c.param("nproc") or 1)
-        replay = m.graph_summary
-        return {"bytes": nbytes, "ranks": n,
-                "algbw_bytes_per_s": algbw(nbytes, m.summary.median),
-                "busbw_bytes_per_s": busbw(c.param("collective"), nbytes, m.summary.median, n),
-                "graph_median_s": replay.median if replay else None}
-    series = dist_tables.scaling_groups(ms).get(
-        (c.backend, c.device, c.param("scaling"), c.param("batch")), [])
-    ones = dist_tables.bases(series)
-    eff = dist_tables.efficiency(m, ones) if ones and "samples_per_s" in k else None
-    return {"ranks": c.size, "samples_per_s": k.get("samples_per_s"),
-            "efficiency": eff[0] if eff else None, "efficiency_low": eff[1] if eff else None,
-            "efficiency_high": eff[2] if eff else None, "compute_s": k.get("compute_s"),
-            "comm_s": k.get("comm_s")}
-
-
 def crossover_record(c: Crossover) -> dict[str, Any]:
     """Where one GPU series starts to win, the tie band, the cost model's crossover, and
     its speedup at the largest size."""
@@ -192,41 +148,12 @@ def crossover_record(c: Crossover) -> dict[str, Any]:
             "verdict": last.verdict}
 
 
-def seed_records(ms: Sequence[Measurement]) -> list[dict[str, Any]]:
-    """Each post with cases here: per row, the claim, the as-written and correct figures
-    (seconds, or a ratio where the post divided two times), and the sentence."""
-    from gpuvs import seeds
-    from gpuvs.seeds.base import Found, value_of
-    out = []
-    present = {m.case.workload for m in ms}
-    for seed in seeds.REGISTRY.all():
-        if not present & seed.workloads():
-            continue
-        mine = [m for m in ms if m.case.workload in seed.workloads()]
-        rows = []
-        for row in seed.rows():
-            written, correct = value_of(row.written, mine), value_of(row.correct, mine)
-            rows.append({"label": row.shown(mine), "claim": row.claim,
-                         f"as_written_{_unit(row.written)}": written,
-                         f"correct_{_unit(row.correct)}": correct,
-                         "written_over_correct": written / correct if written and correct
-                         else None, "why": row.why(Found(written, correct, mine))})
-        out.append({"seed": seed.name, "title": seed.title, "rows": rows})
-    return out
-
-
-def _unit(figure: Any) -> str:
-    """A post's figure is seconds, or a ratio where it divided two times ("40× faster")."""
-    from gpuvs.seeds.base import Ratio
-    return "ratio" if isinstance(figure, Ratio) else "s"
-
-
 def runs_document(found: Sequence[tuple[Run, Sequence[Measurement]]]) -> dict[str, Any]:
     """`gpuvs runs`: each run, newest first, with its cases counted by status."""
     runs = []
     for run, ms in found:
         counts = Counter(m.status.value for m in ms)
-        failed = sum(counts[s.value] for s in history.FAILED)
+        failed = sum(counts[s.value] for s in FAILED)
         runs.append(run_record(run) | {"cases": len(ms), "ok": counts[Status.OK.value],
                                        "failed": failed, "statuses": dict(counts)})
     return document("runs", runs=runs)

@@ -10,10 +10,9 @@ safe.
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from gpuvs import units
@@ -21,11 +20,19 @@ from gpuvs.analysis.cost import Prices
 from gpuvs.analysis.crossover import group_key
 from gpuvs.machine import env
 from gpuvs.measuring.caveats import ADVICE
-from gpuvs.model import Caveat, Ceiling, Measurement, Run, RunKind, Status
-from gpuvs.report.draw import to_svg
+from gpuvs.model import Caveat, Ceiling, Measurement, Run, Status
+from gpuvs.report import views
 from gpuvs.report.layout import result_tables, sweep_title
-from gpuvs.report.plain import INLINE_MAX
-from gpuvs.report.plots import ENERGY, ROOFLINE, Plot, all_plots
+from gpuvs.report.plots import ENERGY, ROOFLINE, all_plots
+from gpuvs.report.sections import (
+    NO_CPU,
+    ONE_SERIES,
+    Figure,
+    Sweep,
+    TableView,
+    figure_of,
+    view,
+)
 from gpuvs.report.verdict import nothing_table, series_table, verdict_table
 from gpuvs.table import Table
 
@@ -33,22 +40,6 @@ TEMPLATE = "report.html.j2"
 # The most characters of one text a page shows (`capped`): the longest sentence gpuvs
 # writes, a note under a table's row, is about 400.
 TEXT_MAX = 1000
-# Columns of numbers: right-aligned so that digits line up, never wrapped (a figure's
-# parts stack instead: see TableView). A post's figures are numbers too.
-NUMERIC = frozenset({"size", "threads", "time ±CI", "wall", "GPU busy", "throughput", "of peak",
-                     "GPU vs CPU", "from size", "by (95 % CI)", "per call ±CI",
-                     "graph replay ±CI", "algbw", "busbw", "loops", "N", "step ±CI",
-                     "samples/s", "compute", "energy/call", "above idle", "power",
-                     "peak host", "peak device", "cost/1M calls", "post claims",
-                     "as written here", "correct here", "written ÷ correct", "it claimed",
-                     "its method here"})
-# Columns of sentences: a table with one keeps to the measure of the page's text, where
-# they wrap, however wide its numbers.
-PROSE = frozenset({"why", "answer", "reason"})
-# Columns of sentences: each on a full-width line under its row, where it wraps inside
-# the page; as a column beside a dozen columns of numbers it ran out of the page. Short
-# ones (a few caveats' names) stay in their column, as in the plain-text tables.
-UNDER_ROW = frozenset({"note"})
 PROTOCOL = (
     ("first call", "timed alone and reported apart (compilation, handles, caches), never "
                    "mixed into the samples"),
@@ -62,55 +53,11 @@ PROTOCOL = (
 )
 
 
-@dataclass(frozen=True)
-class TableView:
-    """A layout Table as the template draws it: empty columns dropped, numbers marked (a
-    number cell's parts, "13.8 GFLOP/s, 27.8 GB/s", one above the other: the column then
-    takes the width of one), and the sentences of UNDER_ROW columns taken out of the row
-    to go under it. A table with columns of numbers and none of PROSE is `wide`: it may
-    reach past the measure of the page's text to the window's edge."""
-
-    title: str
-    columns: tuple[str, ...]
-    numeric: tuple[bool, ...]
-    rows: tuple[tuple[str, ...], ...]
-    notes: tuple[str, ...]
-    under: tuple[str, ...] = ()  # per row: the line under it ("" for none); () if none
-    wide: bool = False
-
-
-@dataclass(frozen=True)
-class Figure:
-    name: str
-    svg: Any  # markupsafe.Markup: the only unescaped text on the page
-    caption: str
-
-
-NO_CPU = ("No speedup plot: no CPU case of this sweep finished, so its GPU series have "
-          "nothing to be set against.")
-ONE_SERIES = "No speedup plot: only one series finished in this sweep."
-
-
-@dataclass(frozen=True)
-class Sweep:
-    title: str
-    figures: tuple[Figure, ...]
-    tables: tuple[TableView, ...]
-    # A sweep of GPU against CPU draws time and speedup; one figure means a series is
-    # missing. A `gpuvs dist` section draws one figure by design.
-    one_figure_by_design: bool = False
-    no_speedup: str = ONE_SERIES  # why, where one figure is drawn and not by design
-
-    @property
-    def anchor(self) -> str:
-        """The section's id: "sweep-square-matrix-product-float32", a link's target."""
-        return "sweep-" + re.sub(r"[^a-z0-9]+", "-", self.title.lower()).strip("-")
-
-
 def render_html(run: Run, measurements: Iterable[Measurement],
                 ceilings: Sequence[Ceiling] = ()) -> str:
     """The report page for `run`. Deterministic: same inputs, same bytes."""
-    return jinja().get_template(TEMPLATE).render(_page(run, list(measurements), ceilings))
+    page: str = jinja().get_template(TEMPLATE).render(_page(run, list(measurements), ceilings))
+    return page
 
 
 def jinja() -> Any:
@@ -136,24 +83,32 @@ def capped(value: Any) -> Any:
 
 
 def _page(run: Run, ms: list[Measurement], ceilings: Sequence[Ceiling]) -> dict[str, Any]:
-    """Everything the template shows, in the order it shows it. A `gpuvs dist` run has no
-    CPU-against-GPU verdict, sweep plots or roofline: none is computed or drawn for it."""
-    dist = run.kind is RunKind.DIST
+    """Everything the template shows, in the order it shows it, as the run's kind shows
+    it (`views.of`): a kind that draws its own sections has no CPU-against-GPU verdict,
+    sweep plots or roofline, and none is computed or drawn for it."""
+    shown = views.of(run.kind)
+    answers = shown.verdict
     prices = Prices.of(run.config.get("prices"))
     plots: dict[str, list[Figure]] = {}
-    for p in () if dist else all_plots(ms, ceilings):
+    for p in all_plots(ms, ceilings) if answers else ():
         plots.setdefault(p.section, []).append(figure_of(p))
+    first = shown.first_screen(ms)
     return {
         "run": run,
         "kind": run.kind.value,
-        "dist": dist,
+        "answers": answers,
         "summary": _summary(run, ms),
-        "posts": _posts(run, ms),
-        "verdict": None if dist else view(verdict_table(ms, prices)),
-        "nothing": None if dist else view(nothing_table(ms)),
-        "series": None if dist else view(series_table(ms)),
-        "seeds": [view(t) for t in _seed_tables(run, ms)],
-        "sweeps": _dist_sections(ms) if dist else _sweeps(ms, ceilings, plots, prices),
+        "first": view(first) if first is not None else None,
+        "first_heading": shown.first_heading,
+        "verdict": view(verdict_table(ms, prices)) if answers else None,
+        "nothing": view(nothing_table(ms)) if answers else None,
+        "series": view(series_table(ms)) if answers else None,
+        "own": [view(t) for t in shown.own_tables(ms)],
+        "own_heading": shown.own_heading,
+        "own_anchor": shown.own_anchor,
+        "own_link": shown.own_link,
+        "sweeps": (_sweeps(ms, ceilings, plots, prices) if shown.sections is None
+                   else shown.sections(ms)),
         "rooflines": plots.get(ROOFLINE, []),
         "energy": plots.get(ENERGY, []),
         "has_ceilings": bool(ceilings),
@@ -166,36 +121,6 @@ def _page(run: Run, ms: list[Measurement], ceilings: Sequence[Ceiling]) -> dict[
     }
 
 
-def figure_of(p: Plot) -> Figure:
-    from markupsafe import Markup
-
-    return Figure(p.name, Markup(to_svg(p)), p.caption)
-
-
-def view(table: Table) -> TableView:
-    keep = [i for i, _ in enumerate(table.columns) if any(row[i] for row in table.rows)]
-    under = [i for i in keep if table.columns[i] in UNDER_ROW
-             and any(len(row[i]) > INLINE_MAX for row in table.rows)]
-    inline = [i for i in keep if i not in under]
-    columns = tuple(table.columns[i] for i in inline)
-    numeric = tuple(c in NUMERIC for c in columns)
-    rows = tuple(tuple(_stacked(row[i]) if n else row[i] for i, n in zip(inline, numeric,
-                                                                          strict=True))
-                 for row in table.rows)
-    return TableView(table.title, columns, numeric, rows, table.notes,
-                     tuple(" ".join(row[i] for i in under if row[i]) for row in table.rows)
-                     if under else (), any(numeric) and not PROSE & set(columns))
-
-
-# ", " between a number cell's parts (not inside a CI's brackets or a remark's
-# parentheses), and " (" before the remark: "4.99 µs ±6.2% (unstable, drifting)".
-_PARTS = re.compile(r", (?![^\[\]()]*[\])])| (?=\()")
-
-
-def _stacked(cell: str) -> str:
-    return _PARTS.sub("\n", cell)
-
-
 def _summary(run: Run, ms: Sequence[Measurement]) -> list[tuple[str, str]]:
     counts = Counter(m.status.value for m in ms)
     order = [s.value for s in Status]
@@ -203,22 +128,6 @@ def _summary(run: Run, ms: Sequence[Measurement]) -> list[tuple[str, str]]:
             ("started", run.started_at), ("finished", run.finished_at or "—"),
             ("cases", f"{len(ms)}: " + ", ".join(f"{counts[k]} {k}" for k in order
                                                  if counts.get(k)))]
-
-
-def _posts(run: Run, ms: Sequence[Measurement]) -> TableView | None:
-    """A seeds run's first screen: the posts answered, one line each (the section's
-    heading says what the table is)."""
-    if run.kind is not RunKind.SEEDS:
-        return None
-    from gpuvs.report.seed_tables import seed_answers
-    return view(replace(seed_answers(ms), title=""))
-
-
-def _seed_tables(run: Run, ms: Sequence[Measurement]) -> list[Table]:
-    if run.kind is not RunKind.SEEDS:
-        return []
-    from gpuvs.report.seed_tables import seed_tables
-    return seed_tables(ms)
 
 
 def _sweeps(ms: Sequence[Measurement], ceilings: Sequence[Ceiling],
@@ -240,33 +149,6 @@ def _finished(ms: Sequence[Measurement], on_cpu: bool) -> set[str]:
     """The sweeps with a case finished on the CPU (or on a device other than the CPU)."""
     return {sweep_title(group_key(m.case)) for m in ms
             if m.status is Status.OK and (m.case.device == "cpu") == on_cpu}
-
-
-def _dist_sections(ms: Sequence[Measurement]) -> list[Sweep]:
-    """A `gpuvs dist` run: the collectives' bus bandwidth against size, then data-parallel
-    scaling against N (throughput, efficiency, the step's compute and comm), each with
-    its tables."""
-    from markupsafe import Markup
-
-    from gpuvs.report.dist_plots import bandwidth_svg, scaling_svg
-    from gpuvs.report.dist_tables import collective_tables, scaling_tables
-    sections = (
-        ("Collectives: bus bandwidth against size", "dist-bandwidth", bandwidth_svg,
-         collective_tables, "bus bandwidth as nccl-tests defines it, one line per collective "
-                            "and rank count"),
-        ("Data-parallel scaling against N", "dist-scaling", scaling_svg, scaling_tables,
-         "samples/s against the ideal, efficiency with its 95 % CI, and each N's step "
-         "split into compute and the communication it waits for"),
-    )
-    out = []
-    for title, name, draw, tables, caption in sections:
-        found = tables(ms)
-        if not found:
-            continue
-        svg = draw(ms)
-        figures = (Figure(name, Markup(svg), caption),) if svg else ()
-        out.append(Sweep(title, figures, tuple(view(t) for t in found), True))
-    return out
 
 
 def _method(run: Run, ms: Sequence[Measurement]) -> list[tuple[str, str]]:

@@ -1,15 +1,17 @@
 """Several implementations side by side, as a person reads them: one table with a row per
 size, a column per implementation × device (its time and interval), and the winner
-(`gpuvs.analysis.implementations`); and the same answer in lines, for the `repr` of a
-comparison and the fixture's summary. The tables of each implementation alone come from
+(`gpuvs.analysis.implementations`); the same answer in lines, for the `repr` of a
+comparison and the fixture's summary; and as numbers, for the JSON document and
+`Comparison.to_json` (`winner_record`). The tables of each implementation alone come from
 `layout`, which adds this one after them."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from gpuvs import units
-from gpuvs.analysis.implementations import Winner, names, winners
+from gpuvs.analysis.implementations import Winner, names, side_by_side, winners
 from gpuvs.analysis.speedup import END_TO_END, data_of
 from gpuvs.model import YOURS_PREFIX, Case, Caveat, Measurement, Status
 from gpuvs.table import Table
@@ -81,3 +83,25 @@ def lines(ms: Sequence[Measurement], label: Callable[[Case], str] = label) -> li
         out.append(f"at {units.size(w.size)}: {fastest} fastest"
                    + (f", {over}" if over else "") + (f"; {apart}" if apart else ""))
     return out
+
+
+def winner_record(w: Winner) -> dict[str, Any]:
+    """Several implementations at one size, as numbers: the fastest case (its data where
+    it runs), the next one, the next's median over the fastest's with its CI, and whether
+    their intervals are apart (else this measurement cannot order the two)."""
+    def named(m: Measurement | None) -> dict[str, Any] | None:
+        if m is None or m.summary is None:
+            return None
+        return {"key": m.case.key, "implementation": m.case.workload.removeprefix(YOURS_PREFIX),
+                "device": m.case.device, "median_s": m.summary.median,
+                "ci_low_s": m.summary.ci_low, "ci_high_s": m.summary.ci_high}
+
+    return {"size": w.size, "fastest": named(w.fastest), "next": named(w.next),
+            "ratio": w.ratio if w.next else None, "ratio_low": w.low if w.next else None,
+            "ratio_high": w.high if w.next else None, "apart": w.apart,
+            "contended": w.contended}
+
+
+def winner_records(ms: Sequence[Measurement]) -> dict[str, Any]:
+    """What a document of a run of several implementations adds: the winner at each size."""
+    return {"winners": [winner_record(w) for w in winners(ms)]} if side_by_side(ms) else {}

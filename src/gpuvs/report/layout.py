@@ -12,7 +12,7 @@ from dataclasses import replace
 
 from gpuvs import units, workloads
 from gpuvs.analysis import speedup
-from gpuvs.analysis.ceilings import contended_note, peak_for
+from gpuvs.analysis.ceilings import contended_note, peak_for, read
 from gpuvs.analysis.cost import NO_PRICES, Prices
 from gpuvs.analysis.crossover import (
     Crossover,
@@ -244,3 +244,23 @@ def status_line(counts: dict[str, int]) -> str:
     """'12 ok, 3 unavailable, 1 oom' in a fixed order."""
     order = [s.value for s in Status]
     return ", ".join(f"{counts[k]} {k}" for k in order if counts.get(k))
+
+
+def ceilings_table(measurements: Sequence[Measurement], run_id: str, fingerprint: str
+                   ) -> Table:
+    """The ceilings read off the probes (`gpuvs ceilings`), and a note for each backend
+    and device where they could not be measured."""
+    rows = tuple((c.name, c.backend, c.device,
+                  units.seconds(c.value) if c.unit == "s" else units.rate(c.value, c.unit))
+                 for c in read(measurements))
+    missing: dict[tuple[str, str], str] = {}
+    for m in measurements:
+        if m.summary is None:
+            missing.setdefault((m.case.backend, m.case.device), f"{m.status.value}: {m.reason}")
+    notes = tuple(f"not measured on {backend} {device}: {why}"
+                  for (backend, device), why in sorted(missing.items()))
+    if disturbed := contended_note(read(measurements)):
+        notes += (disturbed,)
+    return Table(f"ceilings · run {run_id} · environment {fingerprint}",
+                 ("ceiling", "backend", "device", "measured"), rows, notes,
+                 wrapping=frozenset({"ceiling"}))

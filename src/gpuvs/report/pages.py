@@ -20,8 +20,9 @@ from gpuvs.report.history import (
     unmatched_lines,
     verdict_counts,
 )
-from gpuvs.report.html import Figure, TableView, figure_of, jinja, view
+from gpuvs.report.html import jinja
 from gpuvs.report.plots import MARKERS, PALETTE, Mark, Plot, Series
+from gpuvs.report.sections import Figure, TableView, figure_of, view
 from gpuvs.table import Table
 
 PAGE = "page.html.j2"

@@ -19,11 +19,12 @@ from gpuvs.predicting.forecast import Point, Predicted, Series, Target
 from gpuvs.predicting.profile import Found
 from gpuvs.predicting.residuals import Residuals
 from gpuvs.predicting.validation import CrossoverCheck, ErrorRow
-from gpuvs.report.html import figure_of, jinja, view
+from gpuvs.report.html import jinja
 from gpuvs.report.layout import size_axis, sweep_title
 from gpuvs.report.pages import PAGE, Section
 from gpuvs.report.plots import PALETTE, Plot
 from gpuvs.report.plots import Series as Line
+from gpuvs.report.sections import figure_of, view
 from gpuvs.table import Table
 
 COLUMNS = ("size", "GPU", "data", "CPU measured (fastest)", "GPU predicted [90 % interval]",

@@ -6,6 +6,7 @@ layout.py."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 from gpuvs import seeds, units
 from gpuvs.analysis import speedup
@@ -204,3 +205,29 @@ def _picks(figure: Figure | None) -> list[Pick]:
     if isinstance(figure, Ratio):
         return [figure.slow, figure.fast]
     return [figure] if isinstance(figure, Pick) else []
+
+
+def seed_records(ms: Sequence[Measurement]) -> list[dict[str, Any]]:
+    """Each post with cases here: per row, the claim, the as-written and correct figures
+    (seconds, or a ratio where the post divided two times), and the sentence."""
+    out = []
+    present = {m.case.workload for m in ms}
+    for seed in seeds.REGISTRY.all():
+        if not present & seed.workloads():
+            continue
+        mine = [m for m in ms if m.case.workload in seed.workloads()]
+        rows = []
+        for row in seed.rows():
+            written, correct = value_of(row.written, mine), value_of(row.correct, mine)
+            rows.append({"label": row.shown(mine), "claim": row.claim,
+                         f"as_written_{_unit(row.written)}": written,
+                         f"correct_{_unit(row.correct)}": correct,
+                         "written_over_correct": written / correct if written and correct
+                         else None, "why": row.why(Found(written, correct, mine))})
+        out.append({"seed": seed.name, "title": seed.title, "rows": rows})
+    return out
+
+
+def _unit(figure: Figure | None) -> str:
+    """A post's figure is seconds, or a ratio where it divided two times ("40× faster")."""
+    return "ratio" if isinstance(figure, Ratio) else "s"

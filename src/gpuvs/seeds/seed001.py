@@ -288,7 +288,7 @@ def _each_alone(m: Measurement | None) -> str:
 
 def _makespan_cell(m: Measurement | None, sequential: float | None) -> str:
     if m is not None and m.status is not Status.OK:
-        return m.status.value
+        return str(m.status)
     t = seconds_of(m)
     if t is None:
         return "—"

@@ -31,12 +31,8 @@ from gpuvs.seeds.base import (
     seconds_of,
 )
 from gpuvs.table import Table
-from gpuvs.workloads.cnn import (
-    POST_BATCH,
-    TUNED_BATCH,
-    VALIDATION_SPLIT,
-    steps_per_epoch,
-)
+from gpuvs.workloads.cifar import VALIDATION_SPLIT, steps_per_epoch
+from gpuvs.workloads.cnn import POST_BATCH, TUNED_BATCH
 
 GPU = "cuda:0"
 # Training steps the as_written fit runs, by device kind (the post: 1329 × 20 epochs).

@@ -1,4 +1,6 @@
-"""Where results live: SQLite, at --db, else $GPUVS_DB, else the user data directory.
+"""Where results live: a SQLite file or a PostgreSQL database (`postgresql://…`), at
+--db, else $GPUVS_DB, else the user data directory; a run's lifecycle (`runs`), every
+query (`sql`), the tables once (`schema`), and the one run format (`export`).
 
 Nothing here imports a framework, so opening a store stays cheap for `gpuvs show`.
 """

@@ -1,4 +1,6 @@
-"""The workload registry. A workload is one file that registers itself with `@register`."""
+"""What is measured: the workload registry, one file a workload that registers itself with
+`@register` (`matmul`, `elementwise`, `gru`, `cnn` with `cifar`, `jacobian`, and the
+ceiling `probes`), each a `base.Workload`."""
 
 from __future__ import annotations
 

@@ -44,8 +44,9 @@ def random_inputs(shape: tuple[int, ...], dtype: str, seed: int, low: float = 0.
     where the dtype allows (10^9 elements: 4 GB, not 8 GB and a cast). Past one chunk, each
     chunk has its own generator spawned from `seed`, filled on all cores (NumPy's
     multithreaded-generation recipe): 10^9 float64 draws take seconds on one."""
-    draw = np.float64 if dtype == "float64" else np.float32
+    draw: Any = np.float64 if dtype == "float64" else np.float32
     n = math.prod(shape)
+    a: np.ndarray
     if n <= CHECK_CHUNK:
         a = np.random.default_rng(seed).random(shape, dtype=draw)
     else:
@@ -67,7 +68,7 @@ def host_dtype(dtype: str) -> str:
 def as_device_sees(a: np.ndarray, dtype: str) -> np.ndarray:
     """The float64 values a device holds after casting `a` to `dtype`."""
     if dtype == "bfloat16":  # round to nearest even on the top 16 bits of float32
-        u = a.astype(np.float32).view(np.uint32).astype(np.uint64)
+        u: np.ndarray = a.astype(np.float32).view(np.uint32).astype(np.uint64)
         u = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16) << 16
         return u.astype(np.uint32).view(np.float32).astype(np.float64)
     return a.astype(dtype, copy=False).astype(np.float64)

@@ -43,7 +43,7 @@ from gpuvs.backends.base import Backend
 from gpuvs.errors import BackendUnavailable, UsageError, WrongResult
 from gpuvs.measuring.as_written import SelfTimed
 from gpuvs.measuring.protocol import Prepared
-from gpuvs.model import Case, Params
+from gpuvs.model import Case, Params, on_gpu
 from gpuvs.workloads import register
 from gpuvs.workloads.base import TOLERANCE, SizeAxis, Workload, relative_error, with_others
 from gpuvs.workloads.cifar import (
@@ -252,7 +252,7 @@ def torch_trainer(case: Case) -> Trainer:
     import torch
 
     device, tuned = case.device, case.variant == "tuned"
-    cuda = device.startswith("cuda")
+    cuda = on_gpu(device)
     torch.manual_seed(SEED)
     model = torch_twin().to(device)
     if tuned:
@@ -352,7 +352,7 @@ def checker(trainer: Trainer, initial: Any, batch: tuple[np.ndarray, np.ndarray]
 
 
 def _sync(device: str) -> None:
-    if device.startswith("cuda"):
+    if on_gpu(device):
         import torch
 
         torch.cuda.synchronize(device)
@@ -440,7 +440,7 @@ class Cnn(Workload):
         if {"steps", "epochs"} & set(dict(case.params)):
             return False  # fit's own run lengths belong to the replay
         if case.variant == "tuned":
-            return framework == "torch" and case.device.startswith("cuda")
+            return framework == "torch" and on_gpu(case.device)
         return case.param("compile", "off") == "off"
 
     def flops(self, size: int, params: Params) -> float:
@@ -525,7 +525,7 @@ class Cnn(Workload):
 
 def _conv_tf32(case: Case) -> dict[str, float]:
     """Whether float32 convolutions ran on TF32 (PyTorch's cuDNN default), for fairness."""
-    if not case.device.startswith("cuda") or case.variant == "tuned":
+    if not on_gpu(case.device) or case.variant == "tuned":
         return {}
     import torch
 

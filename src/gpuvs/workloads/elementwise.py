@@ -80,7 +80,7 @@ def fused_chain(backend: str) -> Callable[[Any], Any]:
     if backend == "torch":
         import torch
 
-        return torch.compile(_chain, fullgraph=True, dynamic=False)  # type: ignore[no-any-return]
+        return torch.compile(_chain, fullgraph=True, dynamic=False)
     if backend == "jax":
         import jax
 

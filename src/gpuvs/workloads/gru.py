@@ -41,7 +41,7 @@ from gpuvs.backends.base import Backend
 from gpuvs.errors import WrongResult
 from gpuvs.measuring.as_written import SelfTimed, wall_once
 from gpuvs.measuring.protocol import Prepared
-from gpuvs.model import Case, Measurement, Params, Status
+from gpuvs.model import Case, Measurement, Params, Status, on_gpu
 from gpuvs.workloads import register
 from gpuvs.workloads.base import (
     ITEMSIZE,
@@ -155,7 +155,7 @@ class Gru(Workload):
         how = case.param("how")
         if case.backend != "torch" or case.param("data", "resident") != "resident":
             return False
-        if how in GPU_ONLY and not case.device.startswith("cuda"):
+        if how in GPU_ONLY and not on_gpu(case.device):
             return False
         if case.variant == "as_written":
             return how in AS_WRITTEN and case.param("cache") != "cold"
@@ -216,7 +216,7 @@ class Gru(Workload):
             return Prepared(call=call, check=check, parts=parts)
         calls = {"autograd": lambda: _pair(grus, xs, grad=True),
                  "sequential": lambda: _pair(grus, xs, grad=False)}
-        call = calls.get(how) or (_streams(grus, xs, device) if device.startswith("cuda")
+        call = calls.get(how) or (_streams(grus, xs, device) if on_gpu(device)
                                   else _threads(grus, xs))
         parts = _parts(grus, xs) if how == "sequential" else ()
         return Prepared(call=call, check=check, parts=parts)

@@ -31,12 +31,12 @@ from typing import Any
 
 from gpuvs import backends
 from gpuvs.analysis.speedup import END_TO_END, RESIDENT, data_of
-from gpuvs.config import KEYWORDS, RunConfig, check_devices, check_tolerance
+from gpuvs.config import KEYWORDS, build, check_devices, check_tolerance
 from gpuvs.errors import BackendUnavailable, UsageError, WrongResult, first_line, one_line
 from gpuvs.execute import policy
-from gpuvs.machine import watches
-from gpuvs.measuring import criteria
-from gpuvs.measuring.protocol import Budget, Prepared, measure_watched
+from gpuvs.execute.take import take
+from gpuvs.execute.wire import Sampling
+from gpuvs.measuring.protocol import Prepared
 from gpuvs.model import YOURS_PREFIX, Case, Measurement, Status
 from gpuvs.yours import moving
 from gpuvs.yours.agreement import agreement
@@ -83,8 +83,8 @@ class _Settings:
 
 def run(fn: Functions, args: tuple[Any, ...], kwargs: Mapping[str, Any], *,
         devices: Sequence[str] = ("cpu", "cuda"), batch: Callable[[int], Any] | None = None,
-        sizes: Sequence[int] | str | None = None, budget_s: float = 1.0,
-        tolerance: float | None = None, name: str | None = None, criterion: str = "median-ci",
+        sizes: Sequence[int] | str | None = None, budget_s: float | None = None,
+        tolerance: float | None = None, name: str | None = None, criterion: str | None = None,
         on_result: Callable[[Measurement], None] | None = None,
         on_start: Callable[[Case], None] | None = None,
         on_plan: Callable[[list[Case]], None] | None = None,
@@ -104,10 +104,11 @@ def run(fn: Functions, args: tuple[Any, ...], kwargs: Mapping[str, Any], *,
     again, but are part of the result. `show_progress` shows a sweep's progress on stderr
     (`gpuvs.compare`)."""
     devices = check_devices(devices)
-    RunConfig(budget_s=budget_s, criterion=criterion, devices=devices).validate(KEYWORDS)
+    config = build({"budget_s": budget_s, "criterion": criterion, "devices": devices},
+                   names=KEYWORDS)
     check_tolerance(tolerance, "tolerance")
-    settings = _Settings(implementations(fn, name), budget_s, tolerance, criterion,
-                         on_result, on_start, on_plan, on_again)
+    settings = _Settings(implementations(fn, name), config.budget_s, tolerance,
+                         config.criterion, on_result, on_start, on_plan, on_again)
     plan = _plan(args, dict(kwargs), batch, sizes)
     earlier = _Earlier(devices, tuple(i.workload for i in settings.implementations),
                        {unit(m.case): m for m in done})
@@ -478,11 +479,9 @@ def _measure(s: _Settings, impl: Implementation, call: Callable[[], object], cas
     prepared = Prepared(call=call, check=reference.checker(case))
     first = reference.source is None
     try:
-        clock = backend.clock(case.device)
-        m, _ = measure_watched(lambda: prepared, case, clock, criteria.parse(s.criterion),
-                               Budget(seconds=s.budget_s),
-                               watches.standard(case.device, counters.get("threads")),
-                               again=s.on_again)
+        m = take(case, lambda: prepared, Sampling(s.budget_s, s.criterion),
+                 backend=backend, threads=counters.get("threads"), again=s.on_again,
+                 raising=True).measurement
     except Exception as e:
         what = _raised(impl, case, e)
         failed, _ = policy.failure(backend, case, e, crashed=what)

@@ -132,7 +132,7 @@ class Comparison:
         `gpuvs compare` and `gpuvs plot --from` read), with what the comparison derived
         beside it: its speedups and crossovers, each naming its implementation, and with
         several implementations, the winner at each size."""
-        from gpuvs.report.documents import winner_record
+        from gpuvs.report.implementations import winner_record
         from gpuvs.store.export import run_document
         several = len(self.implementations) > 1
         return run_document(self.run, self.measurements) | {

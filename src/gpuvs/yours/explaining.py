@@ -3,7 +3,8 @@ nothing that is timed: the per-op dispatch costs (the `dispatch` probe) and, in 
 worker once its last case is timed, the kernels one call launches (the profiler).
 
 `gpuvs.compare` runs in your own process, which gpuvs never observes: a profiler session
-slowed a launch-bound loop timed after it in the same process by a third on an H100. So
+made a launch-bound loop timed after it in the same process about twice as slow on an H100
+(docs/accuracy.md, "Observation apart from timing"). So
 `Comparison.explain()` measures the dispatch costs in a worker process of their own and
 counts no kernels; `gpuvs run-file`'s worker, whose cases are all timed by then, measures
 both in its own process (the probe first: it is timed too).
@@ -18,9 +19,8 @@ from gpuvs.analysis import ceilings as ceiling_probes
 from gpuvs.analysis.explain import Explanation, explain
 from gpuvs.analysis.speedup import RESIDENT, data_of
 from gpuvs.config import RunConfig
-from gpuvs.machine import watches
-from gpuvs.measuring import criteria
-from gpuvs.measuring.protocol import Budget, measure_watched
+from gpuvs.execute.take import take
+from gpuvs.execute.wire import Sampling
 from gpuvs.measuring.watch import observing
 from gpuvs.model import Case, Ceiling, Measurement, Status
 from gpuvs.workloads.base import prepared_case
@@ -90,7 +90,6 @@ def _dispatch_here(backend: str, device: str) -> list[Ceiling]:
     if b.unavailable_reason(device) is not None:
         return []
     case = ceiling_probes.dispatch_probes([(backend, device)])[0]
-    m, _ = measure_watched(lambda: prepared_case(workloads.get("dispatch"), b, case), case,
-                           b.clock(device), criteria.parse("median-ci"),
-                           Budget(DISPATCH_BUDGET_S), watches.standard(device))
-    return ceiling_probes.read([m])
+    taken = take(case, lambda: prepared_case(workloads.get("dispatch"), b, case),
+                 Sampling(DISPATCH_BUDGET_S), backend=b, raising=True)
+    return ceiling_probes.read([taken.measurement])

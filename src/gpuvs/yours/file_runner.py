@@ -22,16 +22,24 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
 
 from gpuvs.analysis.explain import explain
 from gpuvs.analysis.speedup import RESIDENT, data_of
 from gpuvs.errors import UsageError
 from gpuvs.execute.supervisor import STARTUP_ALLOWANCE_S, Child
+from gpuvs.execute.wire import (
+    Again,
+    Explained,
+    Measured,
+    Planned,
+    Refused,
+    RunFile,
+    Started,
+)
 from gpuvs.model import YOURS_PREFIX, Case, Measurement, Status
 from gpuvs.yours.compare import Unit, placements, skipped_end_to_end, unit
 from gpuvs.yours.comparison import Comparison
-from gpuvs.yours.run_file import Request
+from gpuvs.yours.run_file import case_count
 
 
 @dataclass(frozen=True)
@@ -42,7 +50,7 @@ class Outcome:
     explanation: tuple[str, ...]
 
 
-def run(request: Request, timeout_s: float,
+def run(request: RunFile, timeout_s: float,
         on_result: Callable[[Measurement], None] = lambda m: None) -> Outcome:
     """Every case of `request`, each measured in a worker, whatever becomes of them.
     `on_result` hears of each measurement as it arrives."""
@@ -61,21 +69,21 @@ class FileWorker(Child):
     """One worker: the request and the cases done so far go in on stdin; its events come
     back on a pipe of their own (`{fd}`), whose end is the worker's."""
 
-    def __init__(self, request: Request, done: Sequence[Measurement]) -> None:
+    def __init__(self, request: RunFile, done: Sequence[Measurement]) -> None:
         super().__init__([sys.executable, "-m", "gpuvs.yours.file_worker", "{fd}"],
                          channel="pipe")
-        message = {"request": request.to_dict(), "done": [m.to_dict() for m in done]}
+        message = replace(request, done=tuple(done))
         # Sent aside: a worker that never reads it must not stop the clock (`event`).
         threading.Thread(target=self._hand_over, args=(message,), daemon=True).start()
 
-    def _hand_over(self, message: dict[str, Any]) -> None:
+    def _hand_over(self, message: RunFile) -> None:
         self.send(message)
         with contextlib.suppress(OSError, ValueError):  # it died first, or was closed
             assert self.proc.stdin is not None
             self.proc.stdin.close()  # the worker reads one line
 
 
-def _one_worker(request: Request, record: _Record, timeout_s: float) -> tuple[str, ...] | str:
+def _one_worker(request: RunFile, record: _Record, timeout_s: float) -> tuple[str, ...] | str:
     """A worker followed to its end: its explanation of the run, or why it died."""
     worker = FileWorker(request, record.measurements())
     try:
@@ -96,22 +104,20 @@ def _follow(worker: FileWorker, record: _Record, timeout_s: float) -> tuple[str,
     fresh = True
     deadline = time.monotonic() + timeout_s + STARTUP_ALLOWANCE_S
     while (event := worker.event(deadline)) is not None:
-        if fresh or "measurement" in event or "again" in event:
+        if fresh or isinstance(event, (Measured, Again)):
             deadline = time.monotonic() + timeout_s  # a contended case measured again, too
             fresh = False
-        if "again" in event:
-            continue
-        if "plan" in event:
-            record.plan(Case.from_dict(c) for c in event["plan"])
-        elif "start" in event:
-            in_flight = Case.from_dict(event["start"])
-        elif "measurement" in event:
-            record.add(Measurement.from_dict(event["measurement"]))
+        if isinstance(event, Planned):
+            record.plan(event.cases)
+        elif isinstance(event, Started):
+            in_flight = event.case
+        elif isinstance(event, Measured):
+            record.add(event.measurement)
             in_flight = None
-        elif "usage_error" in event:
-            raise UsageError(event["usage_error"])
-        else:
-            return tuple(event["explained"])
+        elif isinstance(event, Refused):
+            raise UsageError(event.message)
+        elif isinstance(event, Explained):
+            return event.lines
     return record.lost(worker, in_flight, timeout_s)
 
 
@@ -119,7 +125,7 @@ class _Record:
     """What the parent knows: each case's measurement, in the order taken, and what the
     cases of each size whose inputs a worker built are called."""
 
-    def __init__(self, request: Request, on_result: Callable[[Measurement], None]) -> None:
+    def __init__(self, request: RunFile, on_result: Callable[[Measurement], None]) -> None:
         self.request = request
         self.on_result = on_result
         self.taken: dict[Unit, Measurement] = {}
@@ -144,7 +150,7 @@ class _Record:
             self.on_result(m)
 
     def complete(self) -> bool:
-        return len(self.taken) == self.request.cases
+        return len(self.taken) == case_count(self.request)
 
     def profiled(self) -> bool:
         """Whether a GPU case finished: explaining it profiles the user's function."""

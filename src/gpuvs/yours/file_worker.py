@@ -2,39 +2,50 @@
 its own (`python -m gpuvs.yours.file_worker FD`, started by `gpuvs.yours.file_runner`),
 so that a segfault, an `os._exit` or a hang in it ends this process, not gpuvs.
 
-One JSON line on stdin brings the request and the cases an earlier worker already did
-(this one carries on after them). Events go out on file descriptor FD, a pipe of their
-own, one JSON object a line — never on stdout, which the user's prints share:
+One line on stdin brings the request (`execute.wire.RunFile`), with the cases an earlier
+worker already did (this one carries on after them). Events go out on file descriptor
+FD, a pipe of their own, one `execute.wire` message a line — never on stdout, which the
+user's prints share:
 
-- `{"plan": [case, …]}` once a size's inputs are built: what its cases are called;
-- `{"start": case}` before a case's inputs go to its device and it runs;
-- `{"again": why}` when a contended case is measured again (the parent's clock restarts);
-- `{"measurement": m}` when it has its result;
-- `{"explained": [line, …]}` at the end, once every case is timed: the dispatch costs
-  timed here, then the user's function profiled (`yours.explaining.explained_here`), so it
-  is said here, where the function is;
-- or `{"usage_error": message}`: the file cannot be loaded, BUILDER is missing or
-  raised, the function raised on the reference device — nothing to compare.
+- `Planned(cases)` once a size's inputs are built: what its cases are called;
+- `Started(case)` before a case's inputs go to its device and it runs;
+- `Again` when a contended case is measured again (the parent's clock restarts);
+- `Measured(m)` when it has its result;
+- `Explained(lines)` at the end, once every case is timed: the dispatch costs timed here,
+  then the user's function profiled (`yours.explaining.explained_here`), so it is said
+  here, where the function is;
+- or `Refused(message)`: the file cannot be loaded, BUILDER is missing or raised, the
+  function raised on the reference device — nothing to compare.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 from gpuvs.errors import UsageError
-from gpuvs.model import Measurement
+from gpuvs.execute.wire import (
+    Again,
+    Explained,
+    Measured,
+    Message,
+    Planned,
+    Refused,
+    RunFile,
+    Started,
+    decode,
+    encode,
+)
 from gpuvs.yours import compare
 from gpuvs.yours.comparison import Comparison
 from gpuvs.yours.explaining import explained_here
-from gpuvs.yours.run_file import Request, check_builder, load_targets, spread
+from gpuvs.yours.run_file import check_builder, load_targets, spread
 
 EXIT_USAGE = 2
 
-Send = Callable[[str, Any], None]
+Send = Callable[[Message], None]
 
 
 def main(argv: list[str]) -> int:
@@ -43,34 +54,36 @@ def main(argv: list[str]) -> int:
     # parent that this worker died.
     os.set_inheritable(events.fileno(), False)
 
-    def send(key: str, value: Any) -> None:
-        events.write(json.dumps({key: value}) + "\n")
+    def send(event: Message) -> None:
+        events.write(encode(event) + "\n")
         events.flush()
 
-    message = json.loads(sys.stdin.readline())
+    request = decode(sys.stdin.readline())
+    if not isinstance(request, RunFile):
+        raise SystemExit(f"run-file's worker takes a run-file request, not {request.kind}")
     try:
-        result = _compared(Request.from_dict(message["request"]),
-                           [Measurement.from_dict(m) for m in message["done"]], send)
+        result = _compared(request, send)
     except UsageError as e:
-        send("usage_error", str(e))
+        send(Refused(str(e)))
         return EXIT_USAGE
     assert result.fresh_call is not None
-    send("explained", str(explained_here(result.measurements, result.fresh_call)).splitlines())
+    send(Explained(tuple(
+        str(explained_here(result.measurements, result.fresh_call)).splitlines())))
     return 0
 
 
-def _compared(request: Request, done: Sequence[Measurement], send: Send) -> Comparison:
+def _compared(request: RunFile, send: Send) -> Comparison:
     functions, builder = load_targets(request.targets, request.inputs)
     check_builder(builder, request.inputs, bool(request.sizes))
     args = () if request.sizes else spread(_built(builder, request.inputs))
     fn = next(iter(functions.values())) if len(functions) == 1 else functions
     return compare.run(
         fn, args, {}, devices=request.devices, batch=builder if request.sizes else None,
-        sizes=request.sizes or None, budget_s=request.budget_s, tolerance=request.tolerance,
-        done=done, on_plan=lambda cases: send("plan", [c.to_dict() for c in cases]),
-        on_start=lambda case: send("start", case.to_dict()),
-        on_again=lambda: send("again", "contended: measuring it again"),
-        on_result=lambda m: send("measurement", m.to_dict()))
+        sizes=request.sizes or None, budget_s=request.sampling.budget_s,
+        criterion=request.sampling.criterion, tolerance=request.tolerance,
+        done=request.done, on_plan=lambda cases: send(Planned(tuple(cases))),
+        on_start=lambda case: send(Started(case)), on_again=lambda: send(Again()),
+        on_result=lambda m: send(Measured(m)))
 
 
 def _built(builder: Callable[[], Any], name: str) -> Any:

@@ -32,11 +32,11 @@ from types import CodeType
 from typing import Any
 
 from gpuvs import units
-from gpuvs.config import RunConfig, check_devices
+from gpuvs.config import build, check_devices
 from gpuvs.errors import GpuvsError, UsageError
-from gpuvs.machine import watches
-from gpuvs.measuring import criteria
-from gpuvs.measuring.protocol import Budget, Prepared, measure_watched
+from gpuvs.execute.take import take
+from gpuvs.execute.wire import Sampling
+from gpuvs.measuring.protocol import Prepared
 from gpuvs.model import Case, Caveat, Measurement
 from gpuvs.yours import moving
 from gpuvs.yours.moving import clock_for
@@ -161,14 +161,14 @@ def parse_options(opts: Mapping[str, Any]) -> Options:
             raise UsageError(f"-{flag} needs a positive whole number; got {opts[flag]!r}")
         return value
 
-    budget = DEFAULT_BUDGET_S
+    given = None
     if "budget" in opts:
         try:
-            budget = float(opts["budget"])
+            given = float(opts["budget"])
         except ValueError:
             raise UsageError(f"--budget must be a positive number of seconds; got "
                              f"{opts['budget']!r}") from None
-        RunConfig(budget_s=budget).validate()
+    budget = build({"budget_s": given}).budget_s  # 1 s, or [tool.gpuvs]'s budget_s
     devices: tuple[str, ...] = ()
     if "compare" in opts:
         devices = check_devices(str(opts["compare"]))
@@ -229,13 +229,11 @@ def time_source(ns: dict[str, Any], source: str, options: Options) -> Timing:
     backend, clock = clock_for(device, [*data, out])
     case = Case(WORKLOAD, "correct", backend, device, moving.floating_dtype(data),
                 moving.batch_size(data))
-    budget = Budget(seconds=options.budget_s)
-    if options.loops is not None:  # -n: exactly this many loops per sample
-        budget = replace(budget, target_sample_s=1e9, max_loops=options.loops)
     criterion = f"fixed:n={options.repeat}" if options.repeat else "median-ci"
+    # -n: exactly this many loops per sample
+    sampling = Sampling(options.budget_s, criterion, loops=options.loops)
     prepared = Prepared(call=call, check=lambda _: None)
-    m, _ = measure_watched(lambda: prepared, case, clock, criteria.parse(criterion), budget,
-                           watches.standard(device))
+    m = take(case, lambda: prepared, sampling, clock=clock, raising=True).measurement
     m = replace(m, first_call_s=first_call_s)
     if options.repeat:  # samples come in batches: keep exactly the -r asked for
         m = replace(m, samples=m.samples[:options.repeat],

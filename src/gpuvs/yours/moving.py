@@ -34,8 +34,9 @@ from typing import Any
 import numpy as np
 
 from gpuvs import backends
-from gpuvs.errors import BackendUnavailable, UsageError
+from gpuvs.errors import UsageError
 from gpuvs.measuring.protocol import Clock, HostClock
+from gpuvs.model import on_gpu
 from gpuvs.workloads.base import TOLERANCE
 
 MOVABLE = ("torch tensors, torch.nn.Modules, NumPy and CuPy arrays, and lists, tuples, "
@@ -311,13 +312,8 @@ def snapshot(obj: object) -> Any:
 def clock_for(device: str, objs: Sequence[object]) -> tuple[str, Clock]:
     """The backend name and clock for work on `device` over these tensors and arrays:
     the host clock on the CPU; CUDA events through torch (tensors, modules) or CuPy."""
-    if device == "cpu":
+    backends.check_device(device)
+    if not on_gpu(device):
         return (backend_for(objs, "cpu") if leaves(objs) else "python"), HostClock()
-    if not device.startswith("cuda"):
-        raise UsageError(f"unknown device {device!r}; accepted: cpu, cuda, cuda:N")
     name = "torch" if any(is_tensor(x) or is_module(x) for x in objs) else "cupy"
-    backend = backends.get(name)
-    reason = backend.unavailable_reason(device)
-    if reason is not None:
-        raise BackendUnavailable(reason)
-    return name, backend.clock(device)
+    return name, backends.clock_for(device, name)

@@ -53,8 +53,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="Fail a test whose STAT (median, mean, min, max) is slower than in "
                          "the compared run by more than LIMIT: 5%% (relative) or 0.001 "
                          "(seconds). E.g. median:5%%.")
-    group.addoption("--gpuvs-budget", metavar="SECONDS", type=float, default=1.0,
-                    help="Sampling seconds per timed call (default 1).")
+    group.addoption("--gpuvs-budget", metavar="SECONDS", type=float, default=None,
+                    help="Sampling seconds per timed call (default 1, or [tool.gpuvs]'s "
+                         "budget_s).")
     group.addoption("--gpuvs-db", metavar="PATH", default=None,
                     help="The gpuvs results database; default $GPUVS_DB, else the user data "
                          "directory.")
@@ -103,12 +104,12 @@ class GpuvsSession:
 
     def __init__(self, config: pytest.Config) -> None:
         opt = config.getoption
-        self.budget_s = float(opt("--gpuvs-budget"))
-        from gpuvs.config import RunConfig
+        from gpuvs.config import build
         from gpuvs.errors import UsageError
         try:
-            RunConfig(budget_s=self.budget_s).validate({"budget_s": "--gpuvs-budget",
-                                                        "timeout_s": "--timeout"})
+            self.budget_s = build({"budget_s": opt("--gpuvs-budget")},
+                                  names={"budget_s": "--gpuvs-budget",
+                                         "timeout_s": "--timeout"}).budget_s
         except UsageError as e:
             raise pytest.UsageError(str(e)) from None
         self.disabled = bool(opt("--gpuvs-disable"))
@@ -353,9 +354,9 @@ def measure_call(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any], name: s
     from dataclasses import replace
 
     from gpuvs.errors import WrongResult
-    from gpuvs.machine import watches
-    from gpuvs.measuring import criteria
-    from gpuvs.measuring.protocol import Budget, Prepared, measure_watched
+    from gpuvs.execute.take import take
+    from gpuvs.execute.wire import Sampling
+    from gpuvs.measuring.protocol import Prepared
     from gpuvs.model import Case, Measurement, Status
     from gpuvs.yours import moving
     from gpuvs.yours.compare import source_hash
@@ -377,8 +378,8 @@ def measure_call(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any], name: s
     # again after a pause, and marked `contended` if it stays so — the gate then says it
     # cannot judge it (`analysis.regression.unjudged`), never that it passed.
     try:
-        m, _ = measure_watched(lambda: prepared, case, clock, criteria.parse("median-ci"),
-                               Budget(budget_s), watches.standard(where))
+        m = take(case, lambda: prepared, Sampling(budget_s), clock=clock,
+                 raising=True).measurement
     except WrongResult as e:
         m = Measurement(case, Status.WRONG_RESULT, str(e))
     return replace(m, workload_version=source_hash(fn)), outputs[0]

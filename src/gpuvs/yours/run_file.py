@@ -1,10 +1,10 @@
-"""`gpuvs run-file SCRIPT.py::FUNC [SCRIPT.py::FUNC …]`: what it asks for (`Request`,
-checked in gpuvs's own process as far as that needs none of the user's code) and the
-loading, in the worker that runs it (`gpuvs.yours.file_worker`): each user's file imported
-as `python SCRIPT.py` would, once, its FUNCs and the BUILDER of their arguments found (in
-the first target's file), each missing piece a `UsageError` that names what is there
-instead. Several targets are implementations of one function, side by side: the first is
-the reference every other output must agree with."""
+"""`gpuvs run-file SCRIPT.py::FUNC [SCRIPT.py::FUNC …]`: what it asks for (an
+`execute.wire.RunFile`, checked in gpuvs's own process as far as that needs none of the
+user's code) and the loading, in the worker that runs it (`gpuvs.yours.file_worker`): each
+user's file imported as `python SCRIPT.py` would, once, its FUNCs and the BUILDER of their
+arguments found (in the first target's file), each missing piece a `UsageError` that names
+what is there instead. Several targets are implementations of one function, side by side:
+the first is the reference every other output must agree with."""
 
 from __future__ import annotations
 
@@ -12,41 +12,21 @@ import importlib.util
 import inspect
 import sys
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from gpuvs.errors import UsageError
+from gpuvs.execute.wire import RunFile
 from gpuvs.yours.compare import placements
 
 DEFAULT_INPUTS = "inputs"
 
 
-@dataclass(frozen=True)
-class Request:
-    """What run-file runs: the parent checks it and hands it to each worker."""
-
-    targets: tuple[str, ...]    # SCRIPT.py::FUNC, one or several (the first: the reference)
-    inputs: str                 # BUILDER's name, in the first target's file
-    sizes: tuple[int, ...]      # () = BUILDER() once, at the size of what it returns
-    devices: tuple[str, ...]
-    budget_s: float
-    tolerance: float | None
-
-    @property
-    def cases(self) -> int:
-        """How many cases the run has: per implementation, one per size on the CPU, two on
-        a GPU."""
-        return (max(len(self.sizes), 1) * len(self.targets)
-                * sum(len(placements(d)) for d in self.devices))
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> Request:
-        return cls(tuple(d["targets"]), d["inputs"], tuple(d["sizes"]), tuple(d["devices"]),
-                   d["budget_s"], d["tolerance"])
+def case_count(request: RunFile) -> int:
+    """How many cases a run-file request has: per implementation, one per size on the
+    CPU, two on a GPU."""
+    return (max(len(request.sizes), 1) * len(request.targets)
+            * sum(len(placements(d)) for d in request.devices))
 
 
 def script(target: str) -> tuple[Path, str]:

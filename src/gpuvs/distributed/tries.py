@@ -1,5 +1,6 @@
-"""A rank's case inside the watches every other entry point times in
-(`machine.watches.standard`): the GPU's sensors, other processes' CPU time, peak memory.
+"""A rank's tries at a case: inside the watches every other entry point times in
+(`machine.sensors.standard`) — the GPU's sensors, other processes' CPU time, peak memory —
+and taken again when the protocol's policy says so, agreed on every rank.
 
 The ranks cannot call `protocol.measure_watched` itself: every rank must take the same
 number of samples and decide from the same numbers (the slowest rank's, gathered after
@@ -32,7 +33,7 @@ from gpuvs.distributed.rank import RankResult, Ranks, every_rank, per_sample_max
 from gpuvs.machine import energy
 from gpuvs.machine.energy import NOT_ASKED, EnergyOptions
 from gpuvs.machine.memory import PeakMemory
-from gpuvs.machine.watches import standard
+from gpuvs.machine.sensors import standard
 from gpuvs.measuring import caveats
 from gpuvs.measuring.protocol import Tries
 from gpuvs.measuring.watch import Seen, Watches

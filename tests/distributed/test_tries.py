@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from gpuvs.distributed import collectives, rank, watched
+from gpuvs.distributed import collectives, rank
+from gpuvs.distributed import tries as rank_tries
 from gpuvs.distributed.rank import RankResult, Ranks
 from gpuvs.measuring import protocol
 from gpuvs.measuring.protocol import REMEASURE_BUDGET_FACTOR, Tries
@@ -43,23 +44,23 @@ def test_the_gpus_energy_and_idle_power_add_up_over_the_ranks() -> None:
 
 def test_drifting_samples_are_taken_again_once(one_rank: Ranks) -> None:
     drifting = RankResult(samples=DRIFTING)
-    assert watched.again(one_rank, drifting, Tries()) == watched.REMEASURE
-    assert watched.again(one_rank, drifting, Tries(remeasured=True)) == ""
-    assert watched.again(one_rank, RankResult(samples=STEADY), Tries()) == ""
+    assert rank_tries.again(one_rank, drifting, Tries()) == rank_tries.REMEASURE
+    assert rank_tries.again(one_rank, drifting, Tries(remeasured=True)) == ""
+    assert rank_tries.again(one_rank, RankResult(samples=STEADY), Tries()) == ""
 
 
 def test_a_contended_case_is_taken_again_after_a_pause(one_rank: Ranks) -> None:
     busy = RankResult(samples=STEADY, seen=Seen((Caveat.CONTENDED,)))
-    assert watched.again(one_rank, busy, Tries()) == watched.CONTENDED
+    assert rank_tries.again(one_rank, busy, Tries()) == rank_tries.CONTENDED
     paused: list[float] = []
-    tries = watched.next_try(Tries(), watched.CONTENDED, paused.append)
+    tries = rank_tries.next_try(Tries(), rank_tries.CONTENDED, paused.append)
     assert paused == [2.0] and tries.retries == 1
-    assert watched.again(one_rank, busy, tries) == ""  # at most once: then kept, caveat and all
+    assert rank_tries.again(one_rank, busy, tries) == ""  # at most once: then kept, caveat and all
 
 
 def test_a_case_that_failed_is_not_taken_again(one_rank: Ranks) -> None:
     wrong = RankResult(Status.WRONG_RESULT, "rank 0: wrong", samples=DRIFTING)
-    assert watched.again(one_rank, wrong, Tries()) == ""
+    assert rank_tries.again(one_rank, wrong, Tries()) == ""
 
 
 def test_measured_takes_drifting_steps_again_with_a_longer_budget(one_rank: Ranks) -> None:
@@ -72,7 +73,7 @@ def test_measured_takes_drifting_steps_again_with_a_longer_budget(one_rank: Rank
         watches.sampling_ended(30)
         return RankResult(samples=DRIFTING if len(factors) == 1 else STEADY)
 
-    result = watched.measured(one_rank, take, threads=1, restart=lambda: heard.append("again"))
+    result = rank_tries.measured(one_rank, take, threads=1, restart=lambda: heard.append("again"))
     assert factors == [1.0, REMEASURE_BUDGET_FACTOR] and heard == ["again"]
     assert result.samples == STEADY and result.seen.counters["remeasured"] == 1.0
     assert "others_cpu_share" in result.seen.counters  # the real watches ran around it
@@ -93,7 +94,7 @@ def test_a_collective_seen_contended_is_sampled_again(one_rank: Ranks,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("torch")
     BusyOnce.told = 0
-    monkeypatch.setattr(watched, "case_watches", lambda r, threads: Watches([BusyOnce()]))
+    monkeypatch.setattr(rank_tries, "case_watches", lambda r, threads: Watches([BusyOnce()]))
     monkeypatch.setattr(protocol, "CONTENDED_PAUSE_S", 0.0)
     case = Case("dist_collective", "correct", "gloo", "cpu", "float32", 4096,
                 (("collective", "all_reduce"), ("nproc", "1")))

@@ -12,40 +12,40 @@ from tests.predicting.samples import synthetic
 from gpuvs.analysis.roofline import Bound
 from gpuvs.errors import UsageError
 from gpuvs.model import Case, Ceiling
-from gpuvs.predicting import model
-from gpuvs.predicting.model import FRESH
+from gpuvs.predicting import pricing
+from gpuvs.predicting.pricing import FRESH
 from gpuvs.predicting.work import Work, of_case
 
 
 def test_a_big_product_is_compute_bound_at_the_dtype_peak() -> None:
-    e = model.estimate(Work(flops=1e12, bytes=1e9), synthetic())
+    e = pricing.estimate(Work(flops=1e12, bytes=1e9), synthetic())
     assert e.seconds == pytest.approx(1e12 / 50e12)
     assert e.dominant is Bound.COMPUTE and e.regime == "compute"
     assert e.why == "compute-bound: 1e+12 FLOP at 50 TFLOP/s (float32)"
 
 
 def test_float32_on_tf32_units_uses_the_tf32_peak() -> None:
-    e = model.estimate(Work(flops=1e12, bytes=1e9, tf32=True), synthetic())
+    e = pricing.estimate(Work(flops=1e12, bytes=1e9, tf32=True), synthetic())
     assert e.seconds == pytest.approx(1e12 / 400e12)
     assert "(float32 as TF32)" in e.why
 
 
 def test_a_pass_over_memory_is_memory_bound_at_the_copy_bandwidth() -> None:
-    e = model.estimate(Work(flops=1e8, bytes=8e8), synthetic())
+    e = pricing.estimate(Work(flops=1e8, bytes=8e8), synthetic())
     assert e.seconds == pytest.approx(8e8 / 2e12)  # 400 µs, over the 10 µs launch
     assert e.dominant is Bound.MEMORY
     assert e.why.startswith("memory-bound: 763 MiB at 2 TB/s")
 
 
 def test_short_kernels_wait_on_the_host_launching_them() -> None:
-    e = model.estimate(Work(flops=3e3, bytes=1.2e4, launches=3), synthetic())
+    e = pricing.estimate(Work(flops=3e3, bytes=1.2e4, launches=3), synthetic())
     assert e.seconds == pytest.approx(3 * 10e-6)
     assert e.dominant is Bound.LAUNCH
     assert e.why.startswith("launch-bound: 3 launch(es) × 10 µs of host dispatch outweigh")
 
 
 def test_each_backend_launches_at_its_own_dispatch_cost() -> None:
-    e = model.estimate(Work(bytes=1e3, launches=2, backend="jax"), synthetic())
+    e = pricing.estimate(Work(bytes=1e3, launches=2, backend="jax"), synthetic())
     assert e.seconds == pytest.approx(2 * 100e-6)
 
 
@@ -53,20 +53,20 @@ def test_an_op_family_launches_at_its_own_measured_cost() -> None:
     profile = dataclasses.replace(synthetic(), ceilings=(
         *synthetic().ceilings, Ceiling("per-op dispatch cost (create)", "cuda:0", "jax",
                                        300e-6, "s", "")))
-    e = model.estimate(Work(bytes=1e3, backend="jax", op_family="create"), profile)
+    e = pricing.estimate(Work(bytes=1e3, backend="jax", op_family="create"), profile)
     assert e.seconds == pytest.approx(300e-6)
     assert "× 300 µs of host dispatch (an array creation's) outweigh" in e.why
 
 
 def test_a_profile_without_the_family_prices_it_as_an_elementwise_op() -> None:
-    e = model.estimate(Work(bytes=1e3, backend="jax", op_family="product"), synthetic())
+    e = pricing.estimate(Work(bytes=1e3, backend="jax", op_family="product"), synthetic())
     assert e.seconds == pytest.approx(100e-6)
     assert "× 100 µs of host dispatch outweigh" in e.why
 
 
 def test_an_end_to_end_call_adds_its_copies_to_the_work() -> None:
     work = Work(flops=2e9, bytes=1.2e7, copied_in=(4e6, 4e6), copied_out=(4e6,))
-    e = model.estimate(work, synthetic())
+    e = pricing.estimate(work, synthetic())
     copies = 8e6 / 10e9 + 4e6 / 5e9 + 3 * 20e-6   # 800 + 800 + 60 µs
     assert e.terms[Bound.TRANSFER] == pytest.approx(copies)
     assert e.seconds == pytest.approx(copies + max(2e9 / 50e12, 1.2e7 / 2e12, 10e-6))
@@ -80,21 +80,21 @@ def test_copies_go_at_the_backends_own_rates_where_the_profile_measured_them() -
            Ceiling("d2h (to NumPy, fresh pages)", "cuda:0", "jax", 1e9, "B/s", ""))
     profile = dataclasses.replace(synthetic(), ceilings=(*synthetic().ceilings, *own))
     small = Work(bytes=1e3, copied_in=(4e6,), copied_out=(4e6,), backend="jax")
-    e = model.estimate(small, profile)  # 1 ms in, 2 ms out, 2 × 100 µs of sync
+    e = pricing.estimate(small, profile)  # 1 ms in, 2 ms out, 2 × 100 µs of sync
     assert e.terms[Bound.TRANSFER] == pytest.approx(4e6 / 4e9 + 4e6 / 2e9 + 2 * 100e-6)
     big = dataclasses.replace(small, copied_out=(1e8,))  # past 32 MiB: into fresh pages
-    assert model.estimate(big, profile).terms[Bound.TRANSFER] == pytest.approx(
+    assert pricing.estimate(big, profile).terms[Bound.TRANSFER] == pytest.approx(
         4e6 / 4e9 + 1e8 / 1e9 + 2 * 100e-6)
-    torchs = model.estimate(dataclasses.replace(small, backend="cupy"), profile)
+    torchs = pricing.estimate(dataclasses.replace(small, backend="cupy"), profile)
     assert torchs.terms[Bound.TRANSFER] == pytest.approx(4e6 / 10e9 + 4e6 / 5e9 + 2 * 20e-6)
 
 
 def test_an_output_past_32_mib_lands_in_fresh_host_memory_a_regime_of_its_own() -> None:
     work = Work(bytes=2e8, copied_in=(1e8,), copied_out=(1e8,))
-    e = model.estimate(work, synthetic())
+    e = pricing.estimate(work, synthetic())
     assert e.dominant is Bound.TRANSFER and e.regime == FRESH
     assert e.why.endswith("its output lands in freshly mapped host memory")
-    small = model.estimate(dataclasses.replace(work, copied_out=(1e6,)), synthetic())
+    small = pricing.estimate(dataclasses.replace(work, copied_out=(1e6,)), synthetic())
     assert small.regime == "transfer"
 
 
@@ -120,23 +120,23 @@ def test_gpu_to_gpu_scales_each_bound_by_its_own_ceiling() -> None:
     memory = Work(bytes=8e8)
     compute = Work(flops=1e12, bytes=1e8)
     launch = Work(bytes=1e3, launches=2)
-    assert model.scaled(1e-3, memory, a, b)[0] == pytest.approx(1e-3 / 1.5)
-    assert model.scaled(30e-3, compute, a, b)[0] == pytest.approx(30e-3)
-    assert model.scaled(25e-6, launch, a, b)[0] == pytest.approx(25e-6 * 0.5)
+    assert pricing.scaled(1e-3, memory, a, b)[0] == pytest.approx(1e-3 / 1.5)
+    assert pricing.scaled(30e-3, compute, a, b)[0] == pytest.approx(30e-3)
+    assert pricing.scaled(25e-6, launch, a, b)[0] == pytest.approx(25e-6 * 0.5)
 
 
 def test_a_profile_without_a_ceiling_the_call_needs_says_which() -> None:
     p = synthetic()
     bare = dataclasses.replace(p, ceilings=tuple(c for c in p.ceilings if c.backend != "jax"))
     with pytest.raises(UsageError, match="has no measured per-op dispatch cost of jax on a GPU"):
-        model.estimate(Work(bytes=1e3, backend="jax"), bare)
+        pricing.estimate(Work(bytes=1e3, backend="jax"), bare)
 
 
 def test_a_profile_of_a_machine_without_a_gpu_predicts_no_gpu_time() -> None:
     p = synthetic()
     cpu_only = dataclasses.replace(p, ceilings=tuple(c for c in p.ceilings if c.device == "cpu"))
     with pytest.raises(UsageError, match="measured on a machine without a GPU"):
-        model.estimate(Work(bytes=1e3), cpu_only)
+        pricing.estimate(Work(bytes=1e3), cpu_only)
 
 
 def test_an_end_to_end_pass_copies_its_array_both_ways_and_ones_copies_nothing() -> None:

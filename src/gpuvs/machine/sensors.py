@@ -1,5 +1,5 @@
-"""The machine's watches (`gpuvs.measuring.watch`): what every entry point enters around a
-case — the GPU's sensors (telemetry), other processes' CPU time (contention), the case's
+"""The machine's sensors as watches (`gpuvs.measuring.watch`): what every entry point enters
+around a case — the GPU's telemetry, other processes' CPU time (contention), the case's
 peak memory (`gpuvs.machine.memory`), its energy (`gpuvs.machine.energy`) and, in a
 worker, NumPy's BLAS held to one thread while another framework is timed. `standard`
 assembles them, so the worker, `gpuvs.measure` and `gpuvs.compare` name the same caveats
@@ -14,7 +14,7 @@ from gpuvs.backends.base import Backend
 from gpuvs.machine import contention, energy, memory, telemetry
 from gpuvs.machine.energy import NOT_ASKED, EnergyOptions
 from gpuvs.measuring.watch import Seen, Watch, Watches
-from gpuvs.model import Caveat
+from gpuvs.model import Caveat, on_gpu
 
 
 class Telemetry(Watch):
@@ -89,7 +89,7 @@ def standard(device: str, cpu_threads: float | None = None, hold: Any = None,
     asked for, the GPU's idle power, a declared CPU power)."""
     demand = float(cpu_threads or 1) if device == "cpu" else 1.0
     found: list[Watch] = [Contention(demand)]
-    if device.startswith("cuda"):
+    if on_gpu(device):
         found.insert(0, Telemetry(device))
     if hold is not None:
         found.append(Held(hold))

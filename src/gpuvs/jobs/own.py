@@ -1,0 +1,46 @@
+"""`gpuvs run-file` as a function: the user's function (or several implementations of it)
+timed on each device in worker processes of its own (`yours.file_runner`), each case saved
+the moment it arrives."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from gpuvs.execute.wire import RunFile
+from gpuvs.jobs.recording import QUIET, Done, Job, Listener, Shown, record
+from gpuvs.model import Measurement, RunKind
+from gpuvs.store.runs import RunHandle
+
+
+def run_file(store: Any, request: RunFile, timeout_s: float, *,
+             listener: Listener = QUIET) -> Done:
+    """The request's cases into a new run, written at its first case (a file that does
+    not load leaves none behind); the notes say why each GPU case came out as it did."""
+    from gpuvs.yours.file_runner import run
+    from gpuvs.yours.run_file import case_count
+    explanation: list[str] = []
+
+    def execute(recording: RunHandle, shown: Shown) -> Counter[str]:
+        with shown(case_count(request)) as advance:
+            def kept(m: Measurement) -> None:  # saved the moment it arrives, then shown
+                recording.record(m)
+                advance(m)
+
+            outcome = run(request, timeout_s, kept)
+        explanation.extend(outcome.explanation)
+        return Counter(m.status.value for m in outcome.comparison.measurements)
+
+    return record(store, Job(
+        RunKind.YOURS, _config(request), execute,
+        f"`gpuvs run-file {' '.join(request.targets)}` measures it again.", lazily=True),
+        listener, notes=lambda: explanation)
+
+
+def _config(request: RunFile) -> dict[str, Any]:
+    """What the run records: its function and target; with several, each of them too."""
+    names = [t.rpartition("::")[2] for t in request.targets]
+    several = ({"functions": names, "targets": list(request.targets)} if len(names) > 1
+               else {})
+    return {"function": ", ".join(names), "target": " ".join(request.targets),
+            "devices": list(request.devices), "sizes": list(request.sizes)} | several
