@@ -237,7 +237,7 @@ def render(source: str, out_dir: Path, db: str | None) -> Path:
     """Write the report of a run id or a JSON export into `out_dir`; return its path."""
     from gpuvs.cli.report import load_run
     from gpuvs.report.html import render_html
-    from gpuvs.store.export import write_atomic
+    from gpuvs.store.output import write_atomic
     path = Path(source)
     from_json = path if source.endswith(".json") or path.is_file() else None
     run, measurements, ceilings = load_run(None if from_json else source, from_json, db)

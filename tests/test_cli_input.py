@@ -54,6 +54,9 @@ def test_bad_flags_fail_before_anything_runs(args, message, db) -> None:
     ("passes = 1.5", "passes in [tool.gpuvs] of pyproject.toml must be a whole number"),
     ("sizes = [", "pyproject.toml is not valid TOML"),
     ('criterion = "fixed:n=0"', "criterion parameter n=0 must be a whole number from 1"),
+    ("sizes = []", "sizes in [tool.gpuvs] of pyproject.toml is empty; list at least one, "
+                   "e.g. sizes = [1000, 4096], or leave the key out for gpuvs's default"),
+    ("backends = []", "backends in [tool.gpuvs] of pyproject.toml is empty"),
 ])
 def test_bad_pyproject_values_are_one_line(setting, message, tmp_path) -> None:
     (tmp_path / "pyproject.toml").write_text(f"[tool.gpuvs]\n{setting}\n")
@@ -246,8 +249,14 @@ def test_the_hint_names_gpuvs_however_it_was_started() -> None:
     (["-s", "1e3:1e5:nan"], "size range factor 'nan' must be a number above 1 and finite"),
     (["-s", "1:1e6:1.001"], "size range '1:1e6:1.001' makes 13,823 sizes; a range makes "
                             "at most 200"),
-    (["--budget", "nan"], "--budget must be a positive number of seconds; got nan"),
-    (["--timeout", "inf"], "--timeout must be a positive number of seconds; got inf"),
+    (["--budget", "nan"], "--budget must be a positive number of seconds up to 604,800 "
+                          "(a week); got nan"),
+    (["--timeout", "inf"], "--timeout must be a positive number of seconds up to 604,800 "
+                           "(a week); got inf"),
+    (["--timeout", "1e10"], "--timeout must be a positive number of seconds up to 604,800 "
+                            "(a week); got 10000000000.0"),
+    (["--criterion", "fixed:n=1e12"], "criterion parameter n=1e+12 must be a whole number "
+                                      "from 1 to 1,000,000"),
 ])
 def test_empty_and_non_finite_values_are_refused_not_defaulted(args, message) -> None:
     """An empty -b once ran every backend, `1e3:1e5:inf` one size: each is refused."""
@@ -393,3 +402,83 @@ def test_a_dry_run_names_each_axis_a_workload_adds(tmp_path) -> None:
     square = invoke("run", "-w", "matmul", "-s", "256:1024:2", "-a", "shape=square",
                     "--dry-run", "--db", str(tmp_path / "never.sqlite"))
     assert "shape square;" in square.output or square.output.rstrip().endswith("shape square")
+
+
+def _runs(db: str) -> int:
+    try:
+        with sqlite3.connect(db) as c:
+            return int(c.execute("select count(*) from runs").fetchone()[0])
+    except sqlite3.OperationalError:  # not created yet
+        return 0
+
+
+def test_an_interrupted_seeds_run_names_a_command_seeds_accepts(db) -> None:
+    """It said `gpuvs seeds 000 002`, which seeds refuses, and a `--resume` it lacks."""
+    import re
+    import shlex
+    cmd = [sys.executable, "-m", "gpuvs", "seeds", "--seed", "0", "--quick", "-d", "cpu",
+           "--budget", "0.05", "--db", db]
+    proc = interruptible(cmd, stderr=subprocess.PIPE)
+    deadline = time.time() + 300
+    while time.time() < deadline and not _runs(db) and proc.poll() is None:
+        time.sleep(0.1)
+    time.sleep(1.0)  # its workers start (they import torch): the signal lands mid-run
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    found = re.search(r"`(gpuvs seeds [^`]*)` measures them again", err)
+    assert found is not None, err
+    assert found.group(1) == "gpuvs seeds --seed 000 --quick -d cpu --budget 0.05"
+    assert "--resume" not in err
+    again = invoke(*shlex.split(found.group(1))[1:], "--dry-run", "--db", db)
+    assert again.exit_code == 0, again.output
+
+
+def test_a_fifo_as_the_step_summary_is_refused_in_one_warning_and_never_blocks(
+        tmp_path) -> None:
+    """A FIFO with no reader blocked `--format md` forever; so would the store, damaged."""
+    from gpuvs.store import open_store
+    db = tmp_path / "r.sqlite"
+    _stored_run(str(db))
+    fifo = tmp_path / "summary"
+    os.mkfifo(fifo)
+    for summary, why in ((fifo, "it is a FIFO, not a regular file"),
+                         (db, "it holds a SQLite database, not a step summary")):
+        done = subprocess.run([sys.executable, "-m", "gpuvs", "show", "r1", "--format", "md",
+                               "--db", str(db)], capture_output=True, text=True, timeout=120,
+                              env={**os.environ, "GITHUB_STEP_SUMMARY": str(summary)})
+        assert done.returncode == 0, done.stderr
+        assert done.stderr.splitlines() == [
+            f"warning: cannot append to $GITHUB_STEP_SUMMARY ({summary}): {why}; the "
+            "command's result is unchanged"]
+        assert "| size |" in done.stdout
+    with open_store(str(db), reading=True) as store:
+        assert [m.case.size for m in store.measurements("r1")] == [64]
+
+
+def test_stored_text_is_escaped_in_markdown_and_the_step_summary(tmp_path,
+                                                                 monkeypatch) -> None:
+    """A name from the store with `|`, backticks, `<script>` or a newline went through
+    raw: it broke the table, or ran as markup in the PR comment and the summary."""
+    from gpuvs.model import Case, Environment, Measurement, Run, Status
+    from gpuvs.store import open_store
+    db, summary = str(tmp_path / "r.sqlite"), tmp_path / "summary.md"
+    hostile = "a|b `rm -rf` <script>alert(1)</script>\n# head [x](http://e) &lt;"
+    with open_store(db) as store:
+        for run_id in ("r1", "r2"):
+            store.create_run(Run(run_id, "2026-01-01T00:00:00+0000", {}, Environment("fp", {}),
+                                 "finished", "2026-01-01T00:01:00+0000"))
+            store.save(run_id, Measurement(Case("matmul", "correct", "numpy", "cpu", "float32",
+                                                64, (("shape", hostile),)), Status.OK,
+                                           samples=(1e-3, 1.1e-3, 1.05e-3) * 4))
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    result = invoke("check", "--baseline", "r1", "--run", "r2", "--format", "md", "--db", db)
+    assert result.exit_code == 0, result.output
+    escaped = ("a\\|b \\`rm -rf\\` \\<script\\>alert(1)\\</script\\> # head "
+               "\\[x\\](http://e) \\&lt;")
+    written = summary.read_text()
+    for shown in (result.stdout, written):
+        assert escaped in shown
+        assert "<script>" not in shown and " `rm" not in shown
+        rows = [x for x in shown.splitlines() if x.startswith("|")]
+        assert len({x.replace("\\|", "").count("|") for x in rows}) == 1  # none broken

@@ -37,7 +37,8 @@ def test_bad_sizes_name_the_value(spec: str, message: str) -> None:
      "numpy has no bfloat16; it supports float16, float32, float64"),
     ({"devices": ("gpu",)}, "unknown device 'gpu'; accepted: cpu, cuda, cuda:N"),
     ({"variants": ("fast",)}, "unknown variant 'fast'; known: as_written, correct, tuned"),
-    ({"budget_s": -1.0}, "--budget must be a positive number of seconds; got -1.0"),
+    ({"budget_s": -1.0}, r"--budget must be a positive number of seconds up to 604,800 "
+                         r"\(a week\); got -1.0"),
 ])
 def test_validation_names_the_bad_value_and_what_is_accepted(fields, message) -> None:
     with pytest.raises(UsageError, match=message):

@@ -305,7 +305,7 @@ def test_markdown_for_a_pull_request_and_pages_that_need_no_network(
     summary = tmp_path / "summary.md"
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
     shown = gpuvs(db, "show", b, "--format", "md")
-    assert "| size | backend |" in shown.output and "**test_planted" in shown.output
+    assert "| size | backend |" in shown.output and "**test\\_planted" in shown.output
     checked = gpuvs(db, "check", "--baseline", a, "--run", b, "--format", "md")
     assert "| case | A | B | B ÷ A (95 % CI) | rank test p | verdict |" in checked.output
     written = summary.read_text()

@@ -120,18 +120,27 @@ def predict(fn: Callable[..., object], *args: Any, target: str = "h100",
     The call is measured on the CPU here (the gpuvs protocol) and its work counted there
     (torch's FlopCounterMode and a dispatch mode: FLOPs, bytes, the ops that would each
     launch a kernel, the tensors copied in and out); `target` names a device profile
-    (`gpuvs profiles`) or its file. Returns a `gpuvs.predicting.forecast.CallForecast`:
-    the measured CPU time, and the GPU's predicted time — data resident and end-to-end —
-    each with its bound in words and, where the target was validated, its interval.
+    (`gpuvs profiles`) or its file (a path ending .json). Returns a
+    `gpuvs.predicting.forecast.CallForecast`: the measured CPU time, and the GPU's
+    predicted time — data resident and end-to-end — each with its bound in words and,
+    where the target was validated, its interval; `.speedup` is the predicted speedup,
+    and its text says what it assumes (TF32, as torch's float32 matmul precision is set
+    in this process; a CPU time measured under contention).
 
     With `batch(size)` (the arguments for one size: a tuple is spread) and `sizes` (a
     list, or "1e2:1e5" as on the command line), each size is measured and predicted: a
-    `SweepForecast`, whose `crossover()` is the predicted size from which the GPU wins.
-    Pass CPU tensors; the arguments are not modified beyond what `fn` does.
+    `SweepForecast`, whose `.crossover` is the predicted size from which the GPU wins.
+    Pass CPU tensors; the arguments are not modified beyond what `fn` does. A call in
+    which no torch op runs (NumPy code, `time.sleep`) is refused: nothing of it would
+    run on a GPU as written.
     """
+    import warnings
+
     from gpuvs.predicting import forecast
     budget_s = build({"budget_s": budget_s}, defaults=PREDICT_DEFAULTS, names=KEYWORDS).budget_s
     chosen = forecast.target(target)
+    for line in chosen.skipped:  # a bad file in the profile directory: said, not fatal
+        warnings.warn(line, stacklevel=2)
     label = str(name or getattr(fn, "__name__", "fn"))
     if batch is None:
         if sizes is not None:

@@ -23,6 +23,12 @@ VARIANTS = ("as_written", "correct", "tuned")
 # Python API's keyword arguments (`gpuvs.measure(budget_s=…)`).
 FLAGS = {"budget_s": "--budget", "timeout_s": "--timeout", "cpu_watts": "--cpu-watts"}
 MAX_PASSES = 4
+# The longest a case may sample (--budget) or run (--timeout): a week. Past it a number of
+# seconds is a typo, and 1e10 once overflowed the deadline's timestamp and left the run
+# `running` (OverflowError: timestamp out of range).
+MAX_SECONDS = 7 * 24 * 3600
+# Seed 003's --epochs: a real fit of CIFAR-100 takes minutes an epoch on a CPU.
+MAX_EPOCHS = 1000
 # The largest size accepted: far past any memory, and still exact as a float and as the
 # store's 64-bit integer.
 SIZE_MAX = 10**15
@@ -81,9 +87,10 @@ class RunConfig:
                                      f"{', '.join(backend.dtypes)}")
         for key in ("budget_s", "timeout_s"):
             value = getattr(self, key)
-            if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
-                raise UsageError(f"{names[key]} must be a positive number of seconds; got "
-                                 f"{value}")
+            if not (isinstance(value, (int, float)) and not isinstance(value, bool)
+                    and math.isfinite(value) and 0 < value <= MAX_SECONDS):
+                raise UsageError(f"{names[key]} must be a positive number of seconds up to "
+                                 f"{MAX_SECONDS:,} (a week); got {value!r}")
         self._check_values()
         self._check_watts(names)
         if not (isinstance(self.passes, int) and not isinstance(self.passes, bool)
@@ -315,14 +322,24 @@ def _prices_table(value: Any, path: Path) -> tuple[tuple[str, float], ...]:
         raise UsageError(f"[tool.gpuvs.prices] of {path}: {e}") from None
 
 
+# A value each list setting of `[tool.gpuvs]` could hold, for its error messages.
+LIST_EXAMPLES = {"sizes": "[1000, 4096]", "backends": '["numpy", "torch"]',
+                 "devices": '["cpu", "cuda"]', "workloads": '["matmul"]',
+                 "dtypes": '["float32"]', "variants": '["correct"]',
+                 "axes": '["shape=square"]'}
+
+
 def _typed(key: str, value: Any, kind: str, path: Path) -> Any:
     """A `[tool.gpuvs]` value checked against its setting's type, in one line if not."""
     where = f"{key} in [tool.gpuvs] of {path}"
     if kind.startswith("tuple"):
         item = "int" if "int" in kind else "str"
+        example = LIST_EXAMPLES.get(key, '["numpy", "torch"]')
         if not isinstance(value, list):
-            example = "[1000, 4096]" if item == "int" else '["numpy", "torch"]'
             raise UsageError(f"{where} must be a list, e.g. {key} = {example}; got {value!r}")
+        if not value:  # read as "not given", `sizes = []` silently ran the default sizes
+            raise UsageError(f"{where} is empty; list at least one, e.g. {key} = {example}, "
+                             "or leave the key out for gpuvs's default")
         if item == "int":
             return parse_sizes([str(v) for v in value]) if all(
                 isinstance(v, int) and not isinstance(v, bool) for v in value) else _bad(
@@ -360,16 +377,22 @@ def build(flags: Mapping[str, Any], pyproject: Path | None = None,
     return RunConfig(**(dict(defaults or {}) | table | given)).validate(names)
 
 
-def positive(name: str, value: float) -> None:
-    """A count or a number of seconds that must be above zero: every setting outside a
-    `RunConfig` (dist's samples, steps and timeouts) is checked here, so that a bad value
-    reads the same whichever command it was given to."""
-    if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
-        raise UsageError(f"{name} must be above 0; got {value:g}")
+def positive(name: str, value: float, most: float | None = None) -> None:
+    """A count or a number of seconds that must be above zero (and at most `most`): every
+    setting outside a `RunConfig` (dist's samples, steps and timeouts) is checked here, so
+    that a bad value reads the same whichever command it was given to."""
+    if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0
+            and (most is None or value <= most)):
+        raise UsageError(f"{name} must be above 0{_up_to(most)}; got {value:g}")
 
 
-def not_negative(name: str, value: float) -> None:
+def not_negative(name: str, value: float, most: float | None = None) -> None:
     """A count or seconds that may be zero (a budget of 0: exactly the samples asked for;
-    seeds' --epochs 0: no fit)."""
-    if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
-        raise UsageError(f"{name} must be 0 or more; got {value:g}")
+    seeds' --epochs 0: no fit), and at most `most`."""
+    if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0
+            and (most is None or value <= most)):
+        raise UsageError(f"{name} must be 0 or more{_up_to(most)}; got {value:g}")
+
+
+def _up_to(most: float | None) -> str:
+    return "" if most is None else f", up to {most:,g}"

@@ -62,6 +62,7 @@ class Caveat(str, Enum):
     MULTIMODAL = "multimodal"
     DRIFTING = "drifting"
     PROCESS_DEPENDENT = "process_dependent"
+    THINNED = "thinned"
 
     def __str__(self) -> str:
         return self.value

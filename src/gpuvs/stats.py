@@ -27,7 +27,7 @@ BOOTSTRAP_SEED = 20230219
 # between them too (a cluster bootstrap), not only that between single samples.
 STRETCHES = 8
 MIN_STRETCH = 5
-# Resampled values held in memory at once: bounds the cluster bootstrap's footprint.
+# Resampled values held in memory at once: bounds every bootstrap's footprint.
 _CHUNK_VALUES = 4_000_000
 
 
@@ -112,11 +112,21 @@ def bootstrap_median_ci(samples: Sequence[float] | np.ndarray, confidence: float
     if a.size == 1:
         return float(a[0]), float(a[0])
     rng = np.random.default_rng(BOOTSTRAP_SEED)
-    idx = rng.integers(0, a.size, size=(resamples, a.size))
-    medians = np.median(a[idx], axis=1)
+    medians = _resampled(a, resamples, np.median, rng)
     alpha = (1 - confidence) / 2
     lo, hi = np.quantile(medians, [alpha, 1 - alpha])
     return float(lo), float(hi)
+
+
+def _resampled(a: np.ndarray, resamples: int, f: Callable[..., Any],
+               rng: np.random.Generator) -> np.ndarray:
+    """`f` of each of `resamples` bootstrap resamples of `a`, drawn in chunks of about
+    _CHUNK_VALUES values: the very draws of one (resamples, n) matrix, in bounded memory
+    (that matrix was 30 GiB for a case of two million samples)."""
+    chunk = max(1, _CHUNK_VALUES // a.size)
+    return np.concatenate([
+        f(a[rng.integers(0, a.size, size=(min(chunk, resamples - i), a.size))], axis=1)
+        for i in range(0, resamples, chunk)])
 
 
 def stretch_median_ci(samples: Sequence[float] | np.ndarray, confidence: float = CONFIDENCE,
@@ -190,8 +200,8 @@ def ratio_ci(numerator: Sequence[float], denominator: Sequence[float],
     b = np.asarray(denominator, dtype=float)
     est = float(f(a) / f(b))
     rng = np.random.default_rng(BOOTSTRAP_SEED)
-    ma = f(a[rng.integers(0, a.size, size=(resamples, a.size))], axis=1)
-    mb = f(b[rng.integers(0, b.size, size=(resamples, b.size))], axis=1)
+    ma = _resampled(a, resamples, f, rng)
+    mb = _resampled(b, resamples, f, rng)
     alpha = (1 - confidence) / 2
     lo, hi = np.quantile(ma / mb, [alpha, 1 - alpha])
     return est, float(lo), float(hi)

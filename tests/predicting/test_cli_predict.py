@@ -157,26 +157,53 @@ def test_profiles_lists_yours_and_whether_each_was_validated(syn: Path) -> None:
     assert re.search(r"h100 +NVIDIA H100.*shipped with gpuvs +\d+ cases", result.output)
 
 
-def test_ceilings_save_profile_keeps_the_stored_ceilings_of_this_machine(
-        profiles: Path, db: str) -> None:
-    store = open_store(db)
-    run = start_run(store, RunKind.CEILINGS, {"budget_s": 0.1})
-    loop = Case("dispatch", "correct", "numpy", "cpu", "float32", 1, (("mode", "loop"),))
-    run.record(Measurement(loop, Status.OK, samples=(1e-6,) * 5))
-    run.finish()
-    result = invoke("ceilings", "-b", "numpy", "--db", db, "--save-profile", "here")
-    assert result.exit_code == 0, result.output
-    assert f"saved profile {profiles / 'here.json'}" in result.output
-    saved = profile.load("here").profile
-    assert saved.run_id == run.run_id and not saved.has_gpu
-    assert [c.name for c in saved.ceilings] == ["per-op dispatch cost"]
+@pytest.mark.parametrize(("args", "message"), [
+    (["--save-profile", "mine"], "--save-profile mine: this machine has no GPU, and a "
+                                 "profile of it would predict no GPU"),
+    (["--save-profile", ""], "profile name '' is not accepted"),
+    (["--save-profile", "h100"], "profile name 'h100' is the profile shipped with gpuvs "
+                                 "(NVIDIA H100 80GB HBM3), which `--target h100` means; save "
+                                 "yours under another name, e.g. h100-mine"),
+    (["--save-profile", "a/b"], "profile name 'a/b' is not accepted"),
+])
+def test_ceilings_refuses_a_profile_predict_could_not_use_before_measuring(
+        args: list[str], message: str, profiles: Path, db: str) -> None:
+    """On this GPU-less box, with an empty name, or a shipped profile's: refused at
+    saving, before minutes of measuring, not later by `gpuvs predict`."""
+    result = invoke("ceilings", "-b", "numpy", "--db", db, *args)
+    assert result.exit_code == 2, result.output
+    assert result.output.strip().splitlines() == [f"error: {message}"] or (
+        message in result.output and len(result.output.strip().splitlines()) == 1)
+    assert open_store(db).runs() == [] and not profiles.exists()
 
 
-def test_ceilings_refuses_a_bad_profile_name_before_measuring(profiles: Path, db: str) -> None:
-    result = invoke("ceilings", "-b", "numpy", "--db", db, "--save-profile", "a/b")
+def test_a_saved_profile_is_found_by_its_name_and_by_its_path(profiles: Path,
+                                                             cpu_export: Path) -> None:
+    """What `gpuvs ceilings --save-profile mygpu` writes (`profile.save`, into the user's
+    profile directory), `predict --target mygpu` finds, as the README says; `--profile`
+    reads the file it names, wherever it is."""
+    path = profile.save(synthetic("mygpu"))
+    assert path == profiles / "mygpu.json"
+    for chosen in (["--target", "mygpu"], ["--profile", str(path)]):
+        result = invoke("predict", "--from-run", str(cpu_export), *chosen, "-b", "torch")
+        assert result.exit_code == 0, result.output
+        assert "GPU predicted for mygpu" in result.output
+    assert "mygpu" in invoke("profiles").output
+
+
+def test_profile_always_means_a_file_and_target_always_a_name(profiles: Path,
+                                                              cpu_export: Path,
+                                                              tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch
+                                                              ) -> None:
+    """`--profile mygpu` once read the stored profile mygpu instead of the file ./mygpu."""
+    profile.save(synthetic("mygpu"))
+    monkeypatch.chdir(tmp_path)
+    result = invoke("predict", "--from-run", str(cpu_export), "--profile", "mygpu")
+    assert result.exit_code == 2 and "no profile file 'mygpu'" in result.output
+    result = invoke("predict", "--from-run", str(cpu_export), "--target", "mygpu.json")
     assert result.exit_code == 2
-    assert "profile name 'a/b' is not accepted" in result.output
-    assert open_store(db).runs() == []
+    assert "--target 'mygpu.json' names a profile, not a file" in result.output
 
 
 def test_a_profile_measured_without_a_gpu_predicts_nothing_and_says_so(cpu_export: Path
@@ -188,3 +215,67 @@ def test_a_profile_measured_without_a_gpu_predicts_nothing_and_says_so(cpu_expor
     assert result.exit_code == 2
     assert result.output.startswith("error: profile 'cpu-box' was measured on a machine "
                                     "without a GPU (no GPU (Intel(R) Xeon(R) Processor")
+
+
+def _stored_cpu_run(store: object, *caveats: object) -> str:
+    """A finished sweep of square products on the CPU: 2n³ FLOP at 100 GFLOP/s."""
+    run = start_run(store, RunKind.SWEEP, {"budget_s": 0.1}, Environment("fp", {}))
+    for n in SIZES:
+        m = measured(Case("matmul", "correct", "numpy", "cpu", "float32", n, SQUARE),
+                     2 * n**3 / 100e9)
+        run.record(Measurement(m.case, m.status, samples=m.samples, caveats=caveats))
+    run.finish()
+    return run.run_id
+
+
+def test_from_run_latest_takes_the_newest_run_it_can_use_and_names_those_skipped(
+        syn: Path, db: str) -> None:
+    """A dist run as the latest once gave "unknown workload 'dist_collective'"."""
+    store = open_store(db)
+    sweep = _stored_cpu_run(store)
+    dist = start_run(store, RunKind.DIST, {"nproc": 2}, Environment("fp", {}))
+    dist.record(Measurement(Case("dist_collective", "correct", "torch", "cpu", "float32",
+                                 4096, (("collective", "all_reduce"),)), Status.OK,
+                            samples=(1e-4,) * 5))
+    dist.finish()
+    result = invoke("predict", "--from-run", "latest", "--target", "syn", "-b", "torch",
+                    "--db", db)
+    assert result.exit_code == 0, result.output
+    assert (f"--from-run latest: run {sweep}, the newest with CPU cases of gpuvs's "
+            f"workloads; skipped run {dist.run_id} is a dist run") in result.output
+    assert "GPU predicted for syn" in result.output
+    named = invoke("predict", "--from-run", dist.run_id, "--target", "syn", "--db", db)
+    assert named.exit_code == 2 and len(named.output.strip().splitlines()) == 1
+    assert f"run {dist.run_id} is a dist run: it has no CPU case of a workload" in named.output
+
+
+def test_from_run_marks_cpu_times_measured_under_contention(syn: Path, db: str) -> None:
+    """A 745× answer was once built on a contended CPU time (about 0.55× quiet) with no
+    word of it."""
+    from gpuvs.model import Caveat
+    _stored_cpu_run(open_store(db), Caveat.CONTENDED)
+    result = invoke("predict", "--from-run", "latest", "--target", "syn", "-b", "torch",
+                    "--db", db)
+    assert result.exit_code == 0, result.output
+    assert ("4 of the 4 CPU cases were measured while other processes took the CPU "
+            "(contended, marked in the tables)") in result.output
+    assert "172 ms (numpy, contended)" in result.output
+    assert "contended: a CPU time measured while other processes took the CPU" in result.output
+
+
+def test_the_tables_say_which_backends_are_priced_as_tf32(syn: Path, cpu_export: Path,
+                                                         monkeypatch: pytest.MonkeyPatch
+                                                         ) -> None:
+    """JAX was predicted 767× where torch got 113×, with no word of TF32."""
+    monkeypatch.delenv("JAX_DEFAULT_MATMUL_PRECISION", raising=False)
+    result = invoke("predict", "--from-run", str(cpu_export), "--target", "syn", "-b",
+                    "torch,jax")
+    assert result.exit_code == 0, result.output
+    assert ("TF32: jax's float32 products predicted as TF32, a 10-bit mantissa (JAX's "
+            "default matmul precision 'default')") in result.output
+    assert ("TF32: torch's float32 products predicted at full float32 (TF32 off: torch's "
+            "float32 matmul precision 'highest')") in result.output
+    monkeypatch.setenv("JAX_DEFAULT_MATMUL_PRECISION", "highest")
+    off = invoke("predict", "--from-run", str(cpu_export), "--target", "syn", "-b", "jax")
+    assert "jax's float32 products predicted at full float32 (TF32 off: JAX's default " \
+           "matmul precision 'highest')" in off.output

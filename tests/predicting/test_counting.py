@@ -3,8 +3,12 @@ and `gpuvs.predict` on it: the CPU measured here, the GPU predicted."""
 
 from __future__ import annotations
 
+import json
+import time
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -50,7 +54,8 @@ def test_gpuvs_predict_measures_the_cpu_and_predicts_the_gpu(tmp_path: Path) -> 
     assert f.cpu.summary is not None and f.cpu.case.device == "cpu"
     assert f.resident.seconds == pytest.approx(10e-6)  # one launch outweighs 1.3 µs of work
     assert f.end_to_end.seconds > f.resident.seconds
-    assert f.speedup() == pytest.approx(f.cpu.summary.median / 10e-6)
+    assert f.speedup == pytest.approx(f.cpu.summary.median / 10e-6)
+    assert f.crossover is None  # one call: no sizes
     text = str(f)
     assert "GPU resident, predicted: 10 µs (no interval: not validated)" in text
     assert "square: CPU measured" in text and "interval: not yet validated for syn" in text
@@ -77,10 +82,10 @@ def test_gpuvs_predict_over_sizes_gives_the_predicted_crossover(tmp_path: Path) 
     assert big.work.flops == 2 * 512**3 and big.resident.seconds == pytest.approx(10e-6)
     ahead_from = None  # the smallest size from which every predicted speedup is above 1
     for n, p in reversed(f.points):
-        if (p.speedup() or 0) <= 1:
+        if (p.speedup or 0) <= 1:
             break
         ahead_from = n
-    assert f.crossover() == ahead_from
+    assert f.crossover == ahead_from and f.speedup == big.speedup
     assert "GPU (resident) predicted faster from" in str(f) and small.cpu.summary is not None
 
 
@@ -88,3 +93,71 @@ def test_sizes_without_a_batch_is_refused(tmp_path: Path) -> None:
     path = profile.save(synthetic(), tmp_path)
     with pytest.raises(UsageError, match="sizes= needs batch="):
         gpuvs.predict(lambda a: a, torch.ones(2), target=str(path), sizes=[1, 2])
+
+
+@pytest.mark.parametrize("fn", [
+    lambda a: np.linalg.inv(a), lambda a: time.sleep(0.001), lambda a: sum(range(1000))],
+    ids=["numpy", "time.sleep", "python"])
+def test_a_call_in_which_no_torch_op_runs_predicts_no_speedup(fn: Any, tmp_path: Path
+                                                              ) -> None:
+    """`np.linalg.inv` was predicted 13,100× faster and `time.sleep` 817×: priced as one
+    GPU launch, though nothing of them would run on a GPU."""
+    path = profile.save(synthetic(), tmp_path)
+    a = np.random.default_rng(0).random((64, 64))
+    with pytest.raises(UsageError, match="nothing in this call runs on a GPU as written: "
+                                         "no torch op ran in it"):
+        gpuvs.predict(fn, a, target=str(path), budget_s=0.05)
+
+
+def test_the_answer_reads_as_a_comparison_does(tmp_path: Path) -> None:
+    """Properties, a one-line repr, JSON with every GPU number under `predicted`."""
+    path = profile.save(synthetic(), tmp_path)
+    f = gpuvs.predict(lambda a: a @ a, torch.rand(64, 64), target=str(path), budget_s=0.05,
+                      name="square")
+    shown = repr(f)
+    assert "\n" not in shown and len(shown) < 200, shown
+    assert shown.startswith("<CallForecast square on syn: CPU ") and "TF32 off" in shown
+    doc = json.loads(f.to_json())
+    assert doc["predicted"]["resident"]["speedup"] == pytest.approx(f.speedup)
+    assert doc["measured"]["cpu_median_s"] == f.cpu.summary.median
+    assert doc["work"]["tf32"] is False
+    sweep = gpuvs.predict(lambda a: a @ a, target=str(path), batch=lambda n: torch.rand(n, n),
+                          sizes=[8, 64], budget_s=0.05, name="square")
+    assert repr(sweep).startswith("<SweepForecast square on syn, sizes 8…64: GPU predicted "
+                                  "faster from ")
+    assert [p["size"] for p in json.loads(sweep.to_json())["points"]] == [8, 64]
+
+
+def test_the_tf32_assumption_follows_torchs_setting_and_is_said(tmp_path: Path) -> None:
+    """Priced at TF32's peak (400 TFLOP/s here) only when torch's float32 matmul
+    precision lets cuBLAS use it, and said either way."""
+    path = profile.save(synthetic(), tmp_path)
+    x = torch.rand(2048, 2048)
+    before = torch.get_float32_matmul_precision()
+    try:
+        full = gpuvs.predict(lambda a: a @ a, x, target=str(path), budget_s=0.05)
+        torch.set_float32_matmul_precision("high")
+        tf32 = gpuvs.predict(lambda a: a @ a, x, target=str(path), budget_s=0.05)
+    finally:
+        torch.set_float32_matmul_precision(before)
+    assert not full.work.tf32 and tf32.work.tf32
+    # 2·2048³ FLOP: 344 µs at 50 TFLOP/s, 43 µs at 400
+    assert full.resident.seconds == pytest.approx(2 * 2048**3 / 50e12)
+    assert tf32.resident.seconds == pytest.approx(2 * 2048**3 / 400e12)
+    assert ("torch's float32 products predicted at full float32 (TF32 off: torch's float32 "
+            "matmul precision 'highest')") in str(full)
+    assert ("torch's float32 products predicted as TF32, a 10-bit mantissa (torch's float32 "
+            "matmul precision 'high')") in str(tf32)
+
+
+def test_a_cpu_time_measured_under_contention_is_said(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from gpuvs.model import Caveat
+    path = profile.save(synthetic(), tmp_path)
+    f = gpuvs.predict(lambda a: a @ a, torch.rand(64, 64), target=str(path), budget_s=0.05)
+    busy = replace(f, cpu=replace(f.cpu, caveats=(*f.cpu.caveats, Caveat.CONTENDED)))
+    assert busy.contended and "(contended)" in repr(busy)
+    assert ("the CPU time was measured while other processes took the CPU (contended): it "
+            "reads slow, and the speedup predicted against it high") in str(busy)
+    assert json.loads(busy.to_json())["measured"]["contended"] is True

@@ -40,3 +40,26 @@ def test_x_times_5_on_1e8_floats_lands_where_the_shipped_profile_predicts() -> N
         low, high = predicted.interval
         assert low <= m.summary.median <= high
     assert m.summary.median == pytest.approx(predicted.seconds, rel=0.25)
+
+
+def test_a_profile_saved_here_is_found_by_its_name(tmp_path, monkeypatch) -> None:
+    """`gpuvs ceilings --save-profile mygpu` on this GPU, then `gpuvs predict --target
+    mygpu`, as the README says; and `--profile` with the path it printed."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    from tests.helpers import invoke
+
+    monkeypatch.setenv(profile.ENV_VAR, str(tmp_path / "profiles"))
+    db = str(tmp_path / "r.sqlite")
+    saved = invoke("ceilings", "-b", "numpy,torch", "--budget", "0.1", "--db", db,
+                   "--save-profile", "mygpu")
+    assert saved.exit_code == 0, saved.output
+    path = tmp_path / "profiles" / "mygpu.json"
+    assert f"saved profile {path}" in saved.output
+    for chosen in (["--target", "mygpu"], ["--profile", str(path)]):
+        result = invoke("predict", "-w", "matmul", "-b", "torch", "-s", "1024", "-a",
+                        "shape=square", *chosen, "--db", db)
+        assert result.exit_code == 0, result.output
+        assert "GPU predicted for mygpu" in result.output
+        assert "TF32: torch's float32 products predicted at full float32" in result.output

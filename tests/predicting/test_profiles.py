@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+from tests.helpers import invoke
 from tests.predicting.samples import synthetic
 
 from gpuvs.errors import UsageError
@@ -84,3 +85,125 @@ def test_the_shipped_profiles_are_measured_ones(profiles: Path) -> None:
         p = found.profile
         assert p.run_id and p.fingerprint and p.driver and p.has_gpu, found.path
         assert all(c.source for c in p.ceilings), found.path
+
+
+# --- a profile file is untrusted input (issue 43) ---------------------------------------
+
+def _hostile(change: str) -> str:
+    """The synthetic profile's JSON with one thing broken, as `change` names it."""
+    doc = synthetic("bad").to_dict()
+    first = doc["ceilings"][0]
+    edits = {
+        "value 0": lambda: first.update(value=0), "value NaN": lambda: first.update(
+            value=float("nan")), "value -1": lambda: first.update(value=-1.0),
+        "value a string": lambda: first.update(value="fast"),
+        "value null": lambda: first.update(value=None),
+        "value true": lambda: first.update(value=True),
+        "value inf": lambda: first.update(value=float("inf")),
+        "name null": lambda: doc.update(name=None),
+        "name a path": lambda: doc.update(name="../../etc"),
+        "a ceiling's name a number": lambda: first.update(name=7),
+        "ceilings null": lambda: doc.update(ceilings=None),
+        "ceilings empty": lambda: doc.update(ceilings=[]),
+        "a ceiling a string": lambda: doc.update(ceilings=["x"]),
+        "libraries a string": lambda: doc.update(libraries="torch"),
+        "contended a string": lambda: first.update(contended="no"),
+        "format_version true": lambda: doc.update(format_version=True),
+    }
+    edits[change]()
+    return json.dumps(doc)
+
+
+HOSTILE = {
+    "value 0": "ceiling 1 ('matmul float32 tf32=off') has the value 0; a ceiling's value is "
+               "a positive, finite number",
+    "value NaN": "has the value nan; a ceiling's value is a positive, finite number",
+    "value -1": "has the value -1.0",
+    "value a string": "has the value 'fast'",
+    "value null": "has the value None",
+    "value true": "has the value True",
+    "value inf": "has the value inf",
+    "name null": "'name' is None; it is text",
+    "name a path": "its name '../../etc' is no profile name",
+    "a ceiling's name a number": "ceiling 1 (7): 'name' is 7; it is text",
+    "ceilings null": "'ceilings' is None; it is a list of 1 to 10000 measured ceilings",
+    "ceilings empty": "'ceilings' is []",
+    "a ceiling a string": "ceiling 1 is 'x', not an object",
+    "libraries a string": "'libraries' is not a mapping of names to versions",
+    "contended a string": "has contended 'no'; it is true or false",
+    "format_version true": "is not a gpuvs device profile of format 1 (format_version True)",
+}
+
+
+@pytest.mark.parametrize("change", sorted(HOSTILE))
+def test_a_hostile_profile_is_one_line_naming_the_field(change: str, tmp_path: Path) -> None:
+    """0 and NaN reached the model's divisions (ZeroDivisionError), a string or null
+    its arithmetic (TypeError)."""
+    path = tmp_path / "bad.json"
+    path.write_text(_hostile(change))
+    with pytest.raises(UsageError) as err:
+        profile.load_file(path)
+    message = str(err.value)
+    assert HOSTILE[change] in message and "\n" not in message, message
+    assert message.startswith(f"profile {path} ")
+
+
+@pytest.mark.parametrize(("content", "message"), [
+    (b"[" * 100_000 + b"]" * 100_000, "nests arrays or objects too deeply"),
+    (b"{" + b" " * (2 * 1024 * 1024) + b"}", "is larger than 1024 KiB"),
+    (b"\xff\xfe not utf-8", "cannot read profile"),
+    (b"{not json", "cannot read profile"),
+])
+def test_a_profile_file_too_deep_too_large_or_no_json_is_one_line(
+        content: bytes, message: str, tmp_path: Path) -> None:
+    path = tmp_path / "bad.json"
+    path.write_bytes(content)
+    with pytest.raises(UsageError, match=message) as err:
+        profile.load_file(path)
+    assert "\n" not in str(err.value)
+
+
+def test_a_bad_file_among_good_ones_is_skipped_with_a_line_and_the_rest_load(
+        profiles: Path) -> None:
+    """One bad file once disabled every profile, the shipped ones too."""
+    profile.save(synthetic("good"))
+    (profiles / "nan.json").write_text(_hostile("value NaN"))
+    (profiles / "deep.json").write_text("[" * 100_000)
+    catalog = profile.scan()
+    assert [f.profile.name for f in catalog.found] == ["h100", "good"]
+    assert len(catalog.skipped) == 2
+    assert all(line.startswith(f"skipped profile {profiles}") for line in catalog.skipped)
+    result = invoke("profiles")
+    assert result.exit_code == 0, result.output
+    warnings = [x for x in result.output.splitlines() if x.startswith("warning: skipped")]
+    assert len(warnings) == 2 and "good" in result.output and "h100" in result.output
+
+
+def test_a_saved_name_never_hides_a_shipped_profile(profiles: Path) -> None:
+    """An older gpuvs saved `h100` into the profile directory on a machine without a GPU:
+    `--target h100` is still the shipped profile, and the file is read by its path."""
+    with pytest.raises(UsageError, match="'h100' is the profile shipped with gpuvs"):
+        profile.save(synthetic("h100"))
+    profiles.mkdir()
+    (profiles / "h100.json").write_text(json.dumps(synthetic("h100").to_dict()))
+    found, skipped = profile.named("h100")
+    assert found.where == SHIPPED and found.profile.device == "NVIDIA H100 80GB HBM3"
+    assert skipped == (f"skipped {profiles / 'h100.json'}: it is named 'h100', as the "
+                       "profile shipped with gpuvs, which --target h100 means; read it with "
+                       f"--profile {profiles / 'h100.json'}",)
+    assert profile.load_file(profiles / "h100.json").profile.device == "Synthetic GPU"
+
+
+def test_a_profile_predict_would_refuse_is_refused_at_saving(profiles: Path) -> None:
+    cpu_only = from_run("laptop", ceilings_run({"gpus": [], "cpu_model": "AMD EPYC"}),
+                        [Ceiling("matmul float32 threads=all", "cpu", "numpy", 1e11,
+                                 "FLOP/s", "")])
+    with pytest.raises(UsageError, match=r"^profile 'laptop' was measured on a machine "
+                                         r"without a GPU \(no GPU \(AMD EPYC\)\): it predicts "
+                                         r"no GPU; not saved$"):
+        profile.save(cpu_only)
+    dispatch_only = from_run("gpu", ceilings_run(H100_FACTS), [
+        Ceiling("per-op dispatch cost", "cuda:0", "torch", 1e-5, "s", "")])
+    with pytest.raises(UsageError, match="holds no GPU memory bandwidth"):
+        profile.save(dispatch_only)
+    assert not profiles.exists()

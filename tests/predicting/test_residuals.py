@@ -104,6 +104,21 @@ def test_a_file_that_is_not_residuals_is_refused_in_one_line(tmp_path: Path) -> 
         beside(profile.load(str(path)))
 
 
+@pytest.mark.parametrize(("content", "message"), [
+    ("[" * 100_000, "nest arrays or objects too deeply|cannot read residuals"),
+    (json.dumps({"format_version": 1, "target": "syn", "runs": ["r"], "measured_at": "t",
+                 "points": ["x"]}), "is not a complete residuals file"),
+    (json.dumps({"format_version": 1, "target": "syn", "runs": 3, "measured_at": "t",
+                 "points": []}), "is not a complete residuals file"),
+])
+def test_hostile_residuals_are_one_line(content: str, message: str, tmp_path: Path) -> None:
+    path = profile.save(synthetic(), tmp_path)
+    (tmp_path / "syn.residuals.json").write_text(content)
+    with pytest.raises(UsageError, match=message) as err:
+        beside(profile.load(str(path)))
+    assert "\n" not in str(err.value)
+
+
 def test_a_ratio_that_says_nothing_is_dropped() -> None:
     r = residuals([("w", "launch", "a", 1.0), ("w", "launch", "b", 0.0),
                    ("w", "launch", "c", float("inf"))])

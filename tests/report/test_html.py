@@ -192,7 +192,7 @@ def _write(path: Path, text: str) -> str:
     (["report", "--from", "{partial}"], "not a gpuvs run export: it has no 'environment'"),
     (["report", "--from", "{good}", "-o", "{blocked}/r.html"],
      "cannot write the report to {blocked}/r.html: {blocked} is a file, not a directory"),
-    (["report", "--from", "{good}", "-o", "{tmp}"], "cannot write the report to {tmp}: "),
+    (["report", "--from", "{good}", "-o", "{tmp}"], "{tmp} is a directory; give a file path"),
     (["plot", "--from", "{good}", "--png", "{blocked}/d"], "cannot write the plot to {blocked}/d/"),
 ])
 def test_bad_input_is_one_line_and_exit_2(args, message, tmp_path, db, exported) -> None:

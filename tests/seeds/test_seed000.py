@@ -46,7 +46,7 @@ def test_gpuvs_seeds_prints_the_claim_the_replay_and_the_correct_figure(seed000_
 @pytest.mark.parametrize(("args", "message"), [
     (["--seed", "9"], "unknown seed '009'; known: 000"),
     (["--seed", "abc"], "unknown seed 'abc'"),
-    (["--epochs", "-1"], "--epochs must be 0 or more; got -1"),
+    (["--epochs", "-1"], "--epochs must be 0 or more, up to 1,000; got -1"),
     (["--data", "/nowhere/cifar.tar.gz"], "--data '/nowhere/cifar.tar.gz' is not a file"),
     (["--device", "tpu"], "unknown device 'tpu'"),
 ])
@@ -91,4 +91,5 @@ def test_seeds_take_their_budget_from_the_projects_pyproject(seed000_run) -> Non
 def test_a_seeds_budget_of_zero_is_refused_not_replaced(db) -> None:
     result = CliRunner().invoke(app, ["seeds", "--budget", "0", "--db", db])
     assert result.exit_code == 2
-    assert "--budget must be a positive number of seconds; got 0.0" in result.output
+    assert ("--budget must be a positive number of seconds up to 604,800 (a week); got 0.0"
+            in result.output)

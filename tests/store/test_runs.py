@@ -1,12 +1,12 @@
 """A run's lifecycle, from its one owner: created at once, each case committed as it is
 recorded, then finished or interrupted (the line that says so counting the cases by
 status, as `gpuvs runs` does, and naming those a first pass stored); its kind in its
-config, a sweep's left implicit as sweeps have always been stored."""
+config, a sweep's left implicit as sweeps have always been stored. On both databases
+(`any_db`)."""
 
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 
@@ -21,9 +21,8 @@ def _case(size: int) -> Measurement:
                        samples=(1e-3, 1.1e-3, 0.9e-3))
 
 
-def test_a_started_run_is_stored_at_once_and_keeps_each_case_it_records(tmp_path: Path
-                                                                        ) -> None:
-    with open_store(str(tmp_path / "r.sqlite")) as store:
+def test_a_started_run_is_stored_at_once_and_keeps_each_case_it_records(any_db: str) -> None:
+    with open_store(any_db) as store:
         run = start_run(store, RunKind.SEEDS, {"seeds": ["000"]})
         assert re.fullmatch(r"\d{8}-\d{6}-[0-9a-f]{4}", run.run_id)
         assert store.get_run(run.run_id).status == "running"
@@ -37,8 +36,8 @@ def test_a_started_run_is_stored_at_once_and_keeps_each_case_it_records(tmp_path
     assert stored.kind is RunKind.SEEDS
 
 
-def test_a_sweep_is_stored_without_a_kind_and_reads_back_as_one(tmp_path: Path) -> None:
-    with open_store(str(tmp_path / "r.sqlite")) as store:
+def test_a_sweep_is_stored_without_a_kind_and_reads_back_as_one(any_db: str) -> None:
+    with open_store(any_db) as store:
         run = start_run(store, RunKind.SWEEP, {"budget_s": 1.0})
         run.interrupt("SIGINT after 3 of 9 cases")
         stored = run.stored()
@@ -46,10 +45,10 @@ def test_a_sweep_is_stored_without_a_kind_and_reads_back_as_one(tmp_path: Path) 
     assert (stored.status, stored.reason) == ("interrupted", "SIGINT after 3 of 9 cases")
 
 
-def test_an_interrupted_run_counts_its_cases_as_gpuvs_runs_does(tmp_path: Path) -> None:
+def test_an_interrupted_run_counts_its_cases_as_gpuvs_runs_does(any_db: str) -> None:
     """Cases are counted by status, as `gpuvs runs` counts them (an interrupt once said
     18 while `runs` showed 30 ok); those that ran one pass of two are named apart."""
-    with open_store(str(tmp_path / "r.sqlite")) as store:
+    with open_store(any_db) as store:
         run = start_run(store, RunKind.SWEEP, {})
         with pytest.raises(Interrupted, match="no case was recorded. finish it."), \
                 guarded(run, "finish it."):
@@ -60,7 +59,7 @@ def test_an_interrupted_run_counts_its_cases_as_gpuvs_runs_does(tmp_path: Path) 
                                Status.UNAVAILABLE, reason="no CUDA device"))
         with pytest.raises(Interrupted, match=re.escape(
                 "its recorded cases are kept: 3 ok (2 of them after their first pass only, "
-                "which --resume measures again), 1 unavailable. finish it.")), \
+                "which finishing it measures again), 1 unavailable. finish it.")), \
                 guarded(run, "finish it.", finished=lambda: 2):
             raise KeyboardInterrupt
         with pytest.raises(Interrupted, match="kept: 3 ok, 1 unavailable. finish it."), \

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 import gpuvs
-from gpuvs.errors import StoreError, UsageError
-from gpuvs.model import Case, Caveat, Environment, Measurement, Run, Status
+from gpuvs.errors import StoreError
+from gpuvs.model import Case, Environment, Measurement, Run, Status
 from gpuvs.store import open_store
 from gpuvs.store.schema import SQLITE
 from gpuvs.store.sqlite import SqliteStore
@@ -38,22 +38,6 @@ def store(tmp_path: Path):
         yield s
 
 
-def test_a_saved_measurement_comes_back_exactly(store: SqliteStore) -> None:
-    timed = Measurement(
-        case(4096, shape="square", layout="C"), Status.OK, samples=(1e-7 / 3, 0.1 + 0.2, 2.5e-5),
-        wall_samples=(3.1e-5, 3.3e-5, 2.9e-5), loops=64, first_call_s=0.731, warmups=3,
-        timer="cuda_event", counters={"flops": 1.37e11, "bytes_moved": 2.0 ** 40},
-        caveats=(Caveat.FIRST_CALL_SLOW, Caveat.TF32_ON), workload_version="9f3e",
-        graph_samples=(9.9e-6, 1.01e-5, 1e-5))
-    failed = Measurement(case(1 << 20), Status.OOM, reason="CUDA out of memory: 80 GiB",
-                         first_call_s=None)
-    store.save("r1", timed)
-    store.save("r1", failed)
-    assert store.measurements("r1") == [timed, failed]
-    assert store.measurements("r1")[1].first_call_s is None
-    assert "graph_samples" not in failed.to_dict()  # only where sampled: older runs read alike
-
-
 def test_the_file_uses_wal_and_the_current_schema_version(store: SqliteStore) -> None:
     with sqlite3.connect(store.path) as raw:
         assert raw.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
@@ -74,75 +58,6 @@ def test_case_columns_are_queryable_and_stats_are_not_stored(store: SqliteStore)
         "size", "params", "status", "reason", "data", "created_at"}
 
 
-def test_saving_a_case_again_replaces_it_in_its_place(store: SqliteStore) -> None:
-    first, second = case(64), case(128)
-    store.save("r1", Measurement(first, Status.TIMEOUT, reason="killed after 300 s"))
-    store.save("r1", Measurement(second, Status.OK, samples=(2.0,)))
-    store.save("r1", Measurement(first, Status.OK, samples=(1.0,)))
-    saved = store.measurements("r1")
-    assert [(m.case, m.status) for m in saved] == [(first, Status.OK), (second, Status.OK)]
-    assert store.finished_keys("r1") == {first.key, second.key}
-
-
-def test_finished_keys_are_per_run_and_grow_with_each_save(store: SqliteStore) -> None:
-    store.create_run(a_run("r2"))
-    assert store.finished_keys("r1") == set()
-    store.save("r1", Measurement(case(64), Status.CRASHED, reason="SIGSEGV"))
-    assert store.finished_keys("r1") == {case(64).key}
-    store.save("r1", Measurement(case(128), Status.OK, samples=(1.0,)))
-    assert store.finished_keys("r1") == {case(64).key, case(128).key}
-    assert store.finished_keys("r2") == set()
-
-
-def test_a_run_round_trips_and_finishing_it_records_status_and_time(
-        store: SqliteStore) -> None:
-    started = store.get_run("r1")
-    assert started == a_run()
-    store.finish_run("r1", "interrupted", "2026-01-01T00:05:00+0000", "SIGTERM")
-    ended = store.get_run("r1")
-    assert (ended.status, ended.finished_at, ended.reason) == (
-        "interrupted", "2026-01-01T00:05:00+0000", "SIGTERM")
-
-
-def test_values_json_cannot_hold_are_stored_as_text(tmp_path: Path) -> None:
-    with SqliteStore(tmp_path / "db.sqlite") as s:
-        s.create_run(Run("r", "t0", {"out": tmp_path}, Environment("fp", {"cuda": None})))
-        assert s.get_run("r").config == {"out": str(tmp_path)}
-
-
-def test_runs_are_listed_newest_first(tmp_path: Path) -> None:
-    with SqliteStore(tmp_path / "db.sqlite") as s:
-        assert s.runs() == [] and s.latest_run_id() is None
-        for i in range(4):
-            s.create_run(a_run(f"r{i}"))
-        assert [r.run_id for r in s.runs()] == ["r3", "r2", "r1", "r0"]
-        assert [r.run_id for r in s.runs(limit=2)] == ["r3", "r2"]
-        assert s.latest_run_id() == "r3"
-
-
-def test_an_unknown_run_is_bad_usage_naming_the_recent_ones(tmp_path: Path) -> None:
-    with SqliteStore(tmp_path / "db.sqlite") as s:
-        with pytest.raises(UsageError, match=r"^unknown run 'nope'; no runs yet$"):
-            s.get_run("nope")
-        for i in range(7):
-            s.create_run(a_run(f"r{i}"))
-        with pytest.raises(UsageError) as err:
-            s.get_run("nope")
-        assert str(err.value) == "unknown run 'nope'; recent runs: r6, r5, r4, r3, r2"
-        with pytest.raises(UsageError, match="unknown run 'nope'"):
-            s.save("nope", Measurement(case(), Status.OK, samples=(1.0,)))
-        with pytest.raises(UsageError, match="unknown run 'nope'"):
-            s.finish_run("nope", "finished", "t1")
-        assert s.measurements("r0") == []
-
-
-def test_a_run_id_is_recorded_once_and_statuses_are_checked(store: SqliteStore) -> None:
-    with pytest.raises(StoreError, match="'r1' is already in the results database"):
-        store.create_run(a_run())
-    with pytest.raises(UsageError, match="unknown run status 'done'; use one of running"):
-        store.finish_run("r1", "done", "t1")
-
-
 def test_a_database_from_a_newer_gpuvs_is_refused_naming_both_versions(
         tmp_path: Path) -> None:
     path = tmp_path / "db.sqlite"
@@ -155,16 +70,6 @@ def test_a_database_from_a_newer_gpuvs_is_refused_naming_both_versions(
     assert f"schema version {SQLITE.version + 1}" in message
     assert f"version {SQLITE.version} this gpuvs reads" in message
     assert "upgrade gpuvs" in message and "\n" not in message
-
-
-def test_reopening_keeps_everything(tmp_path: Path) -> None:
-    path = tmp_path / "db.sqlite"
-    m = Measurement(case(), Status.OK, samples=(1.0, 2.0))
-    with SqliteStore(path) as s:
-        s.create_run(a_run())
-        s.save("r1", m)
-    with SqliteStore(path) as s:
-        assert s.measurements("r1") == [m]
 
 
 # --- opening: where the file is, and what happens when it cannot be used ---------------
@@ -262,47 +167,6 @@ def test_open_store_refuses_other_databases(location: str, message: str) -> None
 
 
 # --- several processes on one file ----------------------------------------------------
-
-# Each writer is a fresh interpreter that imports gpuvs from src, so nothing is pickled
-# and nothing depends on how pytest imported this module.
-WRITER = """
-import sys, time
-from pathlib import Path
-from gpuvs.model import Case, Measurement, Status
-from gpuvs.store.sqlite import SqliteStore
-db, run_id, writer, n, start = sys.argv[1:]
-while time.time() < float(start):  # all writers start together, to contend for the lock
-    time.sleep(0.001)
-with SqliteStore(Path(db)) as store:
-    for i in range(int(n)):
-        case = Case("matmul", "correct", "numpy", "cpu", "float32", i, (("writer", writer),))
-        store.save(run_id, Measurement(case, Status.OK, samples=(float(i + 1),)))
-"""
-
-
-def run_writers(db: Path, run_id: str, writers: int, each: int) -> None:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        [str(SRC), os.environ.get("PYTHONPATH", "")])}
-    start = time.time() + 1.0
-    procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(db), run_id, str(w),
-                               str(each), str(start)], env=env, stderr=subprocess.PIPE,
-                              text=True) for w in range(writers)]
-    for p in procs:
-        _, err = p.communicate(timeout=120)
-        assert p.returncode == 0, err
-
-
-def test_concurrent_writers_lose_nothing(tmp_path: Path) -> None:
-    db = tmp_path / "shared.sqlite"
-    with SqliteStore(db) as s:
-        s.create_run(a_run("shared"))
-    run_writers(db, "shared", writers=4, each=100)
-    with SqliteStore(db) as s:
-        saved = s.measurements("shared")
-    assert len(saved) == 400
-    assert {(m.case.param("writer"), m.case.size) for m in saved} == {
-        (str(w), i) for w in range(4) for i in range(100)}
-
 
 def test_writers_that_create_a_new_file_together_all_succeed(tmp_path: Path) -> None:
     db = tmp_path / "fresh.sqlite"

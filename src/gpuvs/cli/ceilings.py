@@ -17,6 +17,7 @@ from gpuvs.cli.options import (
     split,
 )
 from gpuvs.cli.output import finish, listening, narration
+from gpuvs.errors import UsageError
 from gpuvs.report.console import console
 
 
@@ -51,9 +52,8 @@ def ceilings(
                  or registry.names())
         for name in names:
             registry.get(name)
-        if save_profile:  # a bad name is said before minutes of measuring, not after
-            from gpuvs.predicting.profile import check_name
-            check_name(save_profile)
+        if save_profile is not None:  # said before minutes of measuring, not after
+            _check_saving(save_profile, names)
         store = open_store(db)
 
     probes = len(probe_cases(names))
@@ -67,9 +67,27 @@ def ceilings(
         done = machine.probe(store, config, names, refresh=refresh,
                              listener=listening(narration(fmt), header))
     code = finish(done, "ceilings", fmt, failed_statuses=frozenset())
-    if save_profile and done.record.status == "finished":
+    if save_profile is not None and done.record.status == "finished":
         from gpuvs.predicting.profile import save_from_run
         with usage_errors():
             console().print(f"saved profile {save_from_run(save_profile, done.record, store)}",
                             markup=False, highlight=False)
     raise typer.Exit(code)
+
+
+def _check_saving(name: str, backends: tuple[str, ...]) -> None:
+    """A profile may be saved under `name` from these backends' probes here: a valid
+    name, no shipped profile's, on a machine with a GPU and with a backend that runs on
+    it (a profile without a GPU predicts nothing, which predict would only say later)."""
+    from gpuvs import backends as registry
+    from gpuvs.backends.base import machine_has_gpu
+    from gpuvs.predicting.profile import check_saving
+    check_saving(name)
+    if not machine_has_gpu():
+        raise UsageError(f"--save-profile {name}: this machine has no GPU, and a profile "
+                         "of it would predict no GPU; run `gpuvs ceilings --save-profile "
+                         f"{name}` on the GPU's machine")
+    if not any("cuda" in registry.get(b).device_kinds for b in backends):
+        raise UsageError(f"--save-profile {name}: -b {','.join(backends)} measures no GPU "
+                         "ceiling, and a profile without one predicts no GPU; add torch, "
+                         "cupy or jax")

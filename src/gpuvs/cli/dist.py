@@ -14,7 +14,8 @@ import typer
 
 from gpuvs.cli.app import app, usage_errors
 from gpuvs.cli.options import DbOption, FormatOpt, JsonOpt, check_format, open_store, split
-from gpuvs.cli.output import finish, listening, narration
+from gpuvs.cli.output import check_writable, finish, listening, narration
+from gpuvs.store.output import JSON
 
 dist_app = typer.Typer(
     help="Several processes, one per device: data-parallel scaling of seed 003's CNN and "
@@ -73,6 +74,7 @@ def collectives(
 
     with usage_errors():
         check_format(fmt)
+        check_writable(db, (json_path, JSON))
         cfg.positive("--samples", samples)
         cfg.not_negative("--budget", budget)
         cfg.positive("--timeout", timeout)
@@ -115,6 +117,7 @@ def scaling(
 
     with usage_errors():
         check_format(fmt)
+        check_writable(db, (json_path, JSON))
         cfg.positive("--steps", steps)
         cfg.positive("--timeout", timeout)
         cfg.positive("--setup-timeout", setup_timeout)

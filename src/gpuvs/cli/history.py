@@ -16,9 +16,17 @@ import typer
 
 from gpuvs.cli.app import EXIT_FAILED_RUN, app, usage_errors
 from gpuvs.cli.options import DbOption, FormatOpt, check_format, open_store
-from gpuvs.cli.output import append_step_summary, emit_tables, write_file
+from gpuvs.cli.output import (
+    append_step_summary,
+    check_writable,
+    emit_tables,
+    said,
+    warn_thinned,
+    write_file,
+)
 from gpuvs.errors import GpuvsError, UsageError
 from gpuvs.report.console import console
+from gpuvs.store.output import HTML
 
 ThresholdOpt = Annotated[str, typer.Option(
     "--threshold", metavar="PERCENT",
@@ -39,10 +47,12 @@ def load(spec: str, store: Any) -> tuple[Any, list[Any]]:
     if _is_export(spec):
         from gpuvs.store.export import load_json
         run, ms, _ = load_json(Path(spec))
-        return run, ms
-    run_id = (store.latest_run_id() or spec) if spec == "latest" else spec
-    record = store.get_run(run_id)
-    return record, store.measurements(record.run_id)
+    else:
+        run_id = (store.latest_run_id() or spec) if spec == "latest" else spec
+        run = store.get_run(run_id)
+        ms = store.measurements(run.run_id)
+    warn_thinned(spec, ms)
+    return run, ms
 
 
 def _threshold(text: str) -> float:
@@ -147,6 +157,7 @@ def compare(
     from gpuvs.analysis import regression
     with usage_errors():
         check_format(fmt)
+        check_writable(db, (report_path, HTML))
         if len(runs_) < 2:
             raise UsageError("compare needs two runs or more: gpuvs compare A B [C …]")
         t = _threshold(threshold)
@@ -164,7 +175,7 @@ def compare(
                                  "measure different code — pass --force to compare anyway")
             results.append((run, ms, changes, unmatched))
         if report_path is not None:
-            _page(report_path, base_run, results, t)
+            _page(report_path, base_run, results, t, db)
     _print(base_run, base_ms, results, t, force, fmt)
 
 
@@ -193,15 +204,15 @@ def _print(base_run: Any, base_ms: list[Any], results: list[Any], t: float, forc
                  + unmatched_lines(unmatched, force))
         tables = [change_table(changes, t, names), means_table(means)]
         for line in lines:
-            out.print(line, markup=False, highlight=False)
+            out.print(said(line, fmt), markup=False, highlight=False)
         emit_tables(tables, fmt, out, dict)
-        out.print(f"B ({run.run_id}) against A ({base_run.run_id}): {verdict_counts(changes)}",
-                  markup=False, highlight=False)
+        out.print(said(f"B ({run.run_id}) against A ({base_run.run_id}): "
+                       f"{verdict_counts(changes)}", fmt), markup=False, highlight=False)
 
 
-def _page(path: Path, base_run: Any, results: list[Any], t: float) -> None:
+def _page(path: Path, base_run: Any, results: list[Any], t: float, db: str | None) -> None:
     from gpuvs.report.pages import render_compare
-    write_file(path, render_compare(base_run, results, t), "comparison")
+    write_file(path, render_compare(base_run, results, t), "comparison", db)
 
 
 AllowFailedOpt = Annotated[bool, typer.Option(
@@ -272,10 +283,11 @@ def _gate_errors(fmt: str) -> Iterator[None]:
         yield
     except GpuvsError as e:
         from gpuvs.report.documents import error_document
+        from gpuvs.report.markdown import line
         reason = str(e)
         if fmt == "json":
             emit_tables([], fmt, console(), lambda: error_document("check", reason))
-        append_step_summary(f"gpuvs check: **error**: {reason}")
+        append_step_summary(f"gpuvs check: **error**: {line(reason)}")
         raise
 
 
@@ -305,6 +317,7 @@ def _judged(base: tuple[Any, list[Any]], judged: tuple[Any, list[Any]], gate: An
         unmatched_lines,
         verdict_counts,
     )
+    from gpuvs.report.markdown import line as md_line
     from gpuvs.report.markdown import to_markdown
     (a, a_ms), (b, b_ms) = base, judged
     out, clocks = console(), (_clock(a_ms), _clock(b_ms))
@@ -314,13 +327,14 @@ def _judged(base: tuple[Any, list[Any]], judged: tuple[Any, list[Any]], gate: An
     code = EXIT_FAILED_RUN if gate.verdict == "fail" else 0
     if fmt == "json":
         emit_tables(tables, fmt, out, lambda: check_document(a, b, gate, clocks))
-        append_step_summary(f"gpuvs check, {b.run_id} against {a.run_id}: {verdict}")
+        append_step_summary(md_line(f"gpuvs check, {b.run_id} against {a.run_id}: "
+                                    f"{verdict}"))
         return code
     lines = [*environment_diff(a, b, clocks, across=ACCEPTED), *code_changed_lines(gate.changes),
              *unmatched_lines(gate.unmatched, allowed[0]),
              *not_measured_lines(gate, allowed[1])]
     for line in lines:
-        out.print(line, markup=False, highlight=False)
+        out.print(said(line, fmt), markup=False, highlight=False)
     emit_tables(tables, fmt, out, dict, step_summary=False)
     tail = [f"{b.run_id} against {a.run_id}: {verdict_counts(gate.changes)}"]
     passing = [c for c in gate.ambiguous if not unjudged(c, gate.threshold)]
@@ -330,7 +344,9 @@ def _judged(base: tuple[Any, list[Any]], judged: tuple[Any, list[Any]], gate: An
                     + ", ".join(c.key for c in passing))
     tail.append(verdict)
     for line in tail:
-        out.print(line, markup=False, highlight=False)
-    append_step_summary("\n\n".join([*lines, to_markdown(tables), *tail]) if fmt == "md"
-                        else f"gpuvs check, {b.run_id} against {a.run_id}: {verdict}")
+        out.print(said(line, fmt), markup=False, highlight=False)
+    append_step_summary("\n\n".join([*map(md_line, lines), to_markdown(tables),
+                                     *map(md_line, tail)]) if fmt == "md"
+                        else md_line(f"gpuvs check, {b.run_id} against {a.run_id}: "
+                                     f"{verdict}"))
     return code

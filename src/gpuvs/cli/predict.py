@@ -35,6 +35,7 @@ from gpuvs.cli.options import (
 from gpuvs.cli.output import check_writable, emit_tables, listening, narration, write_file
 from gpuvs.errors import UsageError
 from gpuvs.report.console import console
+from gpuvs.store.output import HTML, JSON
 
 TargetOpt = Annotated[str | None, typer.Option(
     "--target", metavar="NAME",
@@ -77,9 +78,8 @@ def predict(
     began = snapshot()  # what other processes do from here is named, as `run` does
     with usage_errors():
         check_format(fmt)
-        check_writable(json_path, report_path)
-        chosen = _target(target, profile)
-        t = forecast.target(chosen)
+        check_writable(db, (json_path, JSON), (report_path, HTML))
+        t = forecast.target(_target(target, profile))
         exported = from_run is not None and (from_run.endswith(".json")
                                              or Path(from_run).is_file())
         if from_run is None:  # the settings first: a bad one leaves no store behind
@@ -88,46 +88,60 @@ def predict(
                                   defaults=cpu_side.DEFAULTS)
         store = None if exported else open_store(db, reading=from_run is not None)
         if from_run is not None:
-            cpu, config = _stored_cpu(store, from_run, workload, variant, backend, dtype,
-                                      sizes, axis, full_suite)
+            said, cpu, config = _stored_cpu(store, from_run, workload, variant, backend,
+                                            dtype, sizes, axis, full_suite)
+    for line in t.skipped:  # a bad file in the profile directory: said, not fatal
+        console(stderr=True).print(f"warning: {line}", markup=False, highlight=False,
+                                   soft_wrap=True)
     if from_run is None:
         with usage_errors():
             cpu = cpu_side.cpu_cases(store, config, fresh=fresh, began=began,
                                      listener=listening(narration(fmt)))
-    raise typer.Exit(_answer(t, cpu, config, fmt, json_path, report_path))
+    else:
+        for line in [*said, *cpu_side.contended(cpu, "`gpuvs predict` without --from-run")]:
+            narration(fmt).print(line, markup=False, highlight=False)
+    raise typer.Exit(_answer(t, cpu, config, fmt, (json_path, report_path), db))
 
 
-def _target(name: str | None, profile: Path | None) -> str:
+def _target(name: str | None, profile: Path | None) -> str | Path:
+    """The GPU named once: `--target NAME` a profile's name, `--profile FILE` always a
+    file (once, a name without .json read a stored profile instead of the file)."""
     if (name is None) == (profile is None):
         raise UsageError("name the GPU once: --target NAME (`gpuvs profiles` lists them) "
                          "or --profile FILE")
-    return str(profile) if profile is not None else str(name)
+    if profile is not None:
+        return profile
+    if str(name).endswith(".json") or "/" in str(name):
+        raise UsageError(f"--target {name!r} names a profile, not a file: give a name "
+                         "`gpuvs profiles` lists, or the file with --profile FILE")
+    return str(name)
 
 
 def _stored_cpu(store: Any, spec: str, workload: Any, variant: Any, backend: Any,
-                dtype: Any, sizes: Any, axis: Any, full_suite: bool) -> tuple[list[Any], Any]:
-    """A stored run's finished CPU cases, and the selectors of the GPU cases to predict:
-    those given, else the run's own workloads, variants and sizes."""
+                dtype: Any, sizes: Any, axis: Any, full_suite: bool
+                ) -> tuple[list[str], list[Any], Any]:
+    """A stored run's finished CPU cases (`jobs.predict.stored_cpu`: `latest`, the newest
+    run that has some) with the lines that say which, and the selectors of the GPU cases
+    to predict: those given, else the run's own workloads, variants and sizes."""
     from gpuvs.cli.history import load
-    _, ms = load(spec, store)
-    cpu = [m for m in ms if m.case.device == "cpu" and m.summary is not None]
-    if not cpu:
-        raise UsageError(f"run {spec!r} has no finished CPU case to predict from")
+    from gpuvs.jobs import predict as cpu_side
+    said, cpu = cpu_side.stored_cpu(store, spec, load)
     named = split(workload)
     variants = variant or sorted({m.case.variant for m in cpu} - {"as_written"}) or None
     config = build_config(named or tuple(sorted({m.case.workload for m in cpu})), variants,
                           backend, ["cpu", "cuda"], dtype,
                           sizes or [",".join(str(s) for s in sorted({m.case.size for m in cpu}))],
                           None, None, None, False, 1, axis, full_suite)
-    return cpu, config
+    return said, cpu, config
 
 
-def _answer(t: Any, cpu: list[Any], config: Any, fmt: str, json_path: Path | None,
-            report_path: Path | None) -> int:
+def _answer(t: Any, cpu: list[Any], config: Any, fmt: str,
+            outputs: tuple[Path | None, Path | None], db: str | None) -> int:
     from gpuvs.jobs import predict as cpu_side
     from gpuvs.predicting import forecast
     from gpuvs.report import documents
     from gpuvs.report.predicted import forecast_tables, predicted_plots, render_forecast
+    json_path, report_path = outputs
     with usage_errors():
         answered = cpu_side.forecast(t, cpu, config)
     found = answered.found
@@ -140,10 +154,10 @@ def _answer(t: Any, cpu: list[Any], config: Any, fmt: str, json_path: Path | Non
     with usage_errors():
         if json_path:
             from gpuvs.predicting.forecast import document
-            write_file(json_path, document(t, found), "predictions")
+            write_file(json_path, document(t, found), "predictions", db)
         if report_path:
             write_file(report_path, render_forecast(t, tables, predicted_plots(cpu, found)),
-                       "report")
+                       "report", db)
     for path in filter(None, (json_path, report_path)):
         narration(fmt).print(f"wrote {path}", markup=False, highlight=False)
     return 0
@@ -153,10 +167,14 @@ def _answer(t: Any, cpu: list[Any], config: Any, fmt: str, json_path: Path | Non
 def profiles() -> None:
     """List the device profiles `gpuvs predict --target` can name: those shipped with
     gpuvs (measured on that GPU) and your own (`gpuvs ceilings --save-profile NAME`)."""
-    from gpuvs.predicting.profile import ENV_VAR, available, user_dir
+    from gpuvs.predicting.profile import ENV_VAR, scan, user_dir
     from gpuvs.predicting.residuals import beside
     from gpuvs.report.predicted import profiles_table
     with usage_errors():
-        found = [(f, beside(f)) for f in available()]
+        catalog = scan()
+        found = [(f, beside(f)) for f in catalog.found]
         mine = str(user_dir() or f"none: set {ENV_VAR} to a directory")
+    for line in catalog.skipped:
+        console(stderr=True).print(f"warning: {line}", markup=False, highlight=False,
+                                   soft_wrap=True)
     emit_tables([profiles_table(found, mine)], "plain", console(), dict)

@@ -10,7 +10,7 @@ import typer
 
 from gpuvs.cli.app import app, usage_errors
 from gpuvs.cli.options import DbOption, open_store
-from gpuvs.cli.output import file_stem, write_file, write_report
+from gpuvs.cli.output import file_stem, warn_thinned, write_file, write_report
 from gpuvs.errors import UsageError
 from gpuvs.jobs.recording import machine_ceilings
 from gpuvs.report.console import console
@@ -49,7 +49,7 @@ def report(
     with usage_errors():
         record, measurements, ceilings = load_run(run_id, from_json, db)
         path = output or Path(f"{file_stem(record.run_id)}.html")
-        write_report(path, record, measurements, ceilings)
+        write_report(path, record, measurements, ceilings, db)
     console().print(f"wrote {path}")
 
 
@@ -70,7 +70,7 @@ def plot(
         folder = png or Path(f"{file_stem(record.run_id)}-plots")
         plots = all_plots(measurements, ceilings)
         for p in plots:
-            write_file(folder / f"{p.name}.png", to_png(p), "plot")
+            write_file(folder / f"{p.name}.png", to_png(p), "plot", db)
     out = console()
     if not plots:
         out.print(f"no plot: no case of run {record.run_id} finished")
@@ -85,12 +85,16 @@ def load_run(run_id: str | None, from_json: Path | None, db: str | None
         raise UsageError("give a RUN_ID or --from RUN.json (one of the two)")
     if from_json is not None:
         from gpuvs.store.export import load_json
-        return load_json(from_json)
-    store = open_store(db, reading=True)
-    if run_id == "latest":
-        run_id = store.latest_run_id() or run_id
-    record = store.get_run(run_id)
-    return record, store.measurements(record.run_id), machine_ceilings(store, record)
+        record, measurements, ceilings = load_json(from_json)
+    else:
+        store = open_store(db, reading=True)
+        if run_id == "latest":
+            run_id = store.latest_run_id() or run_id
+        record = store.get_run(run_id)
+        measurements = store.measurements(record.run_id)
+        ceilings = machine_ceilings(store, record)
+    warn_thinned(str(from_json or record.run_id), measurements)
+    return record, measurements, ceilings
 
 
 HISTORY_RUNS = 200
@@ -112,5 +116,5 @@ def _history(run_id: str | None, from_json: Path | None, output: Path | None,
             raise UsageError("no stored run to draw" + (f" with workload {workload!r}"
                                                         if workload else ""))
         path = output or Path("gpuvs-history.html")
-        write_file(path, render_history(found, by, workload), "history")
+        write_file(path, render_history(found, by, workload), "history", db)
     console().print(f"wrote {path}")

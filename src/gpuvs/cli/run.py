@@ -39,6 +39,7 @@ from gpuvs.cli.output import check_writable, finish, listening, narration
 from gpuvs.cli.planning import energy_header, estimate_line, plan_estimate, print_plan
 from gpuvs.errors import UsageError
 from gpuvs.execute import plan
+from gpuvs.store.output import HTML, JSON
 
 ReportOpt = Annotated[Path | None, typer.Option(
     "--report", metavar="PATH",
@@ -71,7 +72,7 @@ def run(
     from gpuvs.jobs import suite as suites
     with usage_errors():
         check_format(fmt)
-        check_writable(json_path, report_path)
+        check_writable(db, (json_path, JSON), (report_path, HTML))
         given = {"-w": workload, "--variant": variant, "-b": backend, "-d": device,
                  "--dtype": dtype, "-s": sizes, "--budget": budget, "--timeout": timeout,
                  "--criterion": criterion, "--cold": cold or None, "--passes": passes,
@@ -122,7 +123,7 @@ def sweep(
         if refine and not (math.isfinite(factor) and factor > 1):
             raise UsageError(f"--factor must be a number above 1; got {factor}")
         check_format(fmt)
-        check_writable(json_path, report_path)
+        check_writable(db, (json_path, JSON), (report_path, HTML))
         config = build_config((workload,), variant, backend, device, dtype, sizes, budget,
                                timeout, criterion, cold, passes, axis, False, energy,
                                cpu_watts, price)

@@ -22,10 +22,11 @@ from gpuvs.cli.options import (
     open_store,
     split,
 )
-from gpuvs.cli.output import finish, listening, narration
+from gpuvs.cli.output import check_writable, finish, listening, narration
 from gpuvs.cli.planning import energy_header, estimate_line, plan_estimate, print_plan
 from gpuvs.errors import UsageError
 from gpuvs.jobs.seeds import DEFAULTS
+from gpuvs.store.output import JSON
 
 BudgetOpt = Annotated[float | None, typer.Option(
     "--budget", metavar="SECONDS",
@@ -72,8 +73,9 @@ def seeds(
     from gpuvs.seeds.base import SeedOptions
     with usage_errors():
         check_format(fmt)
+        check_writable(db, (json_path, JSON))
         chosen = posts.chosen(split(seed, "--seed", "0 to 4, or 000 to 004"))
-        cfg.not_negative("--epochs", epochs)
+        cfg.not_negative("--epochs", epochs, cfg.MAX_EPOCHS)
         if data is not None:  # the whole archive, read now: not a table over crashed cases
             from gpuvs.workloads.cifar import load_cifar100
             if not data.is_file():

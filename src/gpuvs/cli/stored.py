@@ -9,10 +9,18 @@ import typer
 
 from gpuvs.cli.app import app, usage_errors
 from gpuvs.cli.options import DbOption, FormatOpt, check_format, open_store
-from gpuvs.cli.output import emit_tables, file_stem, write_file
+from gpuvs.cli.output import (
+    check_writable,
+    emit_tables,
+    file_stem,
+    said,
+    warn_thinned,
+    write_file,
+)
 from gpuvs.errors import UsageError
 from gpuvs.jobs.recording import machine_ceilings
 from gpuvs.report.console import console
+from gpuvs.store.output import CSV, JSON
 
 
 @app.command()
@@ -30,13 +38,17 @@ def show(run_id: Annotated[str, typer.Argument(help="A run id, or 'latest'.")],
             run_id = store.latest_run_id() or run_id
         record = store.get_run(run_id)
         measurements = store.measurements(run_id)
+        warn_thinned(f"run {run_id}", measurements)
         ceilings = machine_ceilings(store, record)
-        tables = views.of(record.kind).tables(record, measurements, ceilings)
+        shown = views.of(record.kind)
+        tables = [*shown.tables(record, measurements, ceilings),
+                  *(shown.more(record, measurements, ceilings) if shown.more else [])]
     out = console()
     if fmt != "json":
-        out.print(f"run {record.run_id} · {record.kind} · {record.status} · started "
-                  f"{record.started_at} · machine {machine_of(record)} · commit "
-                  f"{commit_of(record)} · environment {record.environment.fingerprint}",
+        out.print(said(f"run {record.run_id} · {record.kind} · {record.status} · started "
+                       f"{record.started_at} · machine {machine_of(record)} · commit "
+                       f"{commit_of(record)} · environment "
+                       f"{record.environment.fingerprint}", fmt),
                   markup=False, highlight=False)
     emit_tables(tables, fmt, out, lambda: cases_document("show", measurements, ceilings,
                                                          record))
@@ -62,6 +74,8 @@ def export(
     with usage_errors():
         if format not in ("json", "csv"):
             raise UsageError(f"unknown format {format!r}; accepted: json, csv")
+        if output not in (None, "-"):
+            check_writable(db, (Path(output), JSON if format == "json" else CSV))
         store = open_store(db, reading=True)
         if run_id == "latest":
             run_id = store.latest_run_id() or run_id
@@ -74,7 +88,7 @@ def export(
             sys.stdout.flush()
             return
         path = Path(output) if output else Path(f"{file_stem(record.run_id)}.{format}")
-        write_file(path, text, "export")
+        write_file(path, text, "export", db)
     console(stderr=True).print(f"wrote {path}", markup=False, highlight=False)
 
 

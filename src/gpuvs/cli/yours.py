@@ -27,6 +27,7 @@ from gpuvs.cli.options import (
     split,
 )
 from gpuvs.cli.output import check_writable, finish, listening, narration
+from gpuvs.store.output import JSON
 from gpuvs.yours.run_file import DEFAULT_INPUTS
 
 
@@ -78,7 +79,7 @@ def run_file(
 
     with usage_errors():
         check_format(fmt)
-        check_writable(json_path)
+        check_writable(db, (json_path, JSON))
         scripts(targets)  # the shapes and the files, before a worker starts
         chosen = parse_sizes(split(sizes, "-s/--sizes", SIZES))
         devices = check_devices(split(device, "-d/--device", DEVICES) or ("cpu", "cuda"))

@@ -10,6 +10,7 @@ from typing import Any
 
 from gpuvs import backends, workloads
 from gpuvs.config import RunConfig
+from gpuvs.errors import UsageError
 from gpuvs.execute import plan, runner
 from gpuvs.jobs.recording import QUIET, Listener, Shown, executed
 from gpuvs.machine import env
@@ -57,12 +58,66 @@ def cpu_cases(store: Any, config: RunConfig, *, fresh: bool = False,
 
     executed(run, execute, "`gpuvs predict` measures them again.", listener)
     measured = [m for m in run.measurements() if m.status is Status.OK]
-    if disturbed := sum(Caveat.CONTENDED in m.caveats for m in measured):
-        listener.said(f"{disturbed} of the {len(measured)} CPU cases were measured while "
-                      "other processes took the CPU (contended): those CPU times read slow, "
-                      "so the speedups predicted against them read high; on a quiet "
-                      "machine, `gpuvs predict` measures them again")
+    for line in contended(measured, "`gpuvs predict`"):
+        listener.said(line)
     return [m for _, m in known.values()] + measured
+
+
+def contended(measured: Sequence[Measurement], again: str) -> list[str]:
+    """One line where CPU times the predictions are set against were measured while
+    other processes took the CPU (marked in the tables too): they read slow, and the
+    speedups predicted against them high. `again` names what measures them again."""
+    disturbed = sum(Caveat.CONTENDED in m.caveats for m in measured)
+    if not disturbed:
+        return []
+    return [f"{disturbed} of the {len(measured)} CPU cases were measured while other "
+            "processes took the CPU (contended, marked in the tables): those CPU times read "
+            "slow, so the speedups predicted against them read high; on a quiet machine, "
+            f"{again} measures them again"]
+
+
+def stored_cpu(store: Any, spec: str, load: Any) -> tuple[list[str], list[Measurement]]:
+    """A stored run's finished CPU cases of gpuvs's workloads, to predict from (`load`
+    reads a run id or an export); `latest` is the newest run that has some, and the
+    first lines name the newer ones skipped (a dist run as the latest once gave "unknown
+    workload 'dist_collective'")."""
+    if spec != "latest" or store is None:
+        run, ms = load(spec, store)
+        cpu = _cpu_cases(ms)
+        if why := _unusable(run, cpu):
+            raise UsageError(f"--from-run {spec!r}: {why}")
+        return [], cpu
+    skipped: list[str] = []
+    for run in store.runs(RECENT_RUNS):
+        cpu = _cpu_cases(store.measurements(run.run_id))
+        why = _unusable(run, cpu)
+        if not why:
+            said = ([f"--from-run latest: run {run.run_id}, the newest with CPU cases of "
+                     f"gpuvs's workloads; skipped {'; '.join(skipped)}"] if skipped else [])
+            return said, cpu
+        skipped.append(why)
+    raise UsageError(f"--from-run latest: none of the {RECENT_RUNS} newest runs has a "
+                     "finished CPU case of gpuvs's workloads"
+                     + (f" ({skipped[0]}, …)" if skipped else "")
+                     + "; `gpuvs run` measures some")
+
+
+def _cpu_cases(ms: Sequence[Measurement]) -> list[Measurement]:
+    """The finished CPU cases of gpuvs's own workloads: what a prediction sets the GPU
+    against (a dist run's collectives or your own function are no workload it counts)."""
+    known = set(workloads.names())
+    return [m for m in ms if m.case.device == "cpu" and m.summary is not None
+            and m.case.workload in known]
+
+
+def _unusable(run: Any, cpu: Sequence[Measurement]) -> str:
+    """Why `run` cannot be predicted from, or ""."""
+    if run.kind in (RunKind.DIST, RunKind.CEILINGS, RunKind.YOURS, RunKind.PYTEST):
+        return (f"run {run.run_id} is a {run.kind} run: it has no CPU case of a workload "
+                "gpuvs predicts (`gpuvs run` measures some)")
+    if not cpu:
+        return f"run {run.run_id} has no finished CPU case to predict from"
+    return ""
 
 
 def _measured_before(store: Any, cases: Sequence[Case], fingerprint: str

@@ -38,9 +38,24 @@ def cases(names: Sequence[str], options: SeedOptions, devices: Sequence[str]) ->
             if c.device.partition(":")[0] in kinds]
 
 
-def again(names: Sequence[str]) -> str:
-    """How to measure the posts of an interrupted run again."""
-    return f"`gpuvs seeds --seed {','.join(names)}` measures them again."
+def again(names: Sequence[str], options: SeedOptions, config: RunConfig) -> str:
+    """How to measure the posts of an interrupted run again: a command seeds accepts
+    (it has no --resume), with the options that made the run, those left at their
+    default left out. It once said `gpuvs seeds 000 002`, which seeds refuses."""
+    import shlex
+    words = ["gpuvs", "seeds", "--seed", ",".join(names)]
+    words += ["--quick"] * options.quick + ["--compile"] * options.compile
+    words += ["--data", options.cifar] if options.cifar else []
+    words += ["--epochs", str(options.epochs)] if options.epochs else []
+    default = RunConfig()
+    given = {"-d": ",".join(config.devices) if config.devices != default.devices else None,
+             "--budget": config.budget_s if config.budget_s != DEFAULTS["budget_s"] else None,
+             "--timeout": config.timeout_s if config.timeout_s != default.timeout_s else None,
+             "--energy": config.energy or None, "--cpu-watts": config.cpu_watts}
+    for flag, value in given.items():
+        words += ([flag] if value is True else [] if value is None else
+                  [flag, f"{value:g}" if isinstance(value, float) else str(value)])
+    return f"`{shlex.join(words)}` measures them again."
 
 
 def replay(store: Any, config: RunConfig, names: Sequence[str], options: SeedOptions, *,
@@ -57,5 +72,6 @@ def replay(store: Any, config: RunConfig, names: Sequence[str], options: SeedOpt
         {"seeds": list(names), **asdict(options), "budget_s": config.budget_s,
          "timeout_s": config.timeout_s, "devices": list(config.devices),
          "energy": config.energy, "cpu_watts": config.cpu_watts, "passes": config.passes},
-        execute, again(names), complete=lambda m: runner.complete(m, config.passes),
+        execute, again(names, options, config),
+        complete=lambda m: runner.complete(m, config.passes),
         environment=environment), listener)

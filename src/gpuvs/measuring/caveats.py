@@ -44,6 +44,10 @@ ADVICE: dict[Caveat, str] = {
                               "covers both is wider than ±5 %: the process itself (where its "
                               "allocator put the data, the host's state when it started) "
                               "sets this number; a repeat may land anywhere in the interval",
+    Caveat.THINNED: "the file or store held more samples of this case than gpuvs reads "
+                    "(`store.export.MAX_SAMPLES`); an evenly spaced subset was read, in time "
+                    "order, and `samples_stored` counts them all: its interval is wider "
+                    "than all of them would give",
 }
 
 # The caveats that put the number itself in doubt: shown beside it in every table, and

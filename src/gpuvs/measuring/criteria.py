@@ -17,6 +17,9 @@ from gpuvs import stats
 from gpuvs.errors import UsageError
 
 _REGISTRY: dict[str, type[StoppingCriterion]] = {}
+# The largest count a criterion's parameter may ask (`fixed:n=`, `min_samples=`): more
+# samples than a case's budget ever holds, and far more than a run file is read with.
+MAX_COUNT = 1_000_000
 
 
 def register(cls: type[StoppingCriterion]) -> type[StoppingCriterion]:
@@ -45,8 +48,10 @@ class StoppingCriterion(ABC):
             )
         for key, value in params.items():  # every parameter is a count or a share: > 0
             whole = float(self.defaults[key]).is_integer() and self.defaults[key] >= 1
-            if not (math.isfinite(value) and value > 0 and (not whole or value == int(value))):
-                kind = "a whole number from 1" if whole else "a positive number"
+            if not (math.isfinite(value) and value > 0 and (not whole or (
+                    value == int(value) and value <= MAX_COUNT))):
+                kind = (f"a whole number from 1 to {MAX_COUNT:,}" if whole
+                        else "a positive number")
                 raise UsageError(f"criterion parameter {key}={value:g} must be {kind}; e.g. "
                                  f"{self.name}:{key}={self.defaults[key]:g}")
         self.params = {**self.defaults, **params}

@@ -6,11 +6,24 @@ the run it came from. A profile is only ever measured: the ones shipped with gpu
 (`gpuvs/predicting/profiles/`, found through `importlib.resources`) came from
 `gpuvs ceilings` on that GPU, and a user's own live in their profile directory
 ($GPUVS_PROFILES, else the user data directory) or in any file (`--profile FILE`).
+
+A profile file is untrusted input: anyone may have written it, and a ceiling of 0, NaN,
+a string or null once reached the model's divisions. `Profile.from_dict` checks every
+field (its type; a ceiling's value finite and positive; text and lists of bounded
+length) and `_read` the file (at most MAX_BYTES, nesting refused in one line), so that
+each bad file costs one line. A bad file in the profile directory is skipped with one
+warning, and the others, the shipped ones first, still load (`scan`).
+
+A name means one profile: the shipped ones come first when a name is looked up, and a
+name of theirs is refused when saving (`check_saving`), since `--target h100` promises
+the profile measured on an H100 and validated there, with its residuals; a user's file
+of that name (saved by an older gpuvs) is read only by its path, `--profile FILE`.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -22,7 +35,8 @@ from typing import TYPE_CHECKING, Any
 
 from gpuvs.errors import UsageError
 from gpuvs.model import Ceiling, Run
-from gpuvs.store.export import write_atomic
+from gpuvs.store.export import shorten
+from gpuvs.store.output import write_atomic
 
 if TYPE_CHECKING:
     from importlib.resources.abc import Traversable
@@ -34,6 +48,11 @@ SUFFIX = ".json"
 RESIDUALS_SUFFIX = ".residuals.json"
 SHIPPED = "shipped with gpuvs"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+# Bounds on a file anyone may have written: the shipped H100 profile is 13 KB with 60
+# ceilings.
+MAX_BYTES = 1024 * 1024
+MAX_ITEMS = 10_000  # ceilings, libraries
+MAX_TEXT = 1_000    # characters of one text field
 
 
 @dataclass(frozen=True)
@@ -74,22 +93,67 @@ class Profile:
                 "ceilings": [asdict(c) for c in self.ceilings]}
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any], where: str) -> Profile:
-        """A profile from its JSON; UsageError naming `where` for anything else."""
-        if not isinstance(d, Mapping) or d.get("format_version") != FORMAT_VERSION:
-            version = d.get("format_version") if isinstance(d, Mapping) else None
+    def from_dict(cls, d: Any, where: str) -> Profile:
+        """A profile from its JSON; UsageError naming `where` and the first field that
+        is not what gpuvs writes there."""
+        version = d.get("format_version") if isinstance(d, Mapping) else None
+        if not isinstance(d, Mapping) or version != FORMAT_VERSION or isinstance(version,
+                                                                                 bool):
             raise UsageError(f"{where} is not a gpuvs device profile of format "
-                             f"{FORMAT_VERSION} (format_version {version!r}); "
+                             f"{FORMAT_VERSION} (format_version {shorten(repr(version))}); "
                              "`gpuvs ceilings --save-profile NAME` writes one")
-        names = {f.name for f in fields(Ceiling)}
         try:
-            return cls(str(d["name"]), str(d["device"]), str(d["measured_at"]),
-                       str(d.get("driver", "")), dict(d.get("libraries", {})),
-                       str(d.get("fingerprint", "")), str(d.get("run_id", "")),
-                       tuple(Ceiling(**{k: v for k, v in c.items() if k in names})
-                             for c in d["ceilings"]))
-        except (KeyError, TypeError, AttributeError) as err:
-            raise UsageError(f"{where} is not a complete device profile: {err}") from None
+            name = _text(d, "name")
+            if not _NAME.match(name):
+                raise ValueError(f"its name {shorten(repr(name))} is no profile name")
+            libraries = d.get("libraries", {})
+            if not isinstance(libraries, Mapping) or len(libraries) > MAX_ITEMS or not all(
+                    isinstance(k, str) and isinstance(v, str) and len(v) <= MAX_TEXT
+                    for k, v in libraries.items()):
+                raise ValueError("'libraries' is not a mapping of names to versions")
+            return cls(name, _text(d, "device"), _text(d, "measured_at"),
+                       _text(d, "driver", ""), libraries, _text(d, "fingerprint", ""),
+                       _text(d, "run_id", ""), _ceilings(d.get("ceilings")))
+        except (KeyError, ValueError) as err:
+            what = f"no {err.args[0]!r}" if isinstance(err, KeyError) else str(err)
+            raise UsageError(f"{where} is not a device profile gpuvs can use: {what}"
+                             ) from None
+
+
+def _text(d: Mapping[str, Any], key: str, default: str | None = None) -> str:
+    value = d[key] if default is None else d.get(key, default)
+    if not isinstance(value, str) or len(value) > MAX_TEXT:
+        raise ValueError(f"{key!r} is {shorten(repr(value))}; it is text (up to "
+                         f"{MAX_TEXT} characters)")
+    return value
+
+
+def _ceilings(found: Any) -> tuple[Ceiling, ...]:
+    """Each ceiling of a profile as gpuvs writes them: text fields, a positive finite
+    value (the model divides by it), an optional `contended` flag."""
+    if not isinstance(found, list) or not 0 < len(found) <= MAX_ITEMS:
+        raise ValueError(f"'ceilings' is {shorten(repr(found))}; it is a list of 1 to "
+                         f"{MAX_ITEMS} measured ceilings")
+    texts = [f.name for f in fields(Ceiling) if f.name not in ("value", "contended")]
+    ceilings = []
+    for i, c in enumerate(found, 1):
+        if not isinstance(c, Mapping):
+            raise ValueError(f"ceiling {i} is {shorten(repr(c))}, not an object")
+        value, contended = c.get("value"), c.get("contended", False)
+        label = f"ceiling {i} ({shorten(repr(c.get('name')), 40)})"
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
+                math.isfinite(value) and value > 0):
+            raise ValueError(f"{label} has the value {shorten(repr(value))}; a ceiling's "
+                             "value is a positive, finite number")
+        if not isinstance(contended, bool):
+            raise ValueError(f"{label} has contended {shorten(repr(contended))}; it is "
+                             "true or false")
+        try:
+            ceilings.append(Ceiling(**{k: _text(c, k) for k in texts},
+                                    value=float(value), contended=contended))
+        except ValueError as err:
+            raise ValueError(f"{label}: {err}") from None
+    return tuple(ceilings)
 
 
 @dataclass(frozen=True)
@@ -111,6 +175,16 @@ class Found:
         stem = self.path.name.removesuffix(SUFFIX)
         parent = self.path.parent if isinstance(self.path, Path) else _shipped()
         return parent / f"{stem}{suffix}"
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """The profiles that can be named, shipped ones first, and a line for each file of
+    the user's profile directory that was skipped (unreadable, or named as a shipped
+    profile), which the faces show as warnings."""
+
+    found: tuple[Found, ...]
+    skipped: tuple[str, ...] = ()
 
 
 def from_run(name: str, run: Run, ceilings: Sequence[Ceiling]) -> Profile:
@@ -138,9 +212,35 @@ def save_from_run(name: str, run: Run, store: Any) -> Path:
 
 def check_name(name: str) -> str:
     if not _NAME.match(name):
-        raise UsageError(f"profile name {name!r} is not accepted; use letters, digits, "
-                         "'.', '_' or '-' (up to 64), e.g. h100")
+        raise UsageError(f"profile name {shorten(repr(name))} is not accepted; use letters, "
+                         "digits, '.', '_' or '-' (up to 64), e.g. h100")
     return name
+
+
+def check_saving(name: str) -> str:
+    """A name a profile may be saved under: a valid one, and not a shipped profile's."""
+    check_name(name)
+    shipped = next((f for f in _shipped_profiles()[0] if f.profile.name == name), None)
+    if shipped is not None:
+        raise UsageError(f"profile name {name!r} is the profile {SHIPPED} "
+                         f"({shipped.profile.device}), which `--target {name}` means; save "
+                         f"yours under another name, e.g. {name}-mine")
+    return name
+
+
+def unusable(profile: Profile) -> str:
+    """Why `gpuvs predict` can predict no GPU case from `profile`, or "" where it can:
+    it was measured on a GPU and holds that GPU's memory bandwidth. Checked when a
+    profile is saved and when it is read for a prediction, in the same words."""
+    if not profile.has_gpu:
+        return (f"profile {profile.name!r} was measured on a machine without a GPU "
+                f"({profile.device}): it predicts no GPU")
+    if not any(c.device != "cpu" and c.name.startswith("memory bandwidth")
+               for c in profile.ceilings):
+        return (f"profile {profile.name!r} holds no GPU memory bandwidth: it predicts no "
+                f"GPU case; `gpuvs ceilings --refresh --save-profile {profile.name}` on "
+                f"{profile.device} measures it")
+    return ""
 
 
 def user_dir() -> Path | None:
@@ -157,11 +257,14 @@ def user_dir() -> Path | None:
 
 
 def save(profile: Profile, directory: Path | None = None) -> Path:
-    """Write `profile` as NAME.json in `directory` (the user's profile directory)."""
+    """Write `profile` as NAME.json in `directory` (the user's profile directory), if
+    `gpuvs predict` could use it: refused here, at once, rather than later by predict."""
     directory = directory or user_dir()
     if directory is None:
         raise UsageError(f"no directory for your profiles: set {ENV_VAR} to one")
-    path = directory / f"{check_name(profile.name)}{SUFFIX}"
+    path = directory / f"{check_saving(profile.name)}{SUFFIX}"
+    if why := unusable(profile):
+        raise UsageError(f"{why}; not saved")
     try:
         write_atomic(path, json.dumps(profile.to_dict(), indent=1) + "\n")
     except OSError as e:
@@ -171,34 +274,79 @@ def save(profile: Profile, directory: Path | None = None) -> Path:
 
 
 def load(spec: str) -> Found:
-    """A profile by name (the user's first, then those shipped) or by file path."""
+    """A profile by file path (a spec that ends in .json or holds a separator: the
+    library's `target=`), else by name (`scan`'s warnings dropped: `named` keeps them)."""
     if spec.endswith(SUFFIX) or os.sep in spec:
-        path = Path(spec).expanduser()
-        if not path.is_file():
-            raise UsageError(f"no profile file {spec!r}; give a file that "
-                             "`gpuvs ceilings --save-profile` wrote, or a name of "
-                             "`gpuvs profiles`")
-        return _read(path, "file")
-    check_name(spec)
-    for found in available():
-        if found.profile.name == spec:
-            return found
-    names = ", ".join(sorted({f.profile.name for f in available()})) or "none yet"
-    raise UsageError(f"no device profile {spec!r}; available: {names}. "
-                     f"`gpuvs ceilings --save-profile {spec}` on that machine measures "
+        return load_file(Path(spec))
+    return named(spec)[0]
+
+
+def load_file(path: Path) -> Found:
+    """The profile in the file at `path`, wherever it is: `--profile` always means a
+    file, never a name."""
+    path = path.expanduser()
+    if not path.is_file():
+        raise UsageError(f"no profile file {shorten(repr(str(path)))}; give a file that "
+                         "`gpuvs ceilings --save-profile` wrote, or name one of "
+                         "`gpuvs profiles` with --target")
+    return _read(path, "file")
+
+
+def named(name: str) -> tuple[Found, tuple[str, ...]]:
+    """The profile called `name` (the shipped ones first), and the warnings of the scan."""
+    check_name(name)
+    catalog = scan()
+    found = next((f for f in catalog.found if f.profile.name == name), None)
+    if found is not None:
+        return found, catalog.skipped
+    names = ", ".join(sorted({f.profile.name for f in catalog.found})) or "none yet"
+    raise UsageError(f"no device profile {name!r}; available: {names}. "
+                     f"`gpuvs ceilings --save-profile {name}` on that machine measures "
                      "one; `--profile FILE` reads one from a file")
 
 
 def available() -> list[Found]:
-    """Every profile this gpuvs can read by name: the user's, then those shipped (a
-    user's profile of the same name comes first, and hides the shipped one)."""
-    found: list[Found] = []
+    """Every profile this gpuvs can read by name (`scan`'s, without its warnings)."""
+    return list(scan().found)
+
+
+def scan() -> Catalog:
+    """The shipped profiles, then the user's: a file of theirs that cannot be read, or
+    that is named as a shipped profile, is skipped with a line saying why."""
+    found, skipped = _shipped_profiles()
+    shipped = {f.profile.name for f in found}
     mine = user_dir()
-    if mine is not None and mine.is_dir():
-        found += [_read(p, "yours") for p in sorted(mine.iterdir()) if _is_profile(p.name)]
-    found += [_read(p, SHIPPED) for p in sorted(_shipped().iterdir(), key=lambda p: p.name)
-              if _is_profile(p.name)]
-    return found
+    try:
+        paths = sorted(p for p in mine.iterdir() if _is_profile(p.name)) if (
+            mine is not None and mine.is_dir()) else []
+    except OSError as e:
+        paths = []
+        skipped.append(f"skipped your profile directory {mine}: {e.strerror or e}")
+    for path in paths:
+        try:
+            read = _read(path, "yours")
+        except UsageError as e:
+            skipped.append(f"skipped {e}")
+            continue
+        if read.profile.name in shipped:
+            skipped.append(f"skipped {path}: it is named {read.profile.name!r}, as the "
+                           f"profile {SHIPPED}, which --target {read.profile.name} means; "
+                           f"read it with --profile {path}")
+        else:
+            found.append(read)
+    return Catalog(tuple(found), tuple(skipped))
+
+
+def _shipped_profiles() -> tuple[list[Found], list[str]]:
+    """The profiles shipped with gpuvs (a broken one, say a bad install, is skipped)."""
+    found, skipped = [], []
+    for path in sorted(_shipped().iterdir(), key=lambda p: p.name):
+        if _is_profile(path.name):
+            try:
+                found.append(_read(path, SHIPPED))
+            except UsageError as e:
+                skipped.append(f"skipped {e}")
+    return found, skipped
 
 
 def _is_profile(name: str) -> bool:
@@ -210,8 +358,17 @@ def _shipped() -> Traversable:
 
 
 def _read(path: Traversable, where: str) -> Found:
+    """A profile file, read within MAX_BYTES; one line for anything else."""
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        with path.open("rb") as f:
+            data = f.read(MAX_BYTES + 1)
+        if len(data) > MAX_BYTES:
+            raise UsageError(f"profile {path} is larger than {MAX_BYTES // 1024} KiB: no "
+                             "profile gpuvs writes is")
+        doc = json.loads(data.decode("utf-8"))
+    except RecursionError:
+        raise UsageError(f"profile {path} nests arrays or objects too deeply: it is no "
+                         "device profile") from None
     except (OSError, ValueError) as err:
-        raise UsageError(f"cannot read profile {path}: {err}") from None
-    return Found(Profile.from_dict(doc, str(path)), where, path)
+        raise UsageError(f"cannot read profile {path}: {shorten(str(err))}") from None
+    return Found(Profile.from_dict(doc, f"profile {path}"), where, path)

@@ -33,8 +33,9 @@ import numpy as np
 
 from gpuvs.errors import UsageError
 from gpuvs.predicting.pricing import Estimate
-from gpuvs.predicting.profile import RESIDUALS_SUFFIX, Found
-from gpuvs.store.export import write_atomic
+from gpuvs.predicting.profile import MAX_BYTES, RESIDUALS_SUFFIX, Found
+from gpuvs.store.export import shorten
+from gpuvs.store.output import write_atomic
 
 FORMAT_VERSION = 1
 TARGET_ERROR = 0.25   # the bar for CPU → GPU: a workload past it is low-confidence
@@ -161,8 +162,9 @@ class Residuals:
                              str(d["measured_at"]),
                              [Residual(str(p["workload"]), str(p["regime"]), str(p["series"]),
                                        float(p["ratio"])) for p in d["points"]])
-        except (KeyError, TypeError, ValueError) as err:
-            raise UsageError(f"{where} is not a complete residuals file: {err}") from None
+        except (KeyError, TypeError, ValueError, AttributeError) as err:
+            raise UsageError(f"{where} is not a complete residuals file: "
+                             f"{shorten(str(err))}") from None
 
 
 def _factor(points: Sequence[Residual], workload: str, regime: str
@@ -196,8 +198,15 @@ def beside(found: Found) -> Residuals | None:
     path = found.sibling(RESIDUALS_SUFFIX)
     if not path.is_file():
         return None
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+    try:  # untrusted as a profile is: bounded in size and nesting, one line if bad
+        with path.open("rb") as f:
+            data = f.read(MAX_BYTES + 1)
+        if len(data) > MAX_BYTES:
+            raise UsageError(f"residuals {path} are larger than {MAX_BYTES // 1024} KiB: no "
+                             "residuals gpuvs writes are")
+        doc = json.loads(data.decode("utf-8"))
+    except RecursionError:
+        raise UsageError(f"residuals {path} nest arrays or objects too deeply") from None
     except (OSError, ValueError) as err:
-        raise UsageError(f"cannot read residuals {path}: {err}") from None
+        raise UsageError(f"cannot read residuals {path}: {shorten(str(err))}") from None
     return Residuals.from_dict(doc, str(path))

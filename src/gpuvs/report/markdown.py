@@ -4,6 +4,7 @@ the same tables. A script reads numbers instead: `report.documents` (`--format j
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 from gpuvs.table import Table
@@ -13,9 +14,25 @@ _LEFT = frozenset({"backend", "device", "data", "note", "why", "sweep", "who win
                    "GPU series", "collective", "case", "verdict", "workload"})
 
 
+# What markdown (and the HTML GitHub renders within it) would read as its own in text
+# from data: a workload or run name with `|`, backticks, `<script>`, `*`, `[x](y)`,
+# `&lt;` (an entity, shown as the character it names).
+_SPECIAL = re.compile(r"([\\`*_\[\]<>|~&])")
+# What begins a heading, a list, a quote or a rule when a line starts with it.
+_BLOCK = re.compile(r"^(\d+)([.)])|^([#+=-])")
+
+
 def _cell(text: str) -> str:
-    """A cell on one line, its pipes escaped, so that no row breaks the table."""
-    return " ".join(text.split()).replace("|", "\\|")
+    """Text from data as markdown shows it, character for character: on one line (no
+    row breaks the table), every character markdown would read as its own escaped."""
+    return _SPECIAL.sub(r"\\\1", " ".join(text.split()))
+
+
+def line(text: str) -> str:
+    """A line of text from data, escaped as a cell is, whose start begins no heading,
+    list or quote: for the notes under a table and a step summary's lines."""
+    return _BLOCK.sub(lambda m: f"{m[1]}\\{m[2]}" if m[1] else f"\\{m[3]}", _cell(text),
+                      count=1)
 
 
 def to_markdown(tables: Iterable[Table]) -> str:
@@ -30,7 +47,7 @@ def to_markdown(tables: Iterable[Table]) -> str:
         out.append("|" + "|".join(":---" if t.columns[i] in _LEFT or not _numeric(t, i)
                                   else "---:" for i in keep) + "|")
         out += ["| " + " | ".join(_cell(row[i]) for i in keep) + " |" for row in t.rows]
-        out += [""] + [f"{_cell(n)}  " for n in t.notes] + [""]
+        out += [""] + [f"{line(n)}  " for n in t.notes] + [""]
     return "\n".join(out).rstrip() + "\n"
 
 

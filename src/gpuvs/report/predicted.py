@@ -12,13 +12,14 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 
-from gpuvs import units
+from gpuvs import units, workloads
 from gpuvs.analysis.crossover import GroupKey, group_key
 from gpuvs.model import Case, Measurement
 from gpuvs.predicting.forecast import Point, Predicted, Series, Target
 from gpuvs.predicting.profile import Found
 from gpuvs.predicting.residuals import Residuals
 from gpuvs.predicting.validation import CrossoverCheck, ErrorRow
+from gpuvs.predicting.work import tf32, tf32_words
 from gpuvs.report.html import jinja
 from gpuvs.report.layout import size_axis, sweep_title
 from gpuvs.report.pages import PAGE, Section
@@ -47,7 +48,8 @@ def forecast_tables(found: Sequence[Series], target: Target,
                             tuple(rows), notes=(
                                 "CPU: measured here; GPU: predicted by the model, not "
                                 "measured (docs/prediction.md says how, and how well)",
-                                *target.lines()), wrapping=frozenset({"note"})))
+                                *target.lines(), *_assumed(key, group)),
+                            wrapping=frozenset({"note"})))
     if found:
         tables.append(crossover_table(found, target))
     if unpredicted:
@@ -56,11 +58,24 @@ def forecast_tables(found: Sequence[Series], target: Target,
     return tables
 
 
+def _assumed(key: GroupKey, group: Sequence[Series]) -> list[str]:
+    """What a sweep's predictions assume that a setting changes, or the machine did: TF32
+    for float32 matrix products, per GPU backend, and CPU times measured contended."""
+    said = []
+    if key[2] == "float32" and workloads.get(key[0]).matrix_units:
+        said += [f"TF32: {tf32_words(b, *tf32(b))}"
+                 for b in sorted({s.gpu.backend for s in group})]
+    if any(p.contended for s in group for p in s.points):
+        said.append("contended: a CPU time measured while other processes took the CPU; it "
+                    "reads slow, and the speedup predicted against it high")
+    return said
+
+
 def _row(s: Series, p: Point) -> tuple[str, ...]:
     prediction = p.gpu.prediction
     cpu = p.cpu
-    measured = (f"{units.seconds(cpu.summary.median)} ({cpu.case.backend})"
-                if cpu.summary else "—")
+    measured = (f"{units.seconds(cpu.summary.median)} ({cpu.case.backend}"
+                f"{', contended' * p.contended})" if cpu.summary else "—")
     if prediction is None:
         return (units.size(p.size), s.gpu.backend_device, s.data, measured, "—", "—", "—",
                 p.gpu.reason)

@@ -46,15 +46,18 @@ class View:
     """How one kind of run is shown.
 
     `tables(run, ms, ceilings)` are what its command prints after the run and `gpuvs show`
-    prints again. The page opens with `first_screen(ms)` under `first_heading` (a seeds
-    run: the posts answered) and the kind's `own_tables(ms)` under `own_heading` (at
-    `own_anchor`, linked as `own_link`), then
+    prints again, with `more(run, ms, ceilings)` after them where the command leaves
+    detail to `show` (a seeds run: every case's table). The page opens with
+    `first_screen(ms)` under `first_heading` (a seeds run: the posts answered) and the
+    kind's `own_tables(ms)` under `own_heading` (at `own_anchor`, linked as `own_link`),
+    then
     its measurements: `sections(ms)` where the kind draws its own (then no CPU-against-GPU
     verdict, sweep plots or roofline is drawn), else each sweep's plots and tables under
     the verdict. The JSON document adds `extras(ms)` to its body and `case_numbers(m, ms)`
     to each case's record."""
 
     tables: Tables
+    more: Tables | None = None
     first_screen: Callable[[Sequence[Measurement]], Table | None] = _no_table
     first_heading: str = ""
     own_tables: Callable[[Sequence[Measurement]], list[Table]] = _no_tables
@@ -137,9 +140,9 @@ SWEEPS = View(_sweep_tables)
 YOURS = View(_sweep_tables, extras=_winners)
 # `gpuvs ceilings`: the ceilings read off the probes.
 CEILINGS = View(_ceiling_tables)
-# `gpuvs seeds`: each post's table and the posts answered, the answers first on its page,
-# and each post's rows in its document.
-SEEDS = View(_seed_tables, first_screen=_posts_answered,
+# `gpuvs seeds`: each post's table and the posts answered (`gpuvs show` adds every case's
+# table), the answers first on its page, and each post's rows in its document.
+SEEDS = View(_seed_tables, more=_sweep_tables, first_screen=_posts_answered,
              first_heading="The posts, answered here", own_tables=_posts,
              own_heading="The posts: claim, as written here, correct here",
              own_anchor="seeds", own_link="the posts", extras=_post_rows)

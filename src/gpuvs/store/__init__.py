@@ -12,6 +12,7 @@ from pathlib import Path
 
 from gpuvs.errors import StoreError
 from gpuvs.store.export import shorten
+from gpuvs.store.output import store_files
 from gpuvs.store.sql import SqlStore
 from gpuvs.store.sqlite import SqliteStore
 
@@ -52,6 +53,19 @@ def open_store(location: str | None = None, reading: bool = False) -> SqlStore:
     return SqliteStore(path, create_dirs=not chosen, writing=not reading)
 
 
+def files(location: str | None = None) -> tuple[Path, ...]:
+    """The files of the SQLite store that `location` (else $GPUVS_DB, else the default)
+    names, whether or not it exists yet: what no output may be written over. None for a
+    PostgreSQL store, or a location that names no file (opening it says why)."""
+    chosen = location or os.environ.get(ENV_VAR)
+    if chosen and chosen.partition("://")[0].lower().split("+")[0] in _POSTGRES:
+        return ()
+    try:
+        return store_files(_path(chosen) if chosen else default_location())
+    except StoreError:
+        return ()
+
+
 def _path(location: str) -> Path:
     scheme, sep, rest = location.partition("://")
     if not sep:
@@ -80,4 +94,4 @@ def _expanded(path: str) -> Path:
                          "directory; give the path without ~, or with ~/") from None
 
 
-__all__ = ["ENV_VAR", "SqlStore", "SqliteStore", "default_location", "open_store"]
+__all__ = ["ENV_VAR", "SqlStore", "SqliteStore", "default_location", "files", "open_store"]

@@ -6,25 +6,37 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import stat
-import tempfile
+from bisect import bisect_left
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, fields
+from dataclasses import asdict, fields, replace
+from itertools import accumulate
 from pathlib import Path
 from typing import Any
 
 from gpuvs.errors import UsageError
 from gpuvs.machine import energy
 from gpuvs.machine.memory import PEAK_DEVICE, PEAK_HOST
-from gpuvs.model import Ceiling, Environment, Measurement, Run
+from gpuvs.model import Caveat, Ceiling, Environment, Measurement, Run
+from gpuvs.store.output import write_atomic
 
 FORMAT_VERSION = 1
-SHARED_MODE = 0o644
 # The largest size a case may have: the stores' 64-bit signed integer.
 MAX_SIZE = 2**63 - 1
 # How much of a value read from a file an error message quotes.
 SHOWN_IN_ERRORS = 80
+# The most samples a series of one case is read with, and the largest run file read.
+# A case gpuvs measures holds about 500 samples (2 ms each over a 1 s budget, in two
+# passes; 20,000 take a 40 s budget); a file anyone wrote may hold millions, and one of
+# two million samples (17 MB) once asked 29.8 GiB of the statistics. A summary's
+# bootstraps cost about 0.2 s per 1,000 samples on the 2-core box, so the bound is also
+# the read's time. Past MAX_SAMPLES an evenly spaced subset is kept
+# (`thinned`) rather than the file refused: its median and spread are the same, its
+# stretches keep their time order, and only its interval widens, which errs on the side
+# of doubt; the caveat THINNED and the counter SAMPLES_STORED say so. A file past
+# MAX_FILE_BYTES is refused before it is parsed: parsing holds every number at once.
+MAX_SAMPLES = 20_000
+MAX_FILE_BYTES = 256 * 1024 * 1024
+SAMPLES_STORED = "samples_stored"
 
 
 def run_document(run: Run, measurements: Iterable[Measurement],
@@ -88,7 +100,35 @@ def measurement_from(d: Any) -> Measurement:
     if m.loops < 1 or m.warmups < 0:
         raise ValueError(f"{where}: loops {m.loops}, warmups {m.warmups}; loops count from "
                          "1, warm-up calls from 0")
-    return m
+    return thinned(m)
+
+
+def thinned(m: Measurement) -> Measurement:
+    """`m` with at most MAX_SAMPLES samples in each series: an evenly spaced subset in
+    time order, each pass keeping its share (see MAX_SAMPLES for why), marked THINNED."""
+    longest = max(len(m.samples), len(m.wall_samples), len(m.graph_samples))
+    if longest <= MAX_SAMPLES:
+        return m
+    samples, passes = _even(m.samples, m.passes)
+    return replace(m, samples=samples, passes=passes,
+                   wall_samples=_even(m.wall_samples, ())[0],
+                   graph_samples=_even(m.graph_samples, ())[0],
+                   caveats=tuple(dict.fromkeys((*m.caveats, Caveat.THINNED))),
+                   counters={**m.counters, SAMPLES_STORED: float(longest)})
+
+
+def _even(series: tuple[float, ...], groups: tuple[int, ...]
+          ) -> tuple[tuple[float, ...], tuple[int, ...]]:
+    """MAX_SAMPLES evenly spaced values of `series`, and how many fell in each group."""
+    n = len(series)
+    if n <= MAX_SAMPLES:
+        return series, groups
+    kept = [i * n // MAX_SAMPLES for i in range(MAX_SAMPLES)]
+    ends = list(accumulate(groups)) if groups and sum(groups) == n else []
+    starts = [0, *ends[:-1]] if ends else []
+    counts = [bisect_left(kept, end) - bisect_left(kept, start)
+              for start, end in zip(starts, ends, strict=True)]
+    return tuple(series[i] for i in kept), tuple(c for c in counts if c)
 
 
 def ceilings_from_document(doc: Mapping[str, Any]) -> list[Ceiling]:
@@ -129,8 +169,14 @@ def _check_version(doc: Any) -> None:
 
 
 def load_json(path: Path) -> tuple[Run, list[Measurement], list[Ceiling]]:
-    """A run exported with `gpuvs export -f json` (or `--json`), from a file."""
+    """A run exported with `gpuvs export -f json` (or `--json`), from a file: at most
+    MAX_FILE_BYTES, and each case's series at most MAX_SAMPLES (`thinned`)."""
     try:
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            raise UsageError(f"{path} is {size / 2**20:,.0f} MiB; gpuvs reads a run file of "
+                             f"at most {MAX_FILE_BYTES // 2**20} MiB (export fewer cases, "
+                             "or a run at a time)")
         doc = json.loads(path.read_text(encoding="utf-8"))
     except OSError as err:
         raise UsageError(f"cannot read {path}: {err.strerror or err}") from None
@@ -144,45 +190,6 @@ def load_json(path: Path) -> tuple[Run, list[Measurement], list[Ceiling]]:
         return run, measurements, ceilings_from_document(doc)
     except UsageError as err:
         raise UsageError(f"{path}: {err}") from None
-
-
-def write_atomic(path: Path, content: str | bytes) -> None:
-    """Readers see the old file or the new one, never half of one.
-
-    The temporary file is private (0600); the result gets the mode of the file it replaces,
-    else the usual 0644, since a report or an export is written to be shared. Only a
-    regular file is replaced (`refuse_special`).
-    """
-    refuse_special(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    mode = path.stat().st_mode & 0o777 if path.exists() else SHARED_MODE
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        os.fchmod(fd, mode)
-        with os.fdopen(fd, "wb") as f:
-            f.write(content.encode() if isinstance(content, str) else content)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def refuse_special(path: Path) -> None:
-    """A symbolic link, a FIFO, a device or a socket at `path` is refused in one line:
-    the rename that makes a write atomic would put a regular file in its place — a link
-    to a report elsewhere, a pipe a reader waits on, /dev/null — and say "wrote"."""
-    try:
-        mode = path.lstat().st_mode
-    except OSError:  # nothing there (or nothing to see): the write itself will say
-        return
-    kind = ("a symbolic link" if stat.S_ISLNK(mode) else "a FIFO" if stat.S_ISFIFO(mode)
-            else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
-            else "a socket" if stat.S_ISSOCK(mode) else "")
-    if kind:
-        raise UsageError(f"{path} is {kind}; gpuvs writes regular files only, so it would "
-                         "be replaced: give the path of a regular file or a new one")
 
 
 def write_json(path: Path, run: Run, measurements: Iterable[Measurement],
@@ -274,6 +281,3 @@ def json_text(run: Run, measurements: Iterable[Measurement],
               ceilings: Iterable[Ceiling] = ()) -> str:
     return json.dumps(run_document(run, measurements, ceilings), indent=1, default=str)
 
-
-def write_csv(path: Path, run: Run, measurements: Iterable[Measurement]) -> None:
-    write_atomic(path, csv_text(run, measurements))

@@ -64,10 +64,8 @@ class PostgresStore(SqlStore):
     reconnect_s = RECONNECT_S
 
     def __init__(self, url: str) -> None:
-        import psycopg
-
-        type(self).errors = (psycopg.Error,)
         check_url(url)
+        type(self).errors = (_psycopg().Error,)
         super().__init__(_connect(url), shown(url), url)
 
     def _in_transaction(self) -> bool:
@@ -102,14 +100,21 @@ def _finite(value: Any) -> Any:
     return value
 
 
-def _connect(url: str) -> Any:
-    """Connect (autocommit: gpuvs begins its own transactions; timestamps read in UTC)
-    and migrate, or one line that says what to fix."""
+def _psycopg() -> Any:
+    """psycopg 3, or one line naming the extra that installs it (without it, the first
+    use was a ModuleNotFoundError's traceback)."""
     try:
         import psycopg
     except ImportError:
-        raise StoreError("a PostgreSQL store needs psycopg: pip install 'gpuvs[postgres]'"
-                         ) from None
+        raise StoreError("a PostgreSQL store needs psycopg, which is not installed: "
+                         "pip install 'gpuvs[postgres]'") from None
+    return psycopg
+
+
+def _connect(url: str) -> Any:
+    """Connect (autocommit: gpuvs begins its own transactions; timestamps read in UTC)
+    and migrate, or one line that says what to fix."""
+    psycopg = _psycopg()
     dsn = url.replace("postgresql+psycopg://", "postgresql://", 1)
     try:
         conn = psycopg.connect(dsn, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S,

@@ -155,14 +155,15 @@ def guarded(run: RunHandle, how_to_finish: str,
 
 def _kept(run: RunHandle, finished: Callable[[], int] | None) -> str:
     """'its recorded cases are kept: 30 ok (12 of them after their first pass only, which
-    --resume measures again), 77 unavailable' — counted by status as `gpuvs runs` and the
-    run's last line count them."""
+    finishing it measures again), 77 unavailable' — counted by status as `gpuvs runs` and
+    the run's last line count them; how to finish it is the command's to say (seeds has
+    no --resume)."""
     counts = Counter(m.status for m in run.measurements())
     if not counts:
         return "no case was recorded"
     partial = sum(counts.values()) - finished() if finished is not None else 0
     said = [f"{n} {status}" + (f" ({partial} of them after their first pass only, which "
-                                "--resume measures again)"
+                                "finishing it measures again)"
                                 if status is Status.OK and partial > 0 else "")
             for status, n in sorted(counts.items(), key=lambda sn: list(Status).index(sn[0]))]
     return f"its recorded cases are kept: {', '.join(said)}"

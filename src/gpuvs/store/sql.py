@@ -226,13 +226,14 @@ class SqlStore:
         if not workloads:
             return []
         marks = ", ".join("?" for _ in workloads)
-        rows = self._x(self._conn, "SELECT r.config, m.data FROM measurements m JOIN runs r "
-                       "ON r.run_id = m.run_id WHERE r.fingerprint = ? "
-                       "AND m.status IN ('ok', 'timeout') "
-                       f"AND m.workload IN ({marks}) ORDER BY m.id DESC LIMIT ?",
-                       (fingerprint, *workloads, limit))
-        return [(json.loads(config), Measurement.from_dict(json.loads(data)))
-                for config, data in rows]
+        return self._attempt("read this set-up's past cases", lambda c: [
+            (dict(self._parsed(config)), measurement_from(self._parsed(data)))
+            for config, data in self._x(
+                c, "SELECT r.config, m.data FROM measurements m JOIN runs r "
+                "ON r.run_id = m.run_id WHERE r.fingerprint = ? "
+                "AND m.status IN ('ok', 'timeout') "
+                f"AND m.workload IN ({marks}) ORDER BY m.id DESC LIMIT ?",
+                (fingerprint, *workloads, limit))])
 
     def finished_keys(self, run_id: str) -> set[str]:
         """Every case the run already recorded, whatever its status: what --resume skips."""
@@ -259,7 +260,9 @@ class SqlStore:
 
     @staticmethod
     def _parsed(value: Any) -> Any:
-        """A document as it comes back: JSON text, or (PostgreSQL's jsonb) parsed."""
+        """A document as the driver returns it, the one place every read goes through:
+        JSON text from SQLite; from PostgreSQL's jsonb, already parsed (a dict or a
+        list; parsing it again failed every second run on a PostgreSQL store)."""
         return json.loads(value) if isinstance(value, (str, bytes)) else value
 
 

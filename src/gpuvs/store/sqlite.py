@@ -15,13 +15,13 @@ import time
 from pathlib import Path
 
 from gpuvs.errors import StoreError
+from gpuvs.store.output import SQLITE_MAGIC as MAGIC
 from gpuvs.store.schema import migrate
 from gpuvs.store.sql import RUN_STATUSES, SqlStore
 
 # How long a writer waits for another one's lock. Cases take seconds to measure and a
 # save takes milliseconds, so a writer that waits this long is looking at a stuck peer.
 BUSY_TIMEOUT_S = 30.0
-MAGIC = b"SQLite format 3\x00"  # the first 16 bytes of every SQLite database
 ANOTHER = "; pass --db PATH or set GPUVS_DB to a writable file"
 
 
