@@ -59,7 +59,7 @@ def test_saved_results_land_in_the_store_as_a_pytest_run(pytester: pytest.Pytest
                                                          store: Path) -> None:
     result = pytester.runpytest_subprocess("--gpuvs-save=base", *QUICK)
     result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines(["*gpuvs*", "test_bench.py::test_spin  * µs ±*first call*cpu",
+    result.stdout.fnmatch_lines(["*gpuvs*", "test_bench.py::test_spin  * µs ±*first call*cpu*",
                                  "saved as run * in *bench.sqlite*"])
     runs = rows(store, "SELECT status, config FROM runs")
     assert len(runs) == 1 and runs[0][0] == "finished" and '"kind": "pytest"' in runs[0][1]
