@@ -207,6 +207,24 @@ def ratio_ci(numerator: Sequence[float], denominator: Sequence[float],
     return est, float(lo), float(hi)
 
 
+def ratio_over_rounds(ratios: Sequence[float], confidence: float = CONFIDENCE
+                      ) -> tuple[float, float, float]:
+    """A ratio measured once per round (each round's two sides taken seconds apart): the
+    geometric mean of the rounds' ratios, with the Student-t CI of the mean of their
+    logarithms — an interval over rounds, so it covers how the pairs move from round to
+    round, not only the samples within one. One round gives no interval (its ratio,
+    thrice). SciPy's t quantile, imported here."""
+    from scipy.stats import t
+
+    logs = np.log(np.asarray(ratios, dtype=float))
+    centre = float(np.mean(logs))
+    if logs.size < 2:
+        return math.exp(centre), math.exp(centre), math.exp(centre)
+    half = float(t.ppf((1 + confidence) / 2, logs.size - 1)
+                 * np.std(logs, ddof=1) / math.sqrt(logs.size))
+    return math.exp(centre), math.exp(centre - half), math.exp(centre + half)
+
+
 def mann_whitney_u(a: Sequence[float], b: Sequence[float]) -> tuple[float, float]:
     """(U of `a`, two-sided p-value): the rank test of whether one sample tends to be
     larger than the other. SciPy's: the exact distribution where both sides are small
