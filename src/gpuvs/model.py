@@ -22,6 +22,11 @@ from gpuvs import stats, units
 
 Params = tuple[tuple[str, str], ...]
 
+# The workloads that are the user's own code, not gpuvs's: what `gpuvs.compare`, run-file
+# and the magic time is `yours:NAME`, what the pytest fixture times `pytest:TEST`. Their
+# version is a hash of the function's source, so a new version is the code changed.
+YOURS_PREFIX, PYTEST_PREFIX = "yours:", "pytest:"
+
 
 def on_gpu(device: str) -> bool:
     """Whether `device` names a GPU (`cuda`, `cuda:N`): the one test of it, wherever a
@@ -89,6 +94,12 @@ class Case:
 
     def param(self, name: str, default: str = "") -> str:
         return dict(self.params).get(name, default)
+
+    @property
+    def users_code(self) -> bool:
+        """Whether the case times the user's own code (`YOURS_PREFIX`, `PYTEST_PREFIX`):
+        a new version of it is what a gate judges, not a reason to refuse."""
+        return self.workload.startswith((YOURS_PREFIX, PYTEST_PREFIX))
 
     @property
     def backend_device(self) -> str:

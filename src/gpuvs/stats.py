@@ -60,6 +60,12 @@ class Summary:
         """Half the CI width relative to the median: 0.01 means '±1 %'."""
         return (self.ci_high - self.ci_low) / 2 / self.median if self.median > 0 else math.inf
 
+    def apart(self, other: Summary) -> bool:
+        """Whether the two medians' CIs do not overlap: which is the faster is measured,
+        not a chance of these samples (a winner among implementations, a step in a
+        history)."""
+        return self.ci_high < other.ci_low or other.ci_high < self.ci_low
+
 
 def summarize(samples: Sequence[float], groups: Sequence[int] = (),
               floor_rel: float = 0.0) -> Summary:

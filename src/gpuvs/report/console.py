@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Any
+from typing import IO, Any
 
 from rich.console import Console, RenderableType
 from rich.table import Table as RichTable
@@ -18,12 +19,28 @@ UNWRAPPED = 10_000  # columns: "no limit" for output that is not a terminal
 def console(stderr: bool = False) -> Console:
     """Rich's console; on a file or a pipe (a CI log) it never wraps: lines keep their
     length, so no number or word is split across lines."""
-    from rich.console import Console
-
-    out = Console(stderr=stderr, highlight=False)
+    out = _Console(stderr=stderr, highlight=False)
     if not out.is_terminal:
-        out = Console(stderr=stderr, highlight=False, width=UNWRAPPED, soft_wrap=True)
+        out = _Console(stderr=stderr, highlight=False, width=UNWRAPPED, soft_wrap=True)
     return out
+
+
+def reader_gone(stream: IO[str]) -> None:
+    """A reader that has gone (`gpuvs show | head -1`: a closed pipe) is not an error: what
+    is left to print goes nowhere, and the command carries on to its own end and exit code
+    (a run still finishes and is stored)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, stream.fileno())
+    os.close(devnull)
+
+
+class _Console(Console):
+    """Rich's console, but a closed pipe ends nothing: Rich's own answer to one is to exit
+    with code 1, which fails a `pipefail` pipeline for a command that did all it was asked."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        reader_gone(self.file)
 
 
 RIGHT = {"size", "threads", "time ±CI", "wall", "GPU busy", "throughput", "of peak",

@@ -20,7 +20,7 @@ from typing import Any
 
 from gpuvs.analysis.ceilings import peak_for
 from gpuvs.analysis.crossover import Crossover, crossovers, group_key
-from gpuvs.analysis.regression import ERROR, FAILED, Change, Gate, Mean, Unmatched
+from gpuvs.analysis.regression import ERROR, FAILED, Change, Gate, Mean, Unmatched, unjudged
 from gpuvs.analysis.roofline import busy_seconds, findings
 from gpuvs.analysis.speedup import best_cpu_by_size
 from gpuvs.analysis.speedup import of as speedup_of
@@ -172,7 +172,7 @@ def change_record(c: Change) -> dict[str, Any]:
     return {"key": c.key, "workload": c.workload, "series": c.series, "size": c.size,
             "a_s": c.a, "b_s": c.b, "ratio": c.ratio, "ratio_low": c.low,
             "ratio_high": c.high, "p_value": c.p_value, "verdict": c.verdict,
-            "contended": c.contended}
+            "contended": c.contended, "code_changed": c.code_changed}
 
 
 def mean_record(m: Mean) -> dict[str, Any]:
@@ -221,6 +221,8 @@ def check_document(base: Run, run: Run, gate: Gate, clocks: tuple[str, str] = ("
         environment=environment_record(base, run, clocks),
         counts=dict(Counter(c.verdict for c in gate.changes)),
         cases=[change_record(c) for c in gate.changes],
+        cannot_judge=[{"key": c.key, "why": unjudged(c, gate.threshold)}
+                      for c in gate.unjudged],
         not_measured=[{"key": n.key, "status": n.status, "reason": n.reason or None,
                        "failing": n.failing} for n in gate.not_measured],
         unmatched=[unmatched_record(u) for u in gate.unmatched])

@@ -110,6 +110,11 @@ def _post_rows(ms: Sequence[Measurement]) -> dict[str, Any]:
     return {"seeds": seed_records(ms)}
 
 
+def _winners(ms: Sequence[Measurement]) -> dict[str, Any]:
+    from gpuvs.report.implementations import winner_records
+    return winner_records(ms)
+
+
 def _dist_tables(run: Run, ms: Sequence[Measurement], ceilings: Sequence[Ceiling]
                  ) -> list[Table]:
     from gpuvs.report.dist_tables import dist_tables
@@ -126,9 +131,13 @@ def _dist_numbers(m: Measurement, ms: Sequence[Measurement]) -> dict[str, Any]:
     return dist_numbers(m, ms)
 
 
-# A sweep (`gpuvs run`, `sweep`), the user's own code (run-file, `Comparison.save`, the
-# fixture): each sweep's tables and the answer per sweep.
+# A sweep (`gpuvs run`, `sweep`), the fixture's run: each sweep's tables and the answer
+# per sweep.
 SWEEPS = View(_sweep_tables)
+# The user's own code (run-file, `Comparison.save`): as a sweep (with several
+# implementations, their table side by side is one of the sweep's, `layout`), and in its
+# document the winner at each size.
+YOURS = View(_sweep_tables, extras=_winners)
 # `gpuvs ceilings`: the ceilings read off the probes.
 CEILINGS = View(_ceiling_tables)
 # `gpuvs seeds`: each post's table and the posts answered (`gpuvs show` adds every case's
@@ -140,7 +149,8 @@ SEEDS = View(_seed_tables, more=_sweep_tables, first_screen=_posts_answered,
 # `gpuvs dist`: its collectives' and its scaling's tables, the page's sections of
 # bandwidth and scaling (no CPU-against-GPU verdict), and each case's own figures.
 DIST = View(_dist_tables, sections=_dist_sections, case_numbers=_dist_numbers)
-_BY_KIND = {RunKind.CEILINGS: CEILINGS, RunKind.SEEDS: SEEDS, RunKind.DIST: DIST}
+_BY_KIND = {RunKind.CEILINGS: CEILINGS, RunKind.SEEDS: SEEDS, RunKind.DIST: DIST,
+            RunKind.YOURS: YOURS}
 
 
 def of(kind: RunKind) -> View:
