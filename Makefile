@@ -68,12 +68,15 @@ $(VENV)/.setup-test: $(BIN)/python pyproject.toml
 # The report's browser test drives Debian's chromium (no browser download: the package);
 # the PostgreSQL store's tests start a private server from Debian's binaries (never the
 # package's own cluster). CI runs as root on Debian: both come from one `apt-get update`
-# (a grouped target: the recipe runs once for either). Elsewhere, without root, those
-# tests skip and say how to install them.
+# (a grouped target: the recipe runs once for either), and the recipe says so before it
+# installs anything: on a bare Debian their dependencies are about 115 packages. Elsewhere,
+# without root, those tests skip and say how to install them.
+APT_PACKAGES := chromium postgresql
 $(CHROMIUM) $(POSTGRES) &:
 	@if command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ]; then \
-		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium postgresql; \
-	else echo "note: no $(CHROMIUM) or $(POSTGRES), and apt-get as root is not available to install them"; fi
+		echo "make test: installing $(APT_PACKAGES) through apt-get, with their dependencies (about 115 Debian packages on a bare system): the report's browser test and the PostgreSQL store's tests need them (without them, those tests skip)"; \
+		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $(APT_PACKAGES); \
+	else echo "note: no $(CHROMIUM) or $(POSTGRES), and apt-get as root is not available to install them ($(APT_PACKAGES)): the tests that need them skip"; fi
 
 setup-run: $(VENV)/.setup-run
 setup-test: $(VENV)/.setup-test $(CHROMIUM) $(POSTGRES)

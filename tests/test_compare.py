@@ -319,3 +319,95 @@ def test_a_sweep_from_python_shows_its_progress_on_stderr_and_one_size_does_not(
     assert "[2/2] yours:lambda/correct/torch/cpu/float32/100 ok" in swept.err
     gpuvs.compare(lambda x: x * 5, torch.rand(10), devices=["cpu"], budget_s=0.02)
     assert capsys.readouterr().err == ""
+
+
+def _rows_softmax(x: torch.Tensor) -> torch.Tensor:  # a Python loop, a row at a time
+    return torch.stack([torch.softmax(row, dim=0) for row in x])
+
+
+def _softmax(x: torch.Tensor) -> torch.Tensor:
+    return torch.softmax(x, dim=1)
+
+
+def test_several_implementations_are_timed_checked_against_the_first_and_ranked() -> None:
+    """Issue 42: "which of my versions, on which device, from what size on", in one call."""
+    result = gpuvs.compare({"loop": _rows_softmax, "vectorised": _softmax},
+                           batch=lambda n: torch.rand(n, 32), sizes=[16, 256],
+                           devices=["cpu"], budget_s=QUICK)
+    assert result.implementations == ("loop", "vectorised") and result.name == "loop, vectorised"
+    assert [(m.case.workload, m.case.size) for m in result.measurements] == [
+        ("yours:loop", 16), ("yours:vectorised", 16), ("yours:loop", 256),
+        ("yours:vectorised", 256)]
+    assert all(m.status is Status.OK for m in result.measurements)
+    assert all(m.counters["rel_error"] < 1e-5 for m in result.measurements[1::2])
+    at_256 = result.winners[-1]
+    loop, vectorised = result.measurements[2:]
+    assert at_256.size == 256 and at_256.next is not None
+    assert sorted(map(id, (at_256.fastest, at_256.next))) == sorted(map(id, (loop, vectorised)))
+    assert at_256.fastest.summary.median <= at_256.next.summary.median
+    # Which one wins is this machine's to say (on the shared 2-core box torch's two threads
+    # made the one call 8× slower than 256 single-threaded ones): the table says it right.
+    assert at_256.low <= at_256.ratio <= at_256.high and at_256.ratio >= 1
+    text = repr(result)
+    assert text.startswith("gpuvs.compare: loop, vectorised · float32 · sizes 16–256 (2)")
+    assert "outputs agree with loop on cpu's" in text
+    assert text.splitlines()[-1].startswith(
+        f"at 256: {at_256.fastest.case.workload.removeprefix('yours:')} cpu fastest, ")
+    assert repr(result["loop"]).startswith("gpuvs.compare: loop · float32 · sizes 16–256")
+    (side,) = [t for t in result.table().tables if "side by side" in t.title]
+    assert side.columns == ("size", "loop cpu", "vectorised cpu", "fastest",
+                            "over the next (95 % CI)", "intervals")
+    fastest = at_256.fastest.case.workload.removeprefix("yours:")
+    assert side.rows[-1][:1] == ("256",) and side.rows[-1][3] == f"{fastest} cpu"
+    doc = json.loads(result.to_json())
+    assert [w["fastest"]["implementation"] for w in doc["winners"]][-1] == fastest
+    assert doc["run"]["config"]["implementations"] == ["loop", "vectorised"]
+
+
+def test_an_implementation_that_disagrees_is_a_wrong_result_and_one_that_raises_crashed(
+        ) -> None:
+    def off_by_one(x: torch.Tensor) -> torch.Tensor:
+        return torch.softmax(x, dim=1) + 1
+
+    def broken(x: torch.Tensor) -> torch.Tensor:
+        raise ValueError("not written yet")
+
+    result = gpuvs.compare({"vectorised": _softmax, "off": off_by_one, "broken": broken},
+                           torch.rand(8, 4), devices=["cpu"], budget_s=QUICK)
+    got = {m.case.workload: m for m in result.measurements}
+    assert got["yours:vectorised"].status is Status.OK
+    assert got["yours:off"].status is Status.WRONG_RESULT
+    assert got["yours:off"].reason.startswith("output on cpu (off) differs from cpu "
+                                              "(vectorised)")
+    assert got["yours:broken"].status is Status.CRASHED
+    assert got["yours:broken"].reason.startswith("broken raised ValueError on cpu at ")
+    # the reference itself raising leaves nothing to compare: one line naming it
+    with pytest.raises(UsageError, match=r"^broken raised ValueError on cpu at "):
+        gpuvs.compare({"broken": broken, "vectorised": _softmax}, torch.rand(8, 4),
+                      devices=["cpu"], budget_s=QUICK)
+
+
+@pytest.mark.parametrize(("fn", "extra", "message"), [
+    ({}, {}, "compare needs a function to call; got an empty mapping"),
+    ({"a": _softmax, "b": 3}, {}, "compare needs a function to call; got int 3"),
+    ({"": _softmax}, {}, "implementations are named by non-empty strings; got ''"),
+    ({"a": _softmax}, {"name": "x"}, "name= names one function; several are named by "
+                                     "their keys"),
+])
+def test_several_implementations_badly_named_are_one_usage_error(fn, extra, message: str
+                                                                  ) -> None:
+    with pytest.raises(UsageError) as found:
+        gpuvs.compare(fn, torch.rand(4, 4), devices=["cpu"], budget_s=QUICK, **extra)
+    assert str(found.value).startswith(message)
+
+
+@pytest.mark.gpu
+@needs_cuda
+def test_on_cuda_several_implementations_are_ranked_by_their_resident_cases() -> None:
+    result = gpuvs.compare({"loop": _rows_softmax, "vectorised": _softmax},
+                           torch.rand(512, 64), budget_s=0.2)
+    (w,) = result.winners
+    assert w.fastest.case.param("data", "resident") == "resident"
+    assert w.fastest.case.workload == "yours:vectorised"
+    (side,) = [t for t in result.table().tables if "side by side" in t.title]
+    assert "vectorised cuda end-to-end" in side.columns

@@ -137,3 +137,51 @@ def test_on_cuda_the_magic_reports_device_time_not_launch_time(kernel: Kernel) -
     seed000, err = kernel.run("%gpuvs --budget 0.5 u @ v")  # the post's own statement
     assert err == "" and "on cuda:0 (device time, CUDA events)" in seed000
     print(out, seed000)
+
+
+def test_versions_sets_each_line_side_by_side_and_names_the_fastest(kernel: Kernel) -> None:
+    kernel.run("def loop(m):\n    return np.array([[v * 2 for v in row] for row in m])\n"
+               "def vectorised(m):\n    return m * 2\n")
+    out, err = kernel.run("%%gpuvs --versions --budget 0.05\nloop(a)\nvectorised(a)")
+    assert err == "", err
+    assert out.startswith("gpuvs.compare: loop(a), vectorised(a) · float64 · size 200")
+    assert re.search(r"^  loop\(a\)\s+cpu\s+\S+ [nµm]?s ±", out, re.M), out
+    assert "outputs agree with loop(a) on cpu's" in out
+    assert re.search(r"^at 200: vectorised\(a\) cpu fastest, [\d.]+× \[[\d.]+, [\d.]+\] "
+                     r"over loop\(a\) cpu; (apart|overlap)", out, re.M), out
+
+
+def test_versions_that_disagree_are_a_wrong_result_named_by_their_line(kernel: Kernel
+                                                                       ) -> None:
+    out, err = kernel.run("%%gpuvs --versions --budget 0.05 --compare cpu\na * 2\na * 3")
+    assert err == "", err
+    assert "a * 3 cpu: wrong_result: output on cpu (a * 3) differs from cpu (a * 2)" in out
+
+
+@pytest.mark.parametrize(("cell", "message"), [
+    ("%%gpuvs --versions\na * 2", "UsageError: --versions compares the lines of a %%gpuvs "
+                                  "cell, one version of the work a line"),
+    ("%%gpuvs --versions\na * 2\na  *  2", "UsageError: --versions names each version by its "
+                                          "line; two lines are the same"),
+    ("%%gpuvs --versions -n 3\na * 2\na * 3", "UsageError: --versions times each line by "
+                                              "gpuvs.compare's protocol"),
+])
+def test_bad_versions_are_one_clear_error(kernel: Kernel, cell: str, message: str) -> None:
+    _, err = kernel.run(cell)
+    assert err.startswith(message), err
+
+
+def test_a_time_measured_beside_two_busy_loops_says_it_was_contended(kernel: Kernel) -> None:
+    """Issue 42: `%gpuvs` never marked a contended case."""
+    kernel.run("import subprocess, sys\nhogs = [subprocess.Popen([sys.executable, '-c', "
+               "'while True: pass']) for _ in range(2)]\n"
+               "import time\ndef spin():\n    end = time.perf_counter() + 20e-3\n"
+               "    while time.perf_counter() < end:\n        pass\n")
+    try:  # 30 samples of 20 ms: long enough for the CPU's ticks to show the loops
+        out, err = kernel.run("%gpuvs -r 30 spin()")
+    finally:
+        kernel.run("for h in hogs:\n    h.kill()\n    h.wait()")
+    assert err == "", err
+    assert re.search(r"^contended: other processes took \d+% of the CPU it asked for while "
+                     r"it was timed \(measured again after a pause, they still did\): the "
+                     r"time may hold their work$", out, re.M), out

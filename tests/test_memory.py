@@ -127,3 +127,17 @@ def test_a_case_that_allocates_a_4_gib_torch_tensor_reports_it_on_the_device() -
                       budget_s=0.2)
     assert m.status is Status.OK
     assert within(m.counters[memory.PEAK_DEVICE], 4 * GiB), m.counters[memory.PEAK_DEVICE]
+
+
+def test_the_guard_checks_the_measured_trend_not_the_estimate_where_there_is_one() -> None:
+    """Issue 42: 10⁹ elements refused as "needs 26.1 GiB" where the series' own peaks
+    put it at 1.92 GiB. With a trend, the guard checks the trend; without, the estimate."""
+    estimate = 26.1 * GiB
+    peaks = [(10**7, 19.7 * MiB), (10**8, 197 * MiB)]  # a byte and a bit an element
+    need, how = memory.guarded_need(estimate, peaks, 10**9)
+    assert need == pytest.approx(1970 * MiB, rel=1e-6)
+    assert how == (" (peaks measured: 19.7 MiB at 1e7, 197 MiB at 1e8, as size^1: 1.92 GiB "
+                   "at 1e9; the estimate: 26.1 GiB)")
+    assert memory.guarded_need(estimate, [], 10**9) == (estimate, "")
+    assert memory.guarded_need(estimate, peaks[:1], 10**9) == (estimate, "")  # no slope
+

@@ -74,3 +74,34 @@ def _assert_wide_and_aligned(text: str, db: Path) -> None:
     # The same stored run, shown piped at two widths: the same bytes.
     narrow, wide = gpuvs(["show", "latest"], db, "40"), gpuvs(["show", "latest"], db, "400")
     assert narrow == wide
+
+
+@pytest.fixture(scope="module")
+def saved_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A store with one run in it: a `gpuvs.compare` of NumPy's sine, saved."""
+    import numpy as np
+
+    import gpuvs
+
+    db = tmp_path_factory.mktemp("piped") / "results.sqlite"
+    gpuvs.compare(np.sin, np.ones(1000), devices=["cpu"], budget_s=0.02).save(str(db))
+    return db
+
+
+@pytest.mark.parametrize("args", [
+    ["show", "latest", "--db", "{db}"], ["runs", "--db", "{db}"],
+    ["export", "latest", "-f", "csv", "-o", "-", "--db", "{db}"],
+    ["show", "latest", "--format", "json", "--db", "{db}"], ["list"], ["--help"],
+    ["show", "--help"],
+])
+def test_a_reader_gone_from_the_pipe_is_no_error(saved_run: Path, args: list[str]) -> None:
+    """Issue 42: `gpuvs show | head -1` exited 1, which fails a `pipefail` pipeline. Here
+    the reader is gone before the first line: every write meets a closed pipe."""
+    proc = subprocess.Popen([sys.executable, "-m", "gpuvs",
+                             *(a.format(db=saved_run) for a in args)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 0, err
+    assert err == ""

@@ -59,7 +59,7 @@ def test_saved_results_land_in_the_store_as_a_pytest_run(pytester: pytest.Pytest
                                                          store: Path) -> None:
     result = pytester.runpytest_subprocess("--gpuvs-save=base", *QUICK)
     result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines(["*gpuvs*", "test_bench.py::test_spin  * µs ±*first call*cpu",
+    result.stdout.fnmatch_lines(["*gpuvs*", "test_bench.py::test_spin  * µs ±*first call*cpu*",
                                  "saved as run * in *bench.sqlite*"])
     runs = rows(store, "SELECT status, config FROM runs")
     assert len(runs) == 1 and runs[0][0] == "finished" and '"kind": "pytest"' in runs[0][1]
@@ -75,17 +75,28 @@ def test_a_regression_beyond_the_limit_fails_the_test(pytester: pytest.Pytester,
     monkeypatch.setenv("SPIN_S", "2.7e-3")
     result = pytester.runpytest("--gpuvs-fail=median:5%", *QUICK)
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*gpuvs: median regressed +* (* → *; the ratio's 95 % CI "
-                                 "* lies wholly above the limit) against run *; "
-                                 "--gpuvs-fail=median:5% allows 5%*"])
+    if not unjudged(result):
+        result.stdout.fnmatch_lines(["*gpuvs: median regressed +* (* → *; the ratio's 95 % "
+                                     "CI * lies wholly above the limit) against run *; "
+                                     "--gpuvs-fail=median:5% allows 5%*"])
+
+
+def unjudged(result: pytest.RunResult) -> bool:
+    """Whether the gate said it cannot judge a call, which a shared machine's contention
+    makes it say (of a 9× slowdown too: never a pass): then it says so, and why."""
+    if "cannot judge" not in result.stdout.str():
+        return False
+    result.stdout.re_match_lines([r".*gpuvs: cannot judge median against run \S+: "
+                                  r"(measured under contention|.* slower by its ratio)"])
+    return True
 
 
 def test_compare_shows_the_change_and_passes_within_the_limit(pytester: pytest.Pytester,
                                                              store: Path) -> None:
     pytester.runpytest("--gpuvs-save=base", *QUICK).assert_outcomes(passed=1)
     result = pytester.runpytest("--gpuvs-compare=base", "--gpuvs-fail=median:200%", *QUICK)
-    result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines(["test_bench.py::test_spin  *cpu  [+-]*% vs *"])
+    result.assert_outcomes(**{"failed" if unjudged(result) else "passed": 1})
+    result.stdout.fnmatch_lines(["test_bench.py::test_spin  *cpu  *% vs *"])
 
 
 def test_without_a_saved_run_compare_says_so_and_does_not_fail(pytester: pytest.Pytester,
@@ -155,10 +166,13 @@ def test_a_baseline_from_another_machine_is_refused_unless_forced(
 def test_the_gate_fails_on_the_interval_not_on_two_medians(pytester: pytest.Pytester,
                                                            store: Path) -> None:
     """The same function again is never 'slower', whatever its two medians: the gate is
-    `gpuvs check`'s, the ratio's whole CI beyond the limit."""
+    `gpuvs check`'s, the ratio's whole CI beyond the limit. On a shared machine the gate
+    may not be able to judge it (other processes took the CPU in either session, or the
+    interval came out too wide to tell): it then fails, saying why, and never passes it."""
     pytester.runpytest("--gpuvs-save=base", *QUICK).assert_outcomes(passed=1)
     result = pytester.runpytest("--gpuvs-fail=median:5%", *QUICK)
-    result.assert_outcomes(passed=1)
+    assert "regressed" not in result.stdout.str()
+    result.assert_outcomes(**{"failed" if unjudged(result) else "passed": 1})
 
 
 def test_the_gate_matches_tests_wherever_pytests_root_falls(
@@ -174,7 +188,8 @@ def test_the_gate_matches_tests_wherever_pytests_root_falls(
     result = pytester.runpytest("--gpuvs-db", parent_db, "--gpuvs-fail=median:5%", *QUICK)
     result.stdout.fnmatch_lines([f"rootdir: {pytester.path.parent}"])  # the root moved
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*gpuvs: median regressed +*against run *"])
+    if not unjudged(result):
+        result.stdout.fnmatch_lines(["*gpuvs: median regressed +*against run *"])
 
 
 def test_a_saved_run_that_matches_no_test_fails_the_session(pytester: pytest.Pytester,
@@ -189,3 +204,71 @@ def test_a_saved_run_that_matches_no_test_fails_the_session(pytester: pytest.Pyt
                                  "(1 case(s), e.g. pytest:test_bench.py::test_spin/*; this "
                                  "session timed e.g. pytest:test_renamed.py::test_spun/*): "
                                  "nothing was compared, so the gate fails*"])
+
+
+def test_a_call_measured_beside_two_busy_loops_cannot_pass_and_the_summary_says_so(
+        pytester: pytest.Pytester, store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 43: the fixture printed "+818 % … 1 passed" and never named contention. The
+    same function, measured while two loops hog the CPUs: the gate cannot judge it, so the
+    test fails, and the summary says the call was contended."""
+    import subprocess
+    import sys
+
+    monkeypatch.setenv("SPIN_S", "2e-3")  # long enough a call for the CPU's ticks to show
+    pytester.runpytest("--gpuvs-save=base", *QUICK).assert_outcomes(passed=1)
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
+    try:
+        result = pytester.runpytest("--gpuvs-fail=median:5%", *QUICK)
+    finally:
+        for h in hogs:
+            h.kill()
+            h.wait()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([
+        "*gpuvs: cannot judge median against run *: measured under contention in this "
+        "session: other processes took the CPU, so its *× may be theirs; measure it again "
+        "on a quiet machine*",
+        "test_bench.py::test_spin  *cpu  contended  *% vs *",
+        "1 timed call(s) measured under contention: other processes took the CPU, so their "
+        "times may hold others' work; the gate cannot judge them"])
+
+
+VERSIONS = """
+import numpy as np
+
+def loop(x):
+    return np.array([v * 2 for v in x])
+
+def vectorised(x):
+    return x * 2
+
+def wrong(x):
+    return x * 3
+
+def test_versions(gpuvs_bench):
+    x = np.arange(2000, dtype=np.float64)
+    out = gpuvs_bench({"loop": loop, "vectorised": vectorised}, x)
+    assert out.shape == (2000,) and out[3] == 6.0  # the first one's output
+
+def test_disagreeing(gpuvs_bench):
+    gpuvs_bench({"vectorised": vectorised, "wrong": wrong}, np.ones(100))
+"""
+
+
+def test_several_implementations_side_by_side_are_each_timed_checked_and_ranked(
+        pytester: pytest.Pytester, store: Path) -> None:
+    pytester.makepyfile(test_versions=VERSIONS)
+    result = pytester.runpytest("test_versions.py", "--gpuvs-save=base", *QUICK)
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines([
+        "*gpuvs: output on cpu (wrong) differs from cpu (vectorised)*",
+        "test_versions.py::test_versions::loop  * µs ±*cpu*",
+        "test_versions.py::test_versions::vectorised  * ±*cpu*"])
+    result.stdout.re_match_lines([
+        r"test_versions.py::test_versions: at 2000: vectorised cpu fastest, [\d.]+× "
+        r"\[[\d.]+, [\d.]+\] over loop cpu; (apart|overlap)"])
+    saved = rows(store, "SELECT workload, status FROM measurements ORDER BY rowid")
+    assert saved == [("pytest:test_versions.py::test_versions::loop", "ok"),
+                     ("pytest:test_versions.py::test_versions::vectorised", "ok"),
+                     ("pytest:test_versions.py::test_disagreeing::vectorised", "ok"),
+                     ("pytest:test_versions.py::test_disagreeing::wrong", "wrong_result")]

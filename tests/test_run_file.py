@@ -8,7 +8,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from tests.helpers import invoke
+from tests.helpers import invoke, run_id
 
 pytest.importorskip("torch")
 
@@ -37,6 +37,10 @@ def square(x):
 
 def broken(model, t):
     raise RuntimeError("mat1 and mat2 shapes cannot be multiplied")
+
+
+def forward_loop(model, t):
+    return torch.cat([model(t[i:i + 1]) for i in range(len(t))])
 """
 
 RAISE_LINE = SCRIPT.splitlines().index('    raise RuntimeError("mat1 and mat2 shapes cannot be '
@@ -83,7 +87,11 @@ def test_without_sizes_the_builder_is_called_once(script: Path, db: str) -> None
     (["{script}"], "expected SCRIPT.py::FUNC, e.g. mlp.py::jacobian; got"),
     (["{dir}/nope.py::f"], "no file '"),
     (["{script}::forwardd"], "has no function 'forwardd'; functions defined there: broken, "
-                             "fixed, forward, inputs, square"),
+                             "fixed, forward, forward_loop, inputs, square"),
+    (["{script}::forward", "{script}::forward"], "two targets name the function 'forward': "
+                                                 "each implementation compared is named by "
+                                                 "its function"),
+    (["{script}::forward", "{dir}/nope.py::f"], "no file '"),
     (["{script}::forward", "--inputs", "make"], "has no function 'make' to build forward's "
                                                "arguments; define make(size)"),
     (["{script}::forward"], "inputs() takes a size: pass --sizes, e.g. --sizes 1e2:1e4"),
@@ -108,6 +116,35 @@ def test_bad_input_is_one_line_and_exit_2(script: Path, db: str, args: list[str]
     assert result.exit_code == 2, result.output
     assert result.output.startswith("error: ") and result.output.count("\n") == 1  # no traceback
     assert message.format(**fill) in " ".join(result.output.split())
+
+
+def test_several_targets_are_implementations_side_by_side(script: Path, db: str,
+                                                          tmp_path: Path) -> None:
+    """Issue 42: `gpuvs run-file m.py::f m.py::g` prints one table with each implementation
+    × device per size and the winner; `show`, `--format json` and the report carry it."""
+    result = invoke("run-file", f"{script}::forward", f"{script}::forward_loop", "-s", "10,100",
+                    "-d", "cpu", "--budget", "0.05", "--db", db)
+    assert result.exit_code == 0, result.output
+    out = result.output
+    assert f"{script}::forward {script}::forward_loop, 4 cases" in out
+    assert "yours:forward · correct · float32" in out and "yours:forward_loop · correct" in out
+    table = out[out.index("forward, forward_loop side by side · float32"):]
+    header = table.splitlines()[1].split()
+    assert header[:6] == ["size", "forward", "cpu", "forward_loop", "cpu", "fastest"]
+    assert re.search(r"^\s*100\s+\S+ [nµm]?s ±.+\s+forward cpu\s+[\d.]+× \[[\d.]+, "
+                     r"[\d.]+\] over forward_loop cpu", table, re.M), table
+    assert "forward_loop: at size 100, cpu: " in out  # the explanation names each
+    run = run_id(out)
+    assert "forward, forward_loop side by side" in invoke("show", run, "--db", db).output
+    doc = json.loads(invoke("show", run, "--db", db, "--format", "json").stdout)
+    assert [w["size"] for w in doc["winners"]] == [10, 100]
+    assert doc["winners"][-1]["fastest"]["implementation"] == "forward"
+    with sqlite3.connect(db) as conn:
+        config = json.loads(conn.execute("SELECT config FROM runs").fetchone()[0])
+    assert config["functions"] == ["forward", "forward_loop"]
+    page = tmp_path / "page.html"
+    assert invoke("report", run, "--db", db, "-o", str(page)).exit_code == 0
+    assert "forward, forward_loop side by side" in page.read_text()
 
 
 def test_help_documents_the_convention() -> None:

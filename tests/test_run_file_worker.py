@@ -155,6 +155,35 @@ def test_inputs_that_kill_the_worker_take_their_size_and_the_next_size_runs(
     assert cases[10][0] == cases[30][0] == "ok"
 
 
+def test_with_several_implementations_a_death_takes_only_its_own_cases(script: Path,
+                                                                     db: str) -> None:
+    """One implementation that segfaults at 20 is that case crashed; the other's case at
+    20 and every later case still run, each in a fresh worker, each named by its own.
+    Inputs that kill the worker take the cases of their size of every implementation."""
+    result = helpers.invoke("run-file", f"{script}::double", f"{script}::segfaults",
+                            "--sizes", "10,20,30", "-d", "cpu", "--budget", "0.05",
+                            "--db", db)
+    assert result.exit_code == 1, result.output
+    with sqlite3.connect(db) as conn:
+        cases = {(w, size): status for w, size, status in conn.execute(
+            "SELECT workload, size, status FROM measurements")}
+    assert cases == {("yours:double", 10): "ok", ("yours:segfaults", 10): "ok",
+                     ("yours:double", 20): "ok", ("yours:segfaults", 20): "crashed",
+                     ("yours:double", 30): "ok", ("yours:segfaults", 30): "ok"}
+    died = helpers.invoke("run-file", f"{script}::double", f"{script}::segfaults",
+                          "--sizes", "10,20,30", "-d", "cpu", "--budget", "0.05",
+                          "--inputs", "inputs_die_at_20", "--db", db)
+    assert died.exit_code == 1, died.output
+    with sqlite3.connect(db) as conn:
+        at_20 = sorted(conn.execute("SELECT workload, status, reason FROM measurements "
+                                    "WHERE run_id = ? AND size = 20",
+                                    (helpers.run_id(died.output),)))
+    assert [(w, status) for w, status, _ in at_20] == [("yours:double", "crashed"),
+                                                      ("yours:segfaults", "crashed")]
+    assert all(reason.startswith("before the case started (loading the file or building "
+                                 "the inputs of size 20)") for _, _, reason in at_20)
+
+
 def test_a_file_that_kills_the_worker_as_it_loads_is_one_line_and_exit_2(
         tmp_path: Path, db: str) -> None:
     path = tmp_path / "dies.py"

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 
 from gpuvs.config import RunConfig
-from gpuvs.execute.runner import Pace, execute
+from gpuvs.execute.runner import PACE_PRIOR_SHARE, Pace, execute
 from gpuvs.execute.wire import Measured, Sampling, Take
 from gpuvs.model import Case, Caveat, Measurement, Status
 
@@ -411,17 +411,56 @@ def test_workers_import_what_their_cases_need_before_they_are_ready() -> None:
         bare.close()
 
 
-def test_the_time_left_paces_a_later_pass_apart_from_the_first() -> None:
-    # Ten cases, two passes: a first pass at 2 s a case, a later one that only samples.
-    pace = Pace(cases=10, passes=2, later_budget_s=0.25)
-    assert pace.left_s() is None  # no case has set a pace
-    for _ in range(4):
-        pace.ran(0, 2.0, runs_again=True)
-    pace.ran(0, 2.0, runs_again=False)  # a replay: it runs once
-    # 5 first-pass cases left at 2 s; 4 of 5 run again, so 8 later-pass cases at their
-    # budget share until one is timed.
-    assert pace.left_s() == pytest.approx(5 * 2.0 + 8 * 0.25)
-    for _ in range(5):
-        pace.ran(0, 2.0, runs_again=True)
-    pace.ran(1, 0.5, runs_again=False)  # the later pass's own pace, once timed
-    assert pace.left_s() == pytest.approx(8 * 0.5)
+def test_the_time_left_follows_the_plans_shape_at_the_runs_own_pace() -> None:
+    """A sweep's small first cases do not set the pace of its large last ones: what is
+    left is the estimate's seconds for the passes still to run, scaled by how long the
+    passes run so far took against what it said of them."""
+    config = replace(CONFIG, budget_s=1.0, passes=2)
+    small, large = case("matmul", 256), case("matmul", 4096)
+    expected = {small.key: (1.0, 0.5), large.key: (20.0,)}  # the large one runs once
+    pace = Pace.of([small, large], config, expected)
+    assert pace.left_s() is None  # no pass has set a pace
+    prior = pace.prior_s  # the estimate's word, as if a tenth of it had run as said
+    assert prior == pytest.approx(PACE_PRIOR_SHARE * 21.5)
+    pace.ran(small.key, 0, 2.0, runs_again=True, decided=False)  # twice what was said
+    assert pace.left_s() == pytest.approx((2.0 + prior) / (1.0 + prior) * (0.5 + 20.0))
+    pace.ran(large.key, 0, 42.0, runs_again=False, decided=False)
+    assert pace.left_s() == pytest.approx((44.0 + prior) / (21.0 + prior) * 0.5)
+    pace.ran(small.key, 1, 1.0, runs_again=False, decided=False)
+    assert pace.left_s() == 0
+
+
+def test_a_first_case_far_quicker_than_estimated_does_not_empty_the_countdown() -> None:
+    """A seeds run begins with the posts' replays, a second each where the estimate said
+    four: alone they read its five minutes left as one."""
+    config = replace(CONFIG, budget_s=1.0, passes=2)
+    replay, rest = case("matmul", 64), [case("matmul", n) for n in range(100, 130)]
+    pace = Pace.of([replay, *rest], config,
+                   {replay.key: (4.0,)} | {c.key: (5.0, 5.0) for c in rest})
+    pace.ran(replay.key, 0, 1.0, runs_again=False, decided=False)
+    assert pace.left_s() > 300 / 3
+
+
+def test_a_case_the_estimate_ran_once_that_runs_again_counts_its_later_pass_as_its_first(
+        ) -> None:
+    """On a busy machine the estimate takes a case whose retried first pass outlasts the
+    runner's limit to run once; where it did not, its later pass is still to come."""
+    config = replace(CONFIG, budget_s=1.0, passes=2)
+    one = case("matmul", 1024)
+    pace = Pace.of([one], config, {one.key: (3.0,)})
+    pace.ran(one.key, 0, 3.0, runs_again=True, decided=False)
+    assert pace.left_s() == pytest.approx(3.0)
+
+
+def test_without_an_estimate_each_pass_counts_alike_and_cases_decided_at_once_set_no_pace(
+        ) -> None:
+    config = replace(CONFIG, budget_s=1.0, passes=2)
+    cases = [case("matmul", n) for n in (64, 128, 256)]
+    pace = Pace.of(cases, config)
+    pace.ran(cases[0].key, 0, 0.0, runs_again=False, decided=True)  # unavailable
+    assert pace.left_s() is None
+    pace.ran(cases[1].key, 0, 3 * pace.default_s, runs_again=True, decided=False)
+    # three times a default pass: its later pass and both of the last case's, as slow
+    assert pace.left_s() == pytest.approx(3 * 3 * pace.default_s)
+    pace.ran(cases[2].key, 0, 3 * pace.default_s, runs_again=False, decided=False)
+    assert pace.left_s() == pytest.approx(3 * pace.default_s)  # a replay runs once

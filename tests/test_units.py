@@ -38,3 +38,13 @@ def test_a_single_timing_on_each_side_shows_no_zero_width_interval() -> None:
 def test_a_ratio_without_bounds_is_the_ratio_alone_written_out() -> None:
     assert units.ratio(5.2134) == "5.21×"
     assert units.ratio(1114.2) == "1110×"  # not 1.11e+03×
+
+
+def test_money_is_written_out_as_an_amount_never_in_exponent_form() -> None:
+    """Issue 42: `cost/1M calls` printed 5.27e-05."""
+    assert units.money(5.27e-05) == "0.0000527"
+    assert units.money(0.0527) == "0.0527"
+    assert units.money(1.5) == "1.50" and units.money(12.34) == "12.3"
+    assert units.money(0.000999996) == "0.00100" and units.money(999.96) == "1000"
+    assert units.money(1234.5) == "1230" and units.money(0.0) == "0"
+    assert units.money(None) == units.money(float("nan")) == "—"

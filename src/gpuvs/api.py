@@ -4,7 +4,7 @@ a CUDA device; `gpuvs.compare(fn, *args)`, the same function on each device, com
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -79,11 +79,17 @@ def measure(fn: Callable[[], object], *, device: str = "cpu", budget_s: float | 
                 raising=True).measurement
 
 
-def compare(fn: Callable[..., object], *args: Any, devices: Sequence[str] = ("cpu", "cuda"),
+def compare(fn: Callable[..., object] | Mapping[str, Callable[..., object]], *args: Any,
+            devices: Sequence[str] = ("cpu", "cuda"),
             batch: Callable[[int], Any] | None = None, sizes: Sequence[int] | str | None = None,
             budget_s: float | None = None, tolerance: float | None = None,
             name: str | None = None, **kwargs: Any) -> Comparison:
     """Run `fn(*args, **kwargs)` on each device, check the outputs agree, time each.
+
+    `fn` may be several implementations of one function by name, `{"loop": f,
+    "vectorised": g}`: each runs on each device, every output must agree with the first
+    implementation's on the first device, and the result also says, at each size, which
+    implementation on which device is fastest (`winners`, and a table side by side).
 
     The arguments (torch tensors, `nn.Module`s, NumPy and CuPy arrays, nested in lists,
     tuples and dicts) are copied to each device; the caller's are never modified. On a GPU

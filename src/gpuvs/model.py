@@ -2,14 +2,17 @@
 
 A `Measurement` is self-describing: it carries its `Case`, its status and its raw
 samples, so it can be stored, exported and reported as is. Statistics are derived
-from the samples (`Measurement.summary`) and never stored twice.
+from the samples (`Measurement.summary`); a stored record or an export keeps them beside
+the samples under a key of what they came from (`Measurement.to_record`), so that reading
+a run back bootstraps nothing, and a kept summary never disagrees with its samples.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields
 from enum import Enum
 from functools import cached_property
 from types import MappingProxyType
@@ -18,6 +21,11 @@ from typing import Any
 from gpuvs import stats, units
 
 Params = tuple[tuple[str, str], ...]
+
+# The workloads that are the user's own code, not gpuvs's: what `gpuvs.compare`, run-file
+# and the magic time is `yours:NAME`, what the pytest fixture times `pytest:TEST`. Their
+# version is a hash of the function's source, so a new version is the code changed.
+YOURS_PREFIX, PYTEST_PREFIX = "yours:", "pytest:"
 
 
 def on_gpu(device: str) -> bool:
@@ -86,6 +94,12 @@ class Case:
 
     def param(self, name: str, default: str = "") -> str:
         return dict(self.params).get(name, default)
+
+    @property
+    def users_code(self) -> bool:
+        """Whether the case times the user's own code (`YOURS_PREFIX`, `PYTEST_PREFIX`):
+        a new version of it is what a gate judges, not a reason to refuse."""
+        return self.workload.startswith((YOURS_PREFIX, PYTEST_PREFIX))
 
     @property
     def backend_device(self) -> str:
@@ -159,17 +173,50 @@ class Measurement:
         """Statistics of `samples`; None when the case produced none. The CI covers every
         pass's median (`passes`), and is never narrower than the run-to-run spread
         measured for its timer (`REPEAT_SPREAD`)."""
-        if not self.samples:
-            return None
-        return stats.summarize(self.samples, self.passes, REPEAT_SPREAD.get(self.timer, 0.0))
+        return self._summarized("samples")
 
     @cached_property
     def wall_summary(self) -> stats.Summary | None:
-        return stats.summarize(self.wall_samples) if self.wall_samples else None
+        return self._summarized("wall_samples")
 
     @cached_property
     def graph_summary(self) -> stats.Summary | None:
-        return stats.summarize(self.graph_samples) if self.graph_samples else None
+        return self._summarized("graph_samples")
+
+    def _summarized(self, name: str) -> stats.Summary | None:
+        derived = self._derivation(name)
+        return stats.summarize(*derived) if derived[0] else None
+
+    def _derivation(self, name: str) -> tuple[tuple[float, ...], tuple[int, ...], float]:
+        """What the summary of the samples field `name` is computed from: the samples, and
+        for `samples` the passes and the floor of its timer."""
+        if name == "samples":
+            return self.samples, self.passes, REPEAT_SPREAD.get(self.timer, 0.0)
+        return getattr(self, name), (), 0.0
+
+    def to_record(self) -> dict[str, Any]:
+        """`to_dict` with the summary of each samples field, under the key of what it was
+        computed from (`stats.summary_key`): what a store saves and an export writes.
+        Reading it back (`from_dict`) takes a summary only under the same key, so a stored
+        run is shown without a bootstrap, and never with a summary of other samples."""
+        kept = {name: asdict(s) | {"of": stats.summary_key(*self._derivation(name))}
+                for attribute, name in _SUMMARIES if (s := getattr(self, attribute))}
+        return self.to_dict() | ({"summaries": kept} if kept else {})
+
+    def _take_back(self, kept: Any) -> None:
+        """Set the summaries a record kept (`to_record`) where each is one of these samples:
+        its key matches and its numbers are a summary's; any other is computed again."""
+        if not isinstance(kept, Mapping):
+            return
+        for attribute, name in _SUMMARIES:
+            derived = self._derivation(name)
+            entry = kept.get(name)
+            if (derived[0] and isinstance(entry, Mapping)
+                    and entry.get("of") == stats.summary_key(*derived)):
+                summary = _summary_from(entry, len(derived[0]))
+                if summary is not None:
+                    # cached_property's own slot: `summary` and the others read it first
+                    self.__dict__[attribute] = summary
 
     def __repr__(self) -> str:
         """One line, as a timing prints in PyTorch: what was timed, the median with its
@@ -213,7 +260,8 @@ class Measurement:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Measurement:
-        return cls(
+        """A measurement from `to_dict` or `to_record`, its kept summaries taken back."""
+        m = cls(
             case=Case.from_dict(d["case"]),
             status=Status(d["status"]),
             reason=str(d.get("reason", "")),
@@ -229,6 +277,29 @@ class Measurement:
             graph_samples=tuple(float(x) for x in d.get("graph_samples", ())),
             passes=tuple(int(x) for x in d.get("passes", ())),
         )
+        m._take_back(d.get("summaries"))
+        return m
+
+
+# The summaries a record keeps: (the attribute, the samples field it summarises).
+_SUMMARIES = (("summary", "samples"), ("wall_summary", "wall_samples"),
+              ("graph_summary", "graph_samples"))
+
+
+def _summary_from(entry: Mapping[str, Any], n: int) -> stats.Summary | None:
+    """A kept summary's numbers as a `Summary` of `n` samples, or None where they are not
+    one (a count that differs, a value that is no finite number, a median outside its
+    CI)."""
+    values: dict[str, float] = {}
+    for f in fields(stats.Summary):
+        v = entry.get(f.name)
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+            return None
+        values[f.name] = float(v)
+    if values.pop("n") != n:
+        return None
+    summary = stats.Summary(n=n, **values)
+    return summary if summary.ci_low <= summary.median <= summary.ci_high else None
 
 
 # Ops whose host cost differs from an elementwise one's, each with its own `dispatch`

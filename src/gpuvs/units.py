@@ -19,6 +19,19 @@ def seconds(s: float | None) -> str:
     return _scaled(s, ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns")))
 
 
+def money(amount: float | None, digits: int = 3) -> str:
+    """'0.0527', '0.0000527', '12.3', '1234': an amount in the currency its prices were
+    given in, to `digits` significant digits, written out as a price is (never
+    '5.27e-05', which reads as a code, not an amount)."""
+    if amount is None or not math.isfinite(amount):
+        return "—"
+    rounded = float(f"{amount:.{digits}g}")  # 0.000999996 is 0.00100, not 0.001000
+    if rounded == 0:
+        return "0"
+    places = max(0, digits - 1 - math.floor(math.log10(abs(rounded))))
+    return f"{rounded:.{places}f}"
+
+
 # Past this half-width the CI says only that the median is unknown to within its own size:
 # '±15725.6%' would print noise as if it were a measured figure.
 CI_REL_SHOWN_MAX = 1.0

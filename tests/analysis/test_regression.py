@@ -14,6 +14,7 @@ from gpuvs.analysis.regression import (
     compare,
     gate,
     geometric_means,
+    unjudged,
     verdict,
 )
 from gpuvs.model import Case, Caveat, Measurement, Status
@@ -144,3 +145,72 @@ def test_a_device_bound_gpu_case_keeps_its_own_narrow_interval() -> None:
     base = _gpu(2.66e-3, busy=2.65e-3)
     assert change(base, _gpu(2.93e-3, busy=2.92e-3)).verdict == "slower"
     assert change(base, _gpu(2.66e-3, busy=2.65e-3)).verdict == "same"
+
+
+def _yours(median: float, version: str, caveats: tuple[Caveat, ...] = ()) -> Measurement:
+    case = Case("yours:work", "correct", "numpy", "cpu", "float64", 1000)
+    samples = tuple(median * (1 + RNG.normal(0, 0.005, 60)))
+    return Measurement(case, Status.OK, samples=samples, workload_version=version,
+                       caveats=caveats)
+
+
+def test_your_own_code_at_a_new_version_is_judged_and_said_to_have_changed() -> None:
+    """Issue 42: an edited run-file function was "no case in common" unless --force."""
+    slower = gate([_yours(1e-3, "source-a")], [_yours(2e-3, "source-b")])
+    assert slower.verdict == FAIL and slower.unmatched == ()
+    (c,) = slower.changes
+    assert c.code_changed and c.verdict == "slower" and c.ratio == pytest.approx(2, rel=0.02)
+    unchanged = gate([_yours(1e-3, "source-a")], [_yours(1e-3, "source-b")])
+    assert unchanged.verdict == PASS and unchanged.changes[0].code_changed
+    same_code = gate([_yours(1e-3, "source-a")], [_yours(1e-3, "source-a")])
+    assert not same_code.changes[0].code_changed
+
+
+def test_gpuvs_own_workloads_at_another_version_are_still_refused() -> None:
+    refused = gate([_m(1e-3, version="v1")], [_m(2e-3, version="v2")])
+    assert refused.verdict == ERROR and refused.changes == ()
+    assert refused.unmatched[0].why == "workload version v1 in A, v2 in B"
+
+
+@pytest.mark.parametrize("side", ["a", "b"])
+def test_a_case_measured_under_contention_in_either_run_cannot_pass(side: str) -> None:
+    """Issue 43: a case unchanged by its ratio still cannot pass when other processes
+    took the CPU in either run: the ratio may be theirs."""
+    busy = (Caveat.CONTENDED,)
+    a = [_m(1e-3, 1, caveats=busy if side == "a" else ()), _m(2e-3, 2)]
+    b = [_m(1e-3, 1, caveats=busy if side == "b" else ()), _m(2e-3, 2)]
+    judged = gate(a, b)
+    assert judged.verdict == FAIL
+    assert [c.key for c in judged.unjudged] == ["w/correct/numpy/cpu/float32/1"]
+    assert judged.exit_reason.startswith(
+        "cannot judge: 1 case(s) measured under contention (other processes took the CPU "
+        "in A or B; measure again on a quiet machine): w/correct/numpy/cpu/float32/1 (1.0")
+
+
+def test_a_nine_fold_slowdown_measured_under_contention_is_never_a_pass() -> None:
+    """Issue 43: 8.94 [8.91, 8.97] "ambiguous", then "passed", exit 0."""
+    judged = gate([_m(1e-3)], [_m(8.94e-3, caveats=(Caveat.CONTENDED,))])
+    (c,) = judged.changes
+    assert c.verdict == "ambiguous" and c.low > 8  # contention demotes the word …
+    assert judged.verdict == FAIL  # … never the gate to a pass
+    assert "cannot judge: 1 case(s) measured under contention" in judged.exit_reason
+    assert unjudged(c, judged.threshold) == "measured under contention"
+
+
+def test_an_ambiguous_case_slower_beyond_the_threshold_by_its_ratio_cannot_pass() -> None:
+    """An interval too wide to show whether a 9 % slowdown is within 5 %: not a pass. One
+    whose ratio is within the threshold, its CI straddling it, passes as before."""
+    def spread(median: float) -> Measurement:  # the same wide samples, scaled
+        samples = tuple(median * np.linspace(0.6, 1.4, 61))
+        return Measurement(Case("w", "correct", "numpy", "cpu", "float32", 1), Status.OK,
+                           samples=samples)
+
+    wide = gate([spread(1e-3)], [spread(1.09e-3)])
+    (c,) = wide.changes
+    assert c.verdict == "ambiguous" and c.ratio > 1.05 and c.low < 1.05
+    assert wide.verdict == FAIL and wide.unjudged == (c,)
+    assert "cannot judge: 1 case(s) ambiguous beyond the threshold: " in wide.exit_reason
+    assert "slower by its ratio, its 95 % CI reaching below 1.05" in wide.exit_reason
+    near = gate([spread(1e-3)], [spread(1.01e-3)])
+    assert near.changes[0].verdict == "ambiguous" and near.changes[0].ratio < 1.05
+    assert near.verdict == PASS and near.unjudged == ()

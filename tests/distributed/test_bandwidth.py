@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpuvs.distributed.bandwidth import COLLECTIVES, algbw, bus_factor, busbw, scaling_efficiency
+from gpuvs.distributed.bandwidth import COLLECTIVES, algbw, bus_factor, busbw
 
 GIB = 1024**3
 
@@ -42,9 +42,3 @@ def test_all_gather_counts_its_output_bytes() -> None:
 def test_every_collective_has_a_factor() -> None:
     assert all(bus_factor(c, 2) > 0 for c in COLLECTIVES)
 
-
-def test_scaling_efficiency() -> None:
-    # Weak scaling: 1000 samples/s on 1 rank, 3600 on 4 → 90 %.
-    assert scaling_efficiency(3600.0, 1000.0, 4) == pytest.approx(0.9)
-    # Strong scaling: step 100 ms → 30 ms on 4 ranks at global batch 32: t1 / (N · tN).
-    assert scaling_efficiency(32 / 0.030, 32 / 0.100, 4) == pytest.approx(0.1 / (4 * 0.03))

@@ -20,7 +20,14 @@ from gpuvs.cli import app
      "unknown collective 'alltoall'; accepted: all_reduce, all_gather, reduce_scatter"),
     (["collectives", "--samples", "0"], "--samples must be above 0; got 0"),
     (["scaling", "--steps", "0"], "--steps must be above 0; got 0"),
-    (["scaling", "--timeout", "-1"], "--timeout must be above 0; got -1"),
+    (["scaling", "--timeout", "-1"],
+     "--timeout must be above 0, up to 604,800; got -1"),
+    # Past what a lock or a process group can wait: it crashed every rank, recorded as a crash.
+    (["collectives", "--backend", "gloo", "--timeout", "1e10"],
+     "--timeout must be above 0, up to 604,800; got 1e+10"),
+    (["scaling", "--backend", "gloo", "--setup-timeout", "inf"],
+     "--setup-timeout must be above 0, up to 604,800; got inf"),
+    (["scaling", "--rounds", "0"], "--rounds must be above 0; got 0"),
     (["scaling", "--backend", "gloo", "--nproc", "2", "--strong", "--batch", "5"],
      "--strong splits the global --batch 5 over the ranks; 5 is not divisible by 2"),
     (["scaling", "--backend", "gloo", "--batch", "0"], "--batch must be a whole number from 1"),
@@ -73,3 +80,18 @@ def test_dist_lists_its_two_commands() -> None:
     result = invoke("dist", "--help")
     assert result.exit_code == 0
     assert "scaling" in result.output and "collectives" in result.output
+
+
+def test_nodes_that_run_unequal_numbers_of_ranks_are_one_line(db: str, monkeypatch) -> None:
+    """The tables say nodes × ranks per node: torchrun may run 2 on one node and 1 on
+    another, gpuvs does not."""
+    pytest.importorskip("torch")
+    for variable, value in (("RANK", "0"), ("LOCAL_RANK", "0"), ("LOCAL_WORLD_SIZE", "2"),
+                            ("WORLD_SIZE", "3"), ("GROUP_WORLD_SIZE", "2")):
+        monkeypatch.setenv(variable, value)
+    result = CliRunner().invoke(app, ["dist", "collectives", "--launched", "--backend", "gloo",
+                                      "--db", db])
+    assert result.exit_code == 2, result.output
+    assert result.output.strip() == (
+        "error: WORLD_SIZE 3 is not GROUP_WORLD_SIZE 2 × LOCAL_WORLD_SIZE 2: --launched needs "
+        "the same --nproc-per-node on every node")

@@ -49,13 +49,16 @@ def test_nccl_collectives_on_two_gpus_are_checked_and_event_timed(dist, db) -> N
 
 @pytest.mark.usefixtures("two_gpus")
 def test_ddp_scaling_on_one_and_two_gpus(dist, db) -> None:
-    result = dist("scaling", "--backend", "nccl", "--nproc", "2", "--steps", "5")
+    from gpuvs.analysis.scaling import efficiency
+
+    result = dist("scaling", "--backend", "nccl", "--nproc", "2", "--steps", "5", "--rounds",
+                  "3")
     assert result.exit_code == 0, result.output
     ms = open_store(db).measurements(run_id_of(result.output))
-    # N = 1 first and again last: the efficiency's interval covers how the baseline moved.
-    assert [(m.case.size, m.status) for m in ms] == [(1, Status.OK), (2, Status.OK),
-                                                      (1, Status.OK)]
-    assert ms[-1].case.param("round") == "after"
+    # N = 1 and N = 2 in turn, three rounds, in one launch: each round's pair seconds apart.
+    assert [(m.case.size, m.case.param("round"), m.status) for m in ms] == [
+        (n, str(r), Status.OK) for r in (1, 2, 3) for n in (1, 2)]
+    assert efficiency(ms, 2).rounds == 3
     assert all(m.counters["samples_per_s"] > 0 and m.wall_samples for m in ms)
     # DDP's model, batches and gradients on the device: its peak, watched as a worker's
     assert all(m.counters["peak_device_bytes"] > 1e6 and m.counters["sm_clock_mhz"] > 0
@@ -66,10 +69,13 @@ def test_ddp_scaling_on_one_and_two_gpus(dist, db) -> None:
 def test_ddp_energy_per_image_adds_every_gpus_board(dist, db) -> None:
     from gpuvs.machine import energy
 
-    result = dist("scaling", "--backend", "nccl", "--nproc", "2", "--steps", "5", "--energy")
+    result = dist("scaling", "--backend", "nccl", "--nproc", "2", "--steps", "5", "--rounds",
+                  "2", "--energy")
     assert result.exit_code == 0, result.output
     assert "energy/image" in result.output
-    ms = open_store(db).measurements(run_id_of(result.output))
+    # One energy window per rank count, in the last round.
+    ms = [m for m in open_store(db).measurements(run_id_of(result.output))
+          if m.case.param("round") == "2"]
     for m in ms:
         found = energy.of(m)
         assert found is not None and found.per_call_j > 0, m.counters

@@ -68,30 +68,38 @@ def test_unknown_collective() -> None:
 
 def test_scaling_cases_weak_and_strong() -> None:
     weak = scaling_cases(Setup("gloo", "cpu", 4), 32, strong=False)
-    # N = 1 again last: how far the baseline moved while the others ran
-    assert [c.size for c in weak] == [1, 2, 3, 4, 1]
-    assert [c.param("round") for c in weak] == ["", "", "", "", "after"]
+    assert [c.size for c in weak] == [1, 2, 3, 4]
+    assert {c.param("round") for c in weak} == {"1"}
     assert {per_rank_batch(c) for c in weak} == {32}
     strong = scaling_cases(Setup("gloo", "cpu", 2), 32, strong=True)
-    assert [per_rank_batch(c) for c in strong] == [32, 16, 32]
+    assert [per_rank_batch(c) for c in strong] == [32, 16]
     with pytest.raises(UsageError, match="32 is not divisible by 3"):
         scaling_cases(Setup("gloo", "cpu", 3), 32, strong=True)
 
 
+def test_rounds_interleave_every_rank_count() -> None:
+    """1, 2, 1, 2, …: each N is measured seconds after the N = 1 it is paired with."""
+    cases = scaling_cases(Setup("nccl", "cuda", 2), 32, strong=False, rounds=3)
+    assert [(c.size, c.param("round")) for c in cases] == [
+        (1, "1"), (2, "1"), (1, "2"), (2, "2"), (1, "3"), (2, "3")]
+    assert len({c.key for c in cases}) == 6
+
+
 def test_strong_scaling_on_four_or_eight_ranks_runs_the_counts_that_split_the_batch() -> None:
     four = scaling_cases(Setup("nccl", "cuda", 4), 32, strong=True)
-    assert [c.size for c in four] == [1, 2, 4, 1]
+    assert [c.size for c in four] == [1, 2, 4]
     eight = scaling_cases(Setup("nccl", "cuda", 8), 32, strong=True)
-    assert [(c.size, per_rank_batch(c)) for c in eight] == [(1, 32), (2, 16), (4, 8), (8, 4),
-                                                            (1, 32)]
+    assert [(c.size, per_rank_batch(c)) for c in eight] == [(1, 32), (2, 16), (4, 8), (8, 4)]
 
 
-def test_a_rank_count_met_again_later_is_a_launch_of_its_own() -> None:
-    from gpuvs.distributed.launch import by_world_size
-    from gpuvs.distributed.spec import Spec
-    cases = scaling_cases(Setup("gloo", "cpu", 2), 4, strong=False)
-    parts = by_world_size(Spec("scaling", Setup("gloo", "cpu", 2), cases))
-    assert [(p.setup.nproc, len(p.cases)) for p in parts] == [(1, 1), (2, 1), (1, 1)]
+def test_cases_on_several_nodes_say_so_in_their_key() -> None:
+    """Four ranks on two nodes cross other links than four on one: another case."""
+    one, two = Setup("gloo", "cpu", 4), Setup("gloo", "cpu", 4, nodes=2)
+    assert two.per_node == 2 and one.layout() == ()
+    (alone,), (spread,) = (collective_cases(s, ["1KiB"], ["all_reduce"]) for s in (one, two))
+    assert spread.param("nodes") == "2x2" and alone.param("nodes") == ""
+    assert alone.key != spread.key
+    assert {c.param("nodes") for c in scaling_cases(two, 4, strong=False)} == {"2x2"}
 
 
 def test_a_spec_travels_as_json() -> None:
@@ -99,3 +107,7 @@ def test_a_spec_travels_as_json() -> None:
                 extra={"sizes": [1024]})
     assert Spec.from_json(spec.to_json()) == spec
     assert spec.config()["command"] == "collectives" and spec.config()["samples"] == 3
+    nodes = Setup("gloo", "cpu", 4, nodes=2)
+    scaling = Spec("scaling", nodes, scaling_cases(nodes, 4, False, rounds=2), rounds=2)
+    assert Spec.from_json(scaling.to_json()) == scaling
+    assert scaling.config()["nodes"] == 2 and scaling.config()["rounds"] == 2

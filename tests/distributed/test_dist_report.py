@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import math
+from dataclasses import replace
+
 import pytest
 
+from gpuvs.analysis.scaling import Efficiency, efficiency
 from gpuvs.model import Case, Measurement, Status
 from gpuvs.report.dist_plots import bandwidth_svg, scaling_svg
-from gpuvs.report.dist_tables import dist_tables, efficiency, is_dist, ranks_note
+from gpuvs.report.dist_tables import dist_tables, is_dist, ranks_note
 
 MIB = 1024**2
 
@@ -20,9 +24,10 @@ def _collective(name: str, size: int, seconds: float, n: int = 2,
                        counters={"bytes": float(size), "nproc": float(n)})
 
 
-def _scaling(n: int, step_s: float, compute_s: float, mode: str = "weak") -> Measurement:
+def _scaling(n: int, step_s: float, compute_s: float, mode: str = "weak",
+             more: tuple[tuple[str, str], ...] = ()) -> Measurement:
     case = Case("dist_scaling", "correct", "gloo", "cpu", "float32", n,
-                (("scaling", mode), ("batch", "32")))
+                (("scaling", mode), ("batch", "32"), *more))
     per_rank = 32 if mode == "weak" else 32 // n
     return Measurement(case, Status.OK, samples=(step_s,) * 6, counters={
         "nproc": float(n), "per_rank_batch": float(per_rank), "global_batch": per_rank * n,
@@ -83,21 +88,20 @@ def test_weak_scaling_efficiency_and_the_compute_comm_split() -> None:
     assert rows[1]["efficiency"] == "80% [80, 80]"  # t1 / t2 = 0.100 / 0.125
     assert rows[1]["batch"].strip() == "32 × 2" and rows[1]["samples/s"].strip() == "512"
     assert rows[1]["compute"].strip() == "100 ms" and rows[1]["comm"] == "25 ms (20%)"
-    assert efficiency(two, one) == pytest.approx((0.8, 0.8, 0.8))
+    assert efficiency([one, two], 2) == Efficiency(pytest.approx(0.8), pytest.approx(0.8),
+                                                   pytest.approx(0.8), rounds=0)
 
 
-def test_the_baseline_measured_again_after_the_others_widens_every_efficiency() -> None:
+def test_a_run_from_before_rounds_widens_every_efficiency_to_both_baselines() -> None:
     """On two H100s N = 1 ran at 3.23 ms, N = 2 at 3.12 ms: a weak-scaling efficiency of
-    103 % [101, 106]. Each N is its own launch, and the host moved between them; N = 1 is
-    run again last, and the interval covers both baselines."""
-    from dataclasses import replace
+    103 % [101, 106]. Runs then launched each N on its own, and the host moved between
+    them; N = 1 ran again last, and the interval covers both baselines."""
     before, two = _scaling(1, 0.00323, 0.003), _scaling(2, 0.00312, 0.003)
-    after = _scaling(1, 0.00305, 0.003)
-    after = replace(after, case=replace(after.case, params=(*after.case.params,
-                                                            ("round", "after"))))
-    est, lo, hi = efficiency(two, [before, after])
-    assert est == pytest.approx(0.00323 / 0.00312)
-    assert lo == pytest.approx(0.00305 / 0.00312) and hi == pytest.approx(0.00323 / 0.00312)
+    after = _scaling(1, 0.00305, 0.003, more=(("round", "after"),))
+    e = efficiency([before, two, after], 2)
+    assert e.estimate == pytest.approx(0.00323 / 0.00312) and e.rounds == 0
+    assert e.low == pytest.approx(0.00305 / 0.00312)
+    assert e.high == pytest.approx(0.00323 / 0.00312)
     (table,) = dist_tables([before, two, after])
     rows = [dict(zip(table.columns, r, strict=True)) for r in table.rows]
     assert [r["N"].strip() for r in rows] == ["1", "1 (after)", "2"]
@@ -110,7 +114,71 @@ def test_the_baseline_measured_again_after_the_others_widens_every_efficiency() 
 
 def test_strong_scaling_efficiency_divides_by_the_ranks() -> None:
     one, two = _scaling(1, 0.100, 0.1, "strong"), _scaling(2, 0.0625, 0.05, "strong")
-    assert efficiency(two, one)[0] == pytest.approx(0.8)  # 0.100 / (2 · 0.0625)
+    assert efficiency([one, two], 2).estimate == pytest.approx(0.8)  # 0.100 / (2 · 0.0625)
+
+
+def _rounds(steps: list[tuple[float, float]], mode: str = "weak") -> list[Measurement]:
+    """N = 1 and N = 2 in rounds: (N = 1's step, N = 2's step) per round, in order."""
+    return [_scaling(n, step, step * 0.9, mode, (("round", str(r)),))
+            for r, pair in enumerate(steps, start=1) for n, step in zip((1, 2), pair,
+                                                                       strict=True)]
+
+
+def test_rounds_pair_each_n_with_the_one_rank_measured_just_before_it() -> None:
+    """The host's pace moves by a third between rounds; within each, N = 2 takes 1/0.9
+    of N = 1's step. Paired per round, the efficiency is 90 % exactly: the drift that
+    an interval over far-apart cases had to cover is gone."""
+    drifting = [(0.100, 0.100 / 0.9), (0.135, 0.135 / 0.9), (0.090, 0.090 / 0.9),
+                (0.120, 0.120 / 0.9)]
+    e = efficiency(_rounds(drifting), 2)
+    assert (e.estimate, e.low, e.high, e.rounds) == (pytest.approx(0.9), pytest.approx(0.9),
+                                                     pytest.approx(0.9), 4)
+    (table,) = dist_tables(_rounds(drifting))
+    rows = [dict(zip(table.columns, r, strict=True)) for r in table.rows]
+    assert [r["N"].strip() for r in rows] == ["1", "2"]  # a row per N, its rounds joined
+    assert rows[1]["efficiency"] == "90% [90, 90]"
+    notes = " ".join(table.notes)
+    assert "their geometric mean over 4 rounds with its 95 % interval over them" in notes
+    assert "N = 1 across the rounds: 90 ms to 135 ms a step" in notes
+
+
+def test_the_interval_over_rounds_is_students_t_on_the_ratios_logarithms() -> None:
+    from scipy.stats import t
+
+    ratios = [0.88, 0.90, 0.93, 0.89, 0.91]
+    e = efficiency(_rounds([(0.1, 0.1 / q) for q in ratios]), 2)
+    logs = [math.log(q) for q in ratios]
+    mean = sum(logs) / len(logs)
+    sd = math.sqrt(sum((x - mean) ** 2 for x in logs) / (len(logs) - 1))
+    half = t.ppf(0.975, len(logs) - 1) * sd / math.sqrt(len(logs))
+    assert e.estimate == pytest.approx(math.exp(mean))
+    assert (e.low, e.high) == (pytest.approx(math.exp(mean - half)),
+                               pytest.approx(math.exp(mean + half)))
+    (table,) = dist_tables(_rounds([(0.1, 0.1 / q) for q in ratios]))
+    assert table.rows[1][table.columns.index("efficiency")] == "90% [88, 93]"
+
+
+def test_a_round_that_failed_is_named_and_left_out_of_the_pairs() -> None:
+    ms = _rounds([(0.1, 0.125), (0.1, 0.125), (0.1, 0.125)])
+    lost = ms[3]  # N = 2 of round 2
+    ms[3] = Measurement(lost.case, Status.CRASHED, "rank 1 of 2 died (exit code 1)")
+    assert efficiency(ms, 2).rounds == 2
+    (table,) = dist_tables(ms)
+    two = dict(zip(table.columns, table.rows[1], strict=True))
+    assert two["efficiency"] == "80% [80, 80]"
+    assert two["note"] == "1 of 3 rounds crashed: rank 1 of 2 died (exit code 1)"
+
+
+def test_ranks_on_several_nodes_are_said_as_nodes_times_ranks_per_node() -> None:
+    case = _collective("all_reduce", MIB, 1e-3, n=4).case
+    (coll,) = dist_tables([replace(_collective("all_reduce", MIB, 1e-3, n=4),
+                                   case=replace(case, params=(*case.params, ("nodes", "2x2"))))])
+    assert coll.title == "dist · all_reduce · nccl · 2 nodes × 2 × cuda"
+    layout = (("round", "1"), ("nodes", "2x2"))
+    (table,) = dist_tables([_scaling(n, 0.1 * (1 + n / 10), 0.09, more=layout)
+                            for n in (1, 2, 3, 4)])
+    assert " · cpu · 2 nodes × 2 · batch 32 per rank" in table.title
+    assert [r[0].strip() for r in table.rows] == ["1", "2", "3 (2 nodes)", "4 (2 nodes)"]
 
 
 def test_other_workloads_are_left_to_the_ordinary_tables() -> None:
@@ -157,6 +225,17 @@ def test_a_launch_that_ended_badly_after_every_case_was_saved_says_so() -> None:
     first, second = note.splitlines()
     assert first.startswith("ranks: torch 2.11")
     assert second.startswith("the ranks ended badly after every case was saved")
+
+
+def test_the_ranks_note_says_where_they_ran_and_what_ended_them_early() -> None:
+    note = ranks_note({"torch": "2.13", "layout": "2 nodes × 2 ranks on one machine (h)",
+                       "busy": ["h: this machine is busy: load 6.0 on 2 cores"],
+                       "lost": "rank 0 of 4 failed: RuntimeError: Connection closed by peer"})
+    first, busy, lost = note.splitlines()
+    assert first.endswith("; 2 nodes × 2 ranks on one machine (h)")
+    assert busy == "busy: h: this machine is busy: load 6.0 on 2 cores"
+    assert lost == ("the ranks could not go on: rank 0 of 4 failed: RuntimeError: Connection "
+                    "closed by peer; the cases left are recorded skipped")
 
 
 def test_energy_per_image_is_every_gpus_energy_over_the_images_a_step_trains() -> None:

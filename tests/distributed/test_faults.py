@@ -50,10 +50,9 @@ def test_a_dead_rank_crashes_its_case_a_hung_one_times_out_and_the_rest_run(
 
 
 @pytest.mark.parametrize(("command", "wait_s"), [
-    # Every collectives case waits on the hung rank: any wait ends them all.
+    # Every case of the launch waits on the hung rank: any wait ends them all.
     (("collectives", "--sizes", "1KiB", "-c", "all_reduce", "--budget", "0"), 4),
-    # Scaling's N = 1 must get ready within the wait on a slow 2-core machine.
-    (("scaling", "--steps", "1", "--batch", "2"), 12),
+    (("scaling", "--steps", "1", "--batch", "2", "--rounds", "1"), 4),
 ])
 def test_a_rank_that_hangs_in_set_up_ends_every_case_it_owed_as_timeout(
         dist, db, monkeypatch, command: tuple[str, ...], wait_s: int) -> None:
@@ -65,28 +64,24 @@ def test_a_rank_that_hangs_in_set_up_ends_every_case_it_owed_as_timeout(
     assert result.exit_code == 1, result.output
     assert "Traceback" not in result.output
     ms = open_store(db).measurements(run_id_of(result.output))
-    hung = [m for m in ms if m.status is Status.TIMEOUT]
-    assert [m.case.key for m in hung] == [m.case.key for m in ms if m.case.size != 1
-                                          or command[0] == "collectives"]
-    assert hung[0].reason == (
+    assert ms and all(m.status is Status.TIMEOUT for m in ms)
+    assert ms[0].reason == (
         f"the 2 ranks were not ready within {wait_s} s (set-up: importing torch, the rendezvous, "
         "the process groups); torchrun and every rank were killed")
-    if command[0] == "scaling":  # N = 1 is a launch of its own: rank 1 never exists there
-        assert ms[0].case.size == 1 and ms[0].status is Status.OK, ms[0].reason
     assert _workers() <= before
 
 
-def test_a_dead_rank_at_n_2_leaves_the_n_1_scaling_result(dist, db, monkeypatch) -> None:
+def test_a_dead_rank_at_n_2_leaves_the_n_1_scaling_results(dist, db, monkeypatch) -> None:
     monkeypatch.setenv(FAULT_VARIABLE, "exit:1:/float32/2,")
     result = dist("scaling", "--backend", "gloo", "--nproc", "2", "--steps", "1", "--batch",
-                  "2")
+                  "2", "--rounds", "2")
     assert result.exit_code == 1, result.output
     ms = open_store(db).measurements(run_id_of(result.output))
-    # N = 1 runs again after the others (how far the baseline moved), a launch of its own.
-    assert [(m.case.size, m.status) for m in ms] == [(1, Status.OK), (2, Status.CRASHED),
-                                                     (1, Status.OK)]
-    assert ms[2].case.param("round") == "after"
-    assert "crashed: rank 1 of 2 died (exit code 1)" in result.output
+    # The ranks are started again for the cases left: round 2 runs, and rank 1 dies again.
+    assert [(m.case.size, m.case.param("round"), m.status) for m in ms] == [
+        (1, "1", Status.OK), (2, "1", Status.CRASHED), (1, "2", Status.OK),
+        (2, "2", Status.CRASHED)]
+    assert "2 of 2 rounds crashed: rank 1 of 2 died (exit code 1)" in result.output
 
 
 TORCHRUN_TAIL = """\
@@ -142,3 +137,49 @@ def test_the_ranks_inherit_the_environment_and_this_gpuvs(monkeypatch) -> None:
     assert source[1] == "elsewhere"
     assert (Path(source[0]) / "gpuvs" / "__init__.py").resolve() == Path(
         gpuvs.__file__).resolve()
+
+
+def test_a_killed_gpuvs_dist_leaves_no_torchrun_no_rank_and_no_folder(tmp_path: Path,
+                                                                      db: str) -> None:
+    """SIGKILL of the parent, while rank 1 hangs in a case whose timeout is far off: the
+    parent's own watchdog cannot run, so torchrun (dying with its parent) and the ranks
+    (dying with torchrun) must end by themselves, and the launch's folder in $TMPDIR with
+    them; torchrun's logs went into that folder, not a torchelastic_* of their own."""
+    import subprocess
+    import sys
+    import time
+
+    from tests.helpers import pythonpath
+
+    pytest.importorskip("torch")
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = os.environ | {"PYTHONPATH": pythonpath(), "TMPDIR": str(tmp),
+                        FAULT_VARIABLE: "hang:1:/4096,collective=all_reduce"}
+    parent = subprocess.Popen(
+        [sys.executable, "-m", "gpuvs", "dist", "collectives", "--backend", "gloo", "--nproc",
+         "2", "--sizes", "1KiB,4KiB", "-c", "all_reduce", "--samples", "2", "--budget", "0",
+         "--timeout", "600", "--db", db], env=env, stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 180
+        while not (Path(db).exists() and (store := open_store(db)).latest_run_id()
+                   and store.measurements(store.latest_run_id())):
+            assert time.monotonic() < deadline and parent.poll() is None, "no case saved"
+            time.sleep(0.5)
+        time.sleep(1)  # rank 1 is asleep in the second case
+        below = psutil.Process(parent.pid).children(recursive=True)
+        agents = [p for p in below if "gpuvs.distributed.agent" in p.cmdline()]
+        ranks = [p for p in below if p.cmdline()[1:4] == ["-u", "-m",
+                                                          "gpuvs.distributed.rank_main"]]
+        assert len(agents) == 1 and len(ranks) == 2, [p.cmdline() for p in below]
+        parent.kill()
+        parent.wait()
+        _, alive = psutil.wait_procs(below, timeout=10)
+        assert alive == [], [" ".join(p.cmdline())[:100] for p in alive]
+        left = sorted(str(p.relative_to(tmp)) for p in tmp.rglob("*"))
+        assert left == [], left  # no gpuvs-dist-*, no torchelastic_*
+    finally:  # what a failure of this test would leave: not the parent's children now
+        for p in psutil.process_iter(["cmdline"]):
+            if str(tmp) in " ".join(p.info["cmdline"] or ()) or p.pid == parent.pid:
+                p.kill()

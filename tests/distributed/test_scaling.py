@@ -1,12 +1,14 @@
 """`gpuvs dist scaling` for real: seed 003's CNN trained with DDP on one and two Gloo ranks,
-started by the user's own torchrun (`--launched`): rank 0 saves and prints, rank 1 only
-trains. (Started by gpuvs itself, scaling runs in tests/distributed/test_faults.py.)"""
+in rounds, started by the user's own torchrun (`--launched`): rank 0 saves and prints,
+rank 1 only trains. (Started by gpuvs itself, scaling runs in
+tests/distributed/test_faults.py; on two simulated nodes, in test_nodes.py.)"""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -16,10 +18,12 @@ from gpuvs.store import open_store
 
 def test_weak_scaling_on_one_and_two_gloo_ranks_inside_the_users_torchrun(db: str) -> None:
     pytest.importorskip("torch")
+    logs = Path(db).parent / "torchrun"  # not a torchelastic_* folder in $TMPDIR
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone",
-           "--nproc-per-node=2", "-m", "gpuvs", "dist", "scaling", "--launched", "--backend",
-           "gloo", "--steps", "3", "--batch", "4", "--db", db]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120,
+           "--nproc-per-node=2", f"--log-dir={logs}", "-m", "gpuvs", "dist", "scaling",
+           "--launched", "--backend", "gloo", "--steps", "3", "--batch", "4", "--rounds", "2",
+           "--db", db]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300,
                           env=os.environ | {"COLUMNS": "200"})
     assert done.returncode == 0, done.stderr[-3000:]
     out = done.stdout
@@ -29,11 +33,15 @@ def test_weak_scaling_on_one_and_two_gloo_ranks_inside_the_users_torchrun(db: st
     store = open_store(db)
     record = store.get_run(store.latest_run_id())
     assert record.config["launched"] is True and record.status == "finished"
-    one, two, again = store.measurements(record.run_id)
-    assert again.case.size == 1 and again.case.param("round") == "after"
-    assert "N = 1 before the others" in out
+    assert record.config["rounds"] == 2
+    ms = store.measurements(record.run_id)
+    # 1, 2, 1, 2: each N seconds after the N = 1 it is paired with, in the same processes
+    assert [(m.case.size, m.case.param("round")) for m in ms] == [
+        (1, "1"), (2, "1"), (1, "2"), (2, "2")]
+    assert "each round's N against that round's N = 1" in out
+    assert "N = 1 across the rounds" in out
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    for m, n in ((one, 1), (two, 2)):
+    for m, n in zip(ms, (1, 2, 1, 2), strict=True):
         assert m.status is Status.OK, m.reason  # ok: every rank held rank 0's weights
         assert m.case.size == n and len(m.samples) == 3 and m.first_call_s is not None
         k = m.counters
@@ -50,7 +58,7 @@ def test_energy_is_read_over_four_seconds_of_steps_after_the_timed_ones(dist, db
     from gpuvs.machine import energy
 
     result = dist("scaling", "--backend", "gloo", "--nproc", "1", "--steps", "2",
-                  "--batch", "4", "--energy")
+                  "--batch", "4", "--rounds", "1", "--energy")
     assert result.exit_code == 0, result.output
     assert "energy: after its timed steps each rank count trains at least 4 s more" in (
         result.output)

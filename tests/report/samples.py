@@ -7,7 +7,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from gpuvs import workloads
+from gpuvs.analysis.ceilings import probe_cases
 from gpuvs.model import Case, Ceiling, Environment, Measurement, Run, Status
+from gpuvs.store.export import load_json
+
+# Real runs' exports: a matmul sweep and `gpuvs seeds --quick` on a 2-core CPU, the
+# collectives and DDP scaling of two H200s.
+GOLDEN = Path(__file__).resolve().parents[1] / "data" / "golden"
 
 SIZES = (1_000, 10_000, 100_000, 1_000_000)
 GPU = "cuda:0"
@@ -63,6 +70,34 @@ def run(kind: str | None = None, run_id: str = "20260101-000000-abcd") -> Run:
              "driver": "555.1", "cuda_driver": "12.5"}
     return Run(run_id, "2026-01-01T00:00:00+0000", config, Environment("f1ng3rpr1nt", facts),
                "finished", "2026-01-01T00:05:00+0000")
+
+
+def golden(name: str) -> list[Measurement]:
+    """The measurements of a real run's export in tests/data/golden."""
+    _, ms, _ = load_json(GOLDEN / name)
+    return ms
+
+
+def ceilings_probes() -> list[Measurement]:
+    """A ceilings run's probes on the CPU and a GPU, each with the counters its workload
+    gives it and a time near a real machine's."""
+    out = []
+    for n, case in enumerate(probe_cases(["numpy", "torch"])):
+        w = workloads.get(case.workload)
+        counters = {"flops": w.flops(case.size, case.params) or 0.0,
+                    "bytes_moved": w.bytes_moved(case.size, case.params, case.dtype) or 0.0}
+        seconds = 1e-5 * (1 + n % 7) * (1 + case.size / 1e6)
+        out.append(Measurement(case, Status.OK, samples=(seconds,) * 9,
+                               counters={k: v for k, v in counters.items() if v}))
+    return out
+
+
+def gpu_twins(cpu: list[Measurement]) -> list[Case]:
+    """The GPU cases (torch on cuda:0, resident and end-to-end) of NumPy's CPU cases: what
+    `gpuvs predict` predicts beside them."""
+    return [Case(m.case.workload, m.case.variant, "torch", GPU, m.case.dtype, m.case.size,
+                 tuple(sorted((*m.case.params, ("data", data)))))
+            for m in cpu if m.case.backend == "numpy" for data in ("resident", "end_to_end")]
 
 
 @dataclass(frozen=True)

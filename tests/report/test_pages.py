@@ -67,3 +67,26 @@ def test_the_page_names_each_environment_it_draws() -> None:
               [_m(256, 1e-3)])]
     page = render_history(list(reversed(order)), "date", None)
     assert "<dt>environments</dt><dd>2: machine-a (" in page and "; machine-b (" in page
+
+
+def _wide(size: int, seconds: float) -> Measurement:
+    """A median with a wide CI (1.5 ms: [0.66, 2.22] ms): samples from 0.2× to 1.8× of it."""
+    return Measurement(Case("matmul", "correct", "numpy", "cpu", "float32", size,
+                            (("shape", "square"),)), Status.OK,
+                       samples=tuple(seconds * (0.2 + 0.08 * k) for k in range(21)))
+
+
+def test_a_step_is_claimed_only_between_intervals_apart_and_runs_not_contended() -> None:
+    """Issue 42: the history marked a ×5.09 step on one run measured under contention."""
+    from gpuvs.model import Caveat
+    times = [f"2026-01-01T1{h}:00:00+0000" for h in range(5)]
+    runs = [_run(f"20260101-000000-000{h}", t) for h, t in enumerate(times)]
+    contended = replace(_m(256, 5.09e-3), caveats=(Caveat.CONTENDED,))
+    order = [(runs[0], [_m(256, 1e-3)]), (runs[1], [contended]), (runs[2], [_m(256, 1e-3)]),
+             (runs[3], [_wide(256, 1.5e-3)]), (runs[4], [_m(256, 2e-3)])]
+    _, steps = history_plots(order, "date", None)
+    # 0 → 1 and 1 → 2 touch the contended run; 2 → 3 and 3 → 4 overlap the wide interval
+    assert steps == []
+    order[3] = (runs[3], [_m(256, 1e-3)])
+    _, steps = history_plots(order, "date", None)
+    assert [(b, round(x, 3)) for _, _, b, x in steps] == [("2026-01-01 14:00", 2.0)]

@@ -182,3 +182,15 @@ def test_seed_003s_cpu_rows_say_plainly_that_cpu_energy_is_not_measurable_here()
     assert f"4.4 min (energy {no_rapl}) on the CPU" in rows["GPU vs CPU, Keras"][5]
     keras_cpu = next(r for r in epoch_table(ms).rows if r[:3] == ("Keras step", "CPU", "32"))
     assert keras_cpu[-2:] == (no_rapl, "")
+
+
+def test_a_million_calls_cost_is_an_amount_in_the_prices_currency() -> None:
+    """Issue 42: `cost/1M calls` printed 5.27e-05, not an amount a price reads as."""
+    gpu = at(gpu_sweep(), GPU, SIZES[0])
+    cheap = Prices(gpu_per_h=0.01)  # a small call at a low price: under a hundredth
+    cost = per_million_calls(gpu, cheap)
+    assert cost is not None and cost < 1e-4
+    (table, *_) = result_tables([gpu], prices=cheap)
+    (cell,) = [row[COLUMNS.index(resources.COST_COLUMN)] for row in table.rows]
+    assert cell.startswith("0.0000") and "e" not in cell
+    assert float(cell) == pytest.approx(cost, rel=5e-3)

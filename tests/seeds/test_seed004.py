@@ -84,6 +84,20 @@ def test_the_naive_rows_say_how_many_launches_a_call_makes() -> None:
     assert rows["GPU: jacobian(vectorize=True) vs naive"]["why"] == "did not run"
 
 
+def test_a_row_names_the_val_its_figures_were_measured_at() -> None:
+    """Issue 42: a --quick run labelled a row "val = 100" that was measured at 10."""
+    quick = [_m("naive", d, 10, t) for d, t in (("cpu", 0.2), (GPU, 0.4))]
+    quick += [_m("naive", d, 10, t, "as_written") for d, t in (("cpu", 0.3), (GPU, 0.5))]
+    labels = [row[0] for row in claims_table(seeds.get("004"), quick).rows]
+    assert labels[:3] == ["CPU: naive jacobian, val = 10", "GPU: naive jacobian, val = 10",
+                          "GPU vs CPU, naive, val = 10"]
+    assert labels[3] == "GPU vs CPU, naive, val = 1000"  # a row of one val: not run here
+    full = [_m("naive", "cpu", 100, 6.0)]
+    assert claims_table(seeds.get("004"), full).rows[0][0] == "CPU: naive jacobian, val = 100"
+    nothing = claims_table(seeds.get("004"), [_m("vmap", "cpu", 10, 1e-3)])
+    assert nothing.rows[1][0] == "GPU: naive jacobian, val = 100"  # none measured: the post's
+
+
 def test_by_val_shows_each_methods_speedup_and_crossover() -> None:
     ms = [_m("vmap_jacfwd", "cpu", v, t, ops=108) for v, t in ((10, 1e-3), (10**4, 8e-3),
                                                                 (10**5, 0.1))]
@@ -114,12 +128,12 @@ def test_gpuvs_seeds_runs_seed_004_quick(tmp_path) -> None:
     assert "seed 004" in out and "11.1 s" in out and "time a call by val" in out
     lines = out.splitlines()
     at = next(i for i, line in enumerate(lines)
-              if line.startswith("CPU: naive jacobian, val = 100"))
+              if line.startswith("CPU: naive jacobian, val = 10 "))  # measured at 10
     cpu_row, why = lines[at], lines[at + 1]  # in a file the why goes under its row
     # Two times (as written, correct), in whatever unit this machine's load gives them.
     assert why.strip().startswith("why:") and "aten ops a call" in why
     assert len(TIME.findall(cpu_row)) >= 2
     if NO_GPU:
         gpu_row = next(line for line in out.splitlines()
-                       if line.startswith("GPU: naive jacobian, val = 100"))
+                       if line.startswith("GPU: naive jacobian, val = 10 "))
         assert gpu_row.count("skipped: no CUDA device") == 2

@@ -27,7 +27,7 @@ from gpuvs.analysis import speedup
 from gpuvs.analysis.crossover import crossovers
 from gpuvs.analysis.roofline import Bound, Finding, classify, dispatch_cost
 from gpuvs.analysis.speedup import best_cpu_by_size, data_of
-from gpuvs.model import Ceiling, Measurement, Status
+from gpuvs.model import YOURS_PREFIX, Ceiling, Measurement, Status
 
 FIRST_CALL_FACTOR = 10.0
 NOT_COUNTED = (" (kernels not counted: gpuvs never profiles the process that times; "
@@ -55,13 +55,28 @@ class Explanation:
 def explain(ms: Sequence[Measurement], ceilings: Sequence[Ceiling],
             kernels: Kernels | None = None) -> Explanation:
     """Why each GPU case of `ms` came out as it did, against the measured `ceilings`
-    (dispatch costs) and the `kernels` counted for each case key (None: not counted)."""
+    (dispatch costs) and the `kernels` counted for each case key (None: not counted).
+    Several implementations are explained one at a time, each line named by its own."""
+    lines = [f"{device}: skipped: {reason}; nothing to compare the CPU with there"
+             for device, reason in {m.case.device: m.reason for m in ms
+                                    if m.status is Status.UNAVAILABLE}.items()]
+    workloads = tuple(dict.fromkeys(m.case.workload for m in ms))
+    if len(workloads) == 1:
+        alone = _explained(ms, ceilings, kernels)
+        return Explanation((*lines, *alone.lines), alone.findings)
+    found: list[Finding] = []
+    for w in workloads:
+        one = _explained([m for m in ms if m.case.workload == w], ceilings, kernels)
+        lines += [f"{w.removeprefix(YOURS_PREFIX)}: {line}" for line in one.lines]
+        found += one.findings
+    return Explanation(tuple(lines), tuple(found))
+
+
+def _explained(ms: Sequence[Measurement], ceilings: Sequence[Ceiling],
+               kernels: Kernels | None) -> Explanation:
     lines: list[str] = []
     found: list[Finding] = []
     sweep = len({m.case.size for m in ms}) > 1
-    for device, reason in {m.case.device: m.reason for m in ms
-                           if m.status is Status.UNAVAILABLE}.items():
-        lines.append(f"{device}: skipped: {reason}; nothing to compare the CPU with there")
     speedups = {(s.device, s.data, s.size): s for s in speedup.speedups(ms)}
     resident = {(m.case.device, m.case.size): m for m in ms
                 if m.case.device != "cpu" and data_of(m.case) == "resident"}

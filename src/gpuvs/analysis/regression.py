@@ -1,24 +1,29 @@
 """Run against run: did a case get slower, faster, or stay the same?
 
-Two runs' cases are matched on `Case.key` and the workload's version (changed code never
-mixes). For each pair, the ratio of medians B ÷ A (above 1: B is slower) with a bootstrap
-95 % CI, a Mann–Whitney U rank test, and a verdict against a threshold t (5 % by default),
-decided by the CI, never by the point estimate (as nvbench's compare script does):
+Two runs' cases are matched on `Case.key` and the workload's version: a registered
+workload at another version measures other code, and is refused unless forced; the user's
+own code (`Case.users_code`) at another version is the code changed, which is what a gate
+is there to judge, so it is compared and said to have changed (`Change.code_changed`).
+For each pair, the ratio of medians B ÷ A (above 1: B is slower) with a bootstrap 95 % CI,
+a Mann–Whitney U rank test, and a verdict against a threshold t (5 % by default), decided
+by the CI, never by the point estimate (as nvbench's compare script does):
 
 - **slower** when the whole CI lies above 1 + t; **faster** when it lies below 1 ÷ (1 + t);
 - **same** when the whole CI lies inside [1 ÷ (1 + t), 1 + t];
-- **ambiguous** when it straddles a threshold: the runs cannot tell, so a gate must not
-  fail on it (pytest-benchmark's `--benchmark-compare-fail` compares two numbers and does);
-  and a case measured on a busy machine (`contended`) on either side is at most
-  ambiguous: other work can slow a run by more than any threshold.
+- **ambiguous** when it straddles a threshold: the runs cannot tell; and a case measured
+  on a busy machine (`contended`) on either side is at most ambiguous: other work can
+  slow a run by more than any threshold.
 
 Per workload, the geometric mean of the ratios, with a CI from resampling the cases
 (with one case, that case's own CI).
 
-`gate` is `gpuvs check`'s decision, and it fails closed: beyond a clear slowdown, a case of
-the judged run that did not end `ok` (crashed, timeout, out of memory, wrong result) fails
-it, as does one the baseline measured and the judged run no longer could; a judged run that
-stopped early fails it; and two runs with no case in common are an error, never a pass.
+`gate` is `gpuvs check`'s decision, and the pytest fixture's, and it fails closed: beyond
+a clear slowdown, a case of the judged run that did not end `ok` (crashed, timeout, out of
+memory, wrong result) fails it, as does one the baseline measured and the judged run no
+longer could; a judged run that stopped early fails it; a case it cannot judge fails it
+(`unjudged`: measured under contention in either run, or ambiguous with its ratio beyond
+the threshold — a 9× slowdown measured beside two busy loops is never a pass); and two
+runs with no case in common are an error, never a pass.
 """
 
 from __future__ import annotations
@@ -66,6 +71,7 @@ class Change:
     p_value: float  # Mann–Whitney U, two-sided
     verdict: str
     contended: bool  # either side measured on a busy machine
+    code_changed: bool = False  # the user's own code, at another version in B
 
 
 @dataclass(frozen=True)
@@ -121,6 +127,11 @@ class Gate:
     def failing(self) -> tuple[NotMeasured, ...]:
         return tuple(n for n in self.not_measured if n.failing)
 
+    @property
+    def unjudged(self) -> tuple[Change, ...]:
+        """The cases this gate cannot judge, which keep it from passing (`unjudged`)."""
+        return tuple(c for c in self.changes if unjudged(c, self.threshold))
+
 
 def verdict(low: float, high: float, threshold: float) -> str:
     up, down = 1 + threshold, 1 / (1 + threshold)
@@ -131,6 +142,18 @@ def verdict(low: float, high: float, threshold: float) -> str:
     if down <= low and high <= up:
         return "same"
     return "ambiguous"
+
+
+def unjudged(c: Change, threshold: float) -> str:
+    """Why a gate cannot judge `c`, or "": measured under contention in either run (other
+    processes took the CPU: the ratio may be theirs, either way), or ambiguous with its
+    ratio beyond the threshold (slower by more than it allows, by its estimate, though the
+    CI reaches back below: the runs cannot show that it is not)."""
+    if c.contended:
+        return "measured under contention"
+    if c.verdict == "ambiguous" and c.ratio > 1 + threshold:
+        return f"{c.ratio:.3g}× slower by its ratio, its 95 % CI reaching below {1 + threshold:.3g}"
+    return ""
 
 
 def noise_floor(m: Measurement) -> float:
@@ -172,15 +195,17 @@ def change(a: Measurement, b: Measurement, threshold: float = DEFAULT_THRESHOLD,
     series = " ".join([*([c.variant] if c.variant != "correct" else []), c.backend, c.device,
                        c.dtype, *(f"{k}={v}" for k, v in c.params)])
     return Change(c.key, c.workload, series, c.size, float(f(a.samples)), float(f(b.samples)),
-                  ratio, low, high, p, word, contended)
+                  ratio, low, high, p, word, contended,
+                  c.users_code and a.workload_version != b.workload_version)
 
 
 def compare(a: Sequence[Measurement], b: Sequence[Measurement],
-            threshold: float = DEFAULT_THRESHOLD, force: bool = False
-            ) -> tuple[list[Change], list[Unmatched]]:
+            threshold: float = DEFAULT_THRESHOLD, force: bool = False,
+            statistic: str = "median") -> tuple[list[Change], list[Unmatched]]:
     """Every case finished in both runs, matched on its key and workload version. With
-    `force`, cases whose workload versions differ are compared anyway (and still listed
-    as unmatched, so the output can say so)."""
+    `force`, cases of a registered workload whose versions differ are compared anyway (and
+    still listed as unmatched, so the output can say so); the user's own code is compared
+    at any version, its `Change` saying whether the code changed."""
     first = {m.case.key: m for m in a if m.status is Status.OK and m.samples}
     changes, unmatched = [], []
     for m in b:
@@ -190,13 +215,13 @@ def compare(a: Sequence[Measurement], b: Sequence[Measurement],
         if base is None:
             unmatched.append(Unmatched(m.case.key, "only in B"))
             continue
-        if base.workload_version != m.workload_version:
+        if base.workload_version != m.workload_version and not m.case.users_code:
             unmatched.append(Unmatched(m.case.key, (
                 f"workload version {base.workload_version or '?'} in A, "
                 f"{m.workload_version or '?'} in B")))
             if not force:
                 continue
-        changes.append(change(base, m, threshold))
+        changes.append(change(base, m, threshold, statistic))
     seen = {m.case.key for m in b}
     unmatched += [Unmatched(k, "only in A") for k in first if k not in seen]
     return changes, unmatched
@@ -204,12 +229,13 @@ def compare(a: Sequence[Measurement], b: Sequence[Measurement],
 
 def gate(a: Sequence[Measurement], b: Sequence[Measurement],
          threshold: float = DEFAULT_THRESHOLD, force: bool = False, allow_failed: bool = False,
-         unfinished: str = "") -> Gate:
-    """B judged against A. It fails on a case slower beyond `threshold` (its whole CI), and,
-    unless `allow_failed`, on a case of B that did not end ok — failed, or unavailable or
-    skipped where A measured it — and on a B that stopped early (`unfinished` says how).
-    With no case in common, the verdict is an error: nothing was checked."""
-    changes, unmatched = compare(a, b, threshold, force)
+         unfinished: str = "", statistic: str = "median") -> Gate:
+    """B judged against A. It fails on a case slower beyond `threshold` (its whole CI), on
+    a case it cannot judge (`unjudged`), and, unless `allow_failed`, on a case of B that
+    did not end ok — failed, or unavailable or skipped where A measured it — and on a B
+    that stopped early (`unfinished` says how). With no case in common, the verdict is an
+    error: nothing was checked."""
+    changes, unmatched = compare(a, b, threshold, force, statistic)
     measured_in_a = {m.case.key for m in a if m.status is Status.OK and m.samples}
     not_measured = tuple(
         NotMeasured(m.case.key, m.status.value, m.reason,
@@ -219,15 +245,11 @@ def gate(a: Sequence[Measurement], b: Sequence[Measurement],
     if not changes and not failing:
         return Gate(ERROR, _nothing_in_common(a, b), threshold, (), not_measured,
                     tuple(unmatched))
-    t = f"{100 * threshold:g} %"
-    reasons = []
-    slower = [c for c in changes if c.verdict == "slower"]
-    if slower:
-        reasons.append(f"{len(slower)} case(s) slower by more than {t} with the whole 95 % "
-                       "CI above it: " + ", ".join(f"{c.key} ({c.ratio:.3f}×)" for c in slower))
+    reasons = _slower(changes, threshold)
     if failing and not allow_failed:
         reasons.append(f"{len(failing)} case(s) did not end ok: " + ", ".join(
             f"{n.key} ({n.status})" for n in failing))
+    reasons += _cannot_judge(changes, threshold)
     if unfinished and not allow_failed:
         reasons.append(unfinished)
     if reasons:
@@ -236,8 +258,31 @@ def gate(a: Sequence[Measurement], b: Sequence[Measurement],
     allowed = (f"; allowed (--allow-failed): {len(failing)} case(s) that did not end ok"
                if failing else "") + (f"; allowed (--allow-failed): {unfinished}"
                                       if unfinished else "")
-    return Gate(PASS, f"no case slower by more than {t}{allowed}", threshold, tuple(changes),
-                not_measured, tuple(unmatched))
+    return Gate(PASS, f"no case slower by more than {100 * threshold:g} %{allowed}", threshold,
+                tuple(changes), not_measured, tuple(unmatched))
+
+
+def _slower(changes: Sequence[Change], threshold: float) -> list[str]:
+    slower = [c for c in changes if c.verdict == "slower"]
+    return [f"{len(slower)} case(s) slower by more than {100 * threshold:g} % with the whole "
+            "95 % CI above it: " + ", ".join(f"{c.key} ({c.ratio:.3f}×)" for c in slower)
+            ] if slower else []
+
+
+def _cannot_judge(changes: Sequence[Change], threshold: float) -> list[str]:
+    """The cases the gate cannot judge, by why. No flag lets them pass: measure them again
+    on a quiet machine, or with more budget."""
+    reasons = []
+    contended = [c for c in changes if c.contended]
+    if contended:
+        reasons.append(f"cannot judge: {len(contended)} case(s) measured under contention "
+                       "(other processes took the CPU in A or B; measure again on a quiet "
+                       f"machine): " + ", ".join(f"{c.key} ({c.ratio:.3f}×)" for c in contended))
+    wide = [c for c in changes if not c.contended and unjudged(c, threshold)]
+    if wide:
+        reasons.append(f"cannot judge: {len(wide)} case(s) ambiguous beyond the threshold: "
+                       + ", ".join(f"{c.key} ({unjudged(c, threshold)})" for c in wide))
+    return reasons
 
 
 def _nothing_in_common(a: Sequence[Measurement], b: Sequence[Measurement]) -> str:

@@ -28,7 +28,17 @@ class OneLineErrors(TyperGroup):
     """The `gpuvs` group, whose parser's own errors (a value that is not a number, an
     unknown option, a missing argument) print as one line, as gpuvs's errors do, instead
     of click's usage, hint and message on three: an error is one line in a terminal and
-    in a CI log alike. Everything else is click's: help, exit codes, Ctrl-C."""
+    in a CI log alike. A reader gone from a pipe (`gpuvs show | head -1`) is no error, in
+    the help as in a command's output: click's answer to one, exit 1, fails a `pipefail`
+    pipeline. Everything else is click's: help, exit codes, Ctrl-C."""
+
+    def make_context(self, *args: Any, **kwargs: Any) -> Any:
+        with _reader_may_go():  # the root's --help is printed as it is parsed
+            return super().make_context(*args, **kwargs)
+
+    def invoke(self, ctx: Any) -> Any:
+        with _reader_may_go():  # a command, and its own --help
+            return super().invoke(ctx)
 
     def main(self, *args: Any, **kwargs: Any) -> Any:
         standalone = kwargs.get("standalone_mode", True)
@@ -52,6 +62,18 @@ class OneLineErrors(TyperGroup):
         if not standalone:
             return code
         sys.exit(code if isinstance(code, int) else 0)
+
+
+@contextmanager
+def _reader_may_go() -> Iterator[None]:
+    """A closed pipe met outside the console (which handles its own: `console`), the end
+    of the output: exit 0."""
+    from gpuvs.report.console import reader_gone
+    try:
+        yield
+    except BrokenPipeError:
+        reader_gone(sys.stdout)
+        raise typer.Exit(0) from None
 
 
 def _click_exception() -> type[Exception]:

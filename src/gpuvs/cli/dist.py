@@ -77,8 +77,8 @@ def collectives(
         check_writable(db, (json_path, JSON))
         cfg.positive("--samples", samples)
         cfg.not_negative("--budget", budget)
-        cfg.positive("--timeout", timeout)
-        cfg.positive("--setup-timeout", setup_timeout)
+        cfg.positive("--timeout", timeout, most=cfg.MAX_SECONDS)
+        cfg.positive("--setup-timeout", setup_timeout, most=cfg.MAX_SECONDS)
         setup = dist_spec.resolve(backend, nproc, launched)
         cases = dist_spec.collective_cases(
             setup, split(sizes, "-s/--sizes", dist_spec.SIZES),
@@ -94,8 +94,13 @@ def collectives(
 def scaling(
     backend: BackendOpt = None, nproc: NprocOpt = None,
     steps: Annotated[int, typer.Option(
-        "--steps", metavar="N", help="Timed steps per rank count, with the all-reduce and without.")
-    ] = 20,
+        "--steps", metavar="N", help="Timed steps per rank count in each round, with the "
+                                     "all-reduce and as many without.")] = 10,
+    rounds: Annotated[int, typer.Option(
+        "--rounds", metavar="R",
+        help="Rounds of every rank count, interleaved (1, 2, 1, 2, …): each N is paired "
+             "with the N = 1 measured just before it, and the efficiency's interval is "
+             "taken over the rounds.")] = 10,
     batch: Annotated[int, typer.Option(
         "--batch", metavar="B", help="Images per rank per step (weak scaling), or per step in all "
                                      "(--strong); the default is seed 003's batch.")] = 32,
@@ -119,12 +124,14 @@ def scaling(
         check_format(fmt)
         check_writable(db, (json_path, JSON))
         cfg.positive("--steps", steps)
-        cfg.positive("--timeout", timeout)
-        cfg.positive("--setup-timeout", setup_timeout)
+        cfg.positive("--rounds", rounds)
+        cfg.positive("--timeout", timeout, most=cfg.MAX_SECONDS)
+        cfg.positive("--setup-timeout", setup_timeout, most=cfg.MAX_SECONDS)
         setup = dist_spec.resolve(backend, nproc, launched)
-        cases = dist_spec.scaling_cases(setup, batch, strong)
+        cases = dist_spec.scaling_cases(setup, batch, strong, rounds)
         left_out = sorted(set(range(1, setup.nproc + 1)) - {c.size for c in cases})
-        spec = dist_spec.Spec("scaling", setup, cases, steps=steps, energy=energy,
+        spec = dist_spec.Spec("scaling", setup, cases, steps=steps, rounds=rounds,
+                              energy=energy,
                               timeout_s=timeout, setup_timeout_s=setup_timeout,
                               launched=launched, extra={"batch": batch, "strong": strong})
     said = (f"--strong: {batch} images do not split evenly over "
@@ -142,8 +149,10 @@ def _execute(spec: Any, db: str | None, json_path: Any, fmt: str = "plain",
     from gpuvs.machine import contention
     from gpuvs.report.layout import status_line
     if spec.launched and os.environ.get("RANK") != "0":
-        dist.take_part(spec)
-        return 0
+        with usage_errors():
+            took = dist.take_part(spec)
+        _took_part(took, fmt)
+        return 1 if took.get("lost") else 0
     began = contention.snapshot()
     with usage_errors():
         store = open_store(db)
@@ -152,8 +161,9 @@ def _execute(spec: Any, db: str | None, json_path: Any, fmt: str = "plain",
         s = spec.setup
         busy = contention.busy_line(since=began)
         return [*([busy] if busy else []),
-                f"run {run_id}: {len(spec.cases)} cases on up to {s.nproc} ranks × "
-                f"{s.device} ({s.backend})", *([said] if said else []),
+                f"run {run_id}: {len(spec.cases)} cases on up to {s.nproc} ranks"
+                + (f" ({s.nodes} nodes × {s.per_node})" if s.nodes > 1 else "")
+                + f" × {s.device} ({s.backend})", *([said] if said else []),
                 *_energy_header(spec)]
 
     with usage_errors():
@@ -162,6 +172,21 @@ def _execute(spec: Any, db: str | None, json_path: Any, fmt: str = "plain",
         f"run {done.run_id} finished: {status_line(dict(done.counts))}. Saved to "
         f"{store.path}; `gpuvs show {done.run_id}` prints it again."], json_path,
         failed_statuses=dist.FAILED)
+
+
+def _took_part(info: dict[str, Any], fmt: str) -> None:
+    """On each node but rank 0's, its first rank says where the results went: rank 0
+    alone saves and prints, maybe on another machine."""
+    node, local = os.environ.get("GROUP_RANK", "0"), os.environ.get("LOCAL_RANK", "0")
+    if node == "0" or local != "0" or not info.get("run_id"):
+        return
+    first = int(os.environ["RANK"])
+    last = first + int(os.environ.get("LOCAL_WORLD_SIZE", "1")) - 1
+    said = f"; it ended early: {info['lost']}" if info.get("lost") else ""
+    narration(fmt).print(
+        f"node {node} (ranks {first}–{last}) took part in run {info['run_id']}, which rank 0 "
+        f"on {info['host']} saved to {info['db']} and printed{said}", markup=False,
+        highlight=False)
 
 
 def _energy_header(spec: Any) -> list[str]:

@@ -185,6 +185,7 @@ def _print(base_run: Any, base_ms: list[Any], results: list[Any], t: float, forc
     from gpuvs.report.documents import compare_document
     from gpuvs.report.history import (
         change_table,
+        code_changed_lines,
         environment_diff,
         means_table,
         unmatched_lines,
@@ -199,7 +200,8 @@ def _print(base_run: Any, base_ms: list[Any], results: list[Any], t: float, forc
         return
     for run, changes, unmatched, means, clocks in compared:
         names = (base_run.run_id, run.run_id)
-        lines = environment_diff(base_run, run, clocks) + unmatched_lines(unmatched, force)
+        lines = (environment_diff(base_run, run, clocks) + code_changed_lines(changes)
+                 + unmatched_lines(unmatched, force))
         tables = [change_table(changes, t, names), means_table(means)]
         for line in lines:
             out.print(said(line, fmt), markup=False, highlight=False)
@@ -242,9 +244,12 @@ def check(
     allow_env_change: AllowEnvOpt = False, db: DbOption = None, fmt: FormatOpt = "plain",
 ) -> None:
     """The CI gate, failing closed. Exit 1 when a case got slower beyond --fail-above with
-    its whole 95 % CI above it, or (unless --allow-failed) when a case of the judged run
-    did not end ok or the run stopped early; exit 2 when it cannot judge: no case in
-    common, or a baseline from another set-up (unless --allow-env-change); else 0. What
+    its whole 95 % CI above it; when a case cannot be judged (measured under contention in
+    either run, or ambiguous with its ratio beyond --fail-above); or (unless --allow-failed)
+    when a case of the judged run did not end ok or the run stopped early. Exit 2 when
+    nothing can be judged: no case in common, or a baseline from another set-up (unless
+    --allow-env-change); else 0. Your own functions (run-file, gpuvs.compare, the pytest
+    fixture) are judged at a new version of their code, which the output says. What
     differs between the environments comes first; the verdict line also goes to
     $GITHUB_STEP_SUMMARY."""
     from gpuvs.analysis import regression
@@ -302,9 +307,11 @@ def _judged(base: tuple[Any, list[Any]], judged: tuple[Any, list[Any]], gate: An
             allowed: tuple[bool, bool]) -> int:
     """Print the gate's decision — the environments first, what was not compared, the
     table, the verdict — append the verdict to the step summary, return the exit code."""
+    from gpuvs.analysis.regression import unjudged
     from gpuvs.report.documents import check_document
     from gpuvs.report.history import (
         change_table,
+        code_changed_lines,
         environment_diff,
         not_measured_lines,
         unmatched_lines,
@@ -323,17 +330,18 @@ def _judged(base: tuple[Any, list[Any]], judged: tuple[Any, list[Any]], gate: An
         append_step_summary(md_line(f"gpuvs check, {b.run_id} against {a.run_id}: "
                                     f"{verdict}"))
         return code
-    lines = [*environment_diff(a, b, clocks, across=ACCEPTED),
+    lines = [*environment_diff(a, b, clocks, across=ACCEPTED), *code_changed_lines(gate.changes),
              *unmatched_lines(gate.unmatched, allowed[0]),
              *not_measured_lines(gate, allowed[1])]
     for line in lines:
         out.print(said(line, fmt), markup=False, highlight=False)
     emit_tables(tables, fmt, out, dict, step_summary=False)
     tail = [f"{b.run_id} against {a.run_id}: {verdict_counts(gate.changes)}"]
-    if gate.ambiguous:
-        tail.append(f"{len(gate.ambiguous)} case(s) ambiguous (the CI straddles "
-                    f"±{100 * gate.threshold:g} %), not failing: "
-                    + ", ".join(c.key for c in gate.ambiguous))
+    passing = [c for c in gate.ambiguous if not unjudged(c, gate.threshold)]
+    if passing:
+        tail.append(f"{len(passing)} case(s) ambiguous (the CI straddles "
+                    f"±{100 * gate.threshold:g} %, the ratio within it), not failing: "
+                    + ", ".join(c.key for c in passing))
     tail.append(verdict)
     for line in tail:
         out.print(said(line, fmt), markup=False, highlight=False)

@@ -67,12 +67,12 @@ def plan_estimate(cases: Sequence[Any], config: Any, store: Any = None,
                   db: str | None = None, environment: Any = None) -> Any:
     """How long the plan takes (`execute.estimate`): from this machine's stored cases of
     its workloads — in `store`, or at `db` if a store is there (a dry run creates none)
-    — a quick probe of the CPU, and whether the machine is busy now."""
-    from gpuvs.execute.estimate import estimate, quick_rates
+    — and whether the machine has been busy over the last 15 minutes."""
+    from gpuvs.execute.estimate import estimate
     from gpuvs.machine import contention, env
     fingerprint = (environment or env.collect()).fingerprint
     past = _past(store, db, fingerprint, sorted({c.workload for c in cases}))
-    return estimate(tuple(cases), config, past, quick_rates(), contention.loaded())
+    return estimate(tuple(cases), config, past, busy=contention.loaded(minutes=15))
 
 
 def _past(store: Any, db: str | None, fingerprint: str, workloads: list[str]) -> list[Any]:
@@ -111,4 +111,5 @@ def estimate_line(estimated: Any, config: Any) -> str:
               f"from this machine's past runs for {known} of {measured} cases" if known else
               "a model: no past run of these cases on this machine")
     passes = f"{config.passes} pass{'es' if config.passes > 1 else ''}"
-    return f"{about} ({source}; budget {config.budget_s:g} s a case, {passes})"
+    busy = "; the machine busy over the last 15 min" if estimated.busy else ""
+    return f"{about} ({source}; budget {config.budget_s:g} s a case, {passes}{busy})"

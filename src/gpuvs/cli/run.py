@@ -177,7 +177,8 @@ def _execute(store: Any, config: Any, resumed: Any, json_path: Path | None,
     out = narration(fmt)
     with usage_errors():
         done = suites.measure(store, planned, environment=environment,
-                              refine_factor=refine_factor, listener=listening(out, header))
+                              refine_factor=refine_factor, listener=listening(out, header),
+                              expected=estimated.passes_s)
     return finish(done, "run", fmt, [
         f"run {done.run_id} finished: {status_line(dict(done.counts))}. Saved to "
         f"{store.path}; `gpuvs show {done.run_id}` prints it again."], json_path, report_path)

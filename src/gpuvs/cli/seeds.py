@@ -118,7 +118,8 @@ def _run(store: Any, config: Any, cases: list[Any], chosen: tuple[str, ...], opt
 
     with usage_errors():
         done = posts.replay(store, config, chosen, options, environment=environment,
-                            listener=listening(narration(fmt), header))
+                            listener=listening(narration(fmt), header),
+                            expected=estimated.passes_s)
     return finish(done, "seeds", fmt, [
         f"run {done.run_id} finished in {units.seconds(time.monotonic() - started)}: "
         f"{status_line(dict(done.counts))}. `gpuvs show {done.run_id}` prints every case's "

@@ -1,4 +1,4 @@
-"""Commands over stored runs and this machine: show, export, list, env."""
+"""Commands over stored runs and this machine: show, export, schema, list, env."""
 
 from __future__ import annotations
 
@@ -40,7 +40,9 @@ def show(run_id: Annotated[str, typer.Argument(help="A run id, or 'latest'.")],
         measurements = store.measurements(run_id)
         warn_thinned(f"run {run_id}", measurements)
         ceilings = machine_ceilings(store, record)
-        tables = views.of(record.kind).tables(record, measurements, ceilings)
+        shown = views.of(record.kind)
+        tables = [*shown.tables(record, measurements, ceilings),
+                  *(shown.more(record, measurements, ceilings) if shown.more else [])]
     out = console()
     if fmt != "json":
         out.print(said(f"run {record.run_id} · {record.kind} · {record.status} · started "
@@ -88,6 +90,24 @@ def export(
         path = Path(output) if output else Path(f"{file_stem(record.run_id)}.{format}")
         write_file(path, text, "export", db)
     console(stderr=True).print(f"wrote {path}", markup=False, highlight=False)
+
+
+@app.command()
+def schema(name: Annotated[str, typer.Argument(
+        metavar="run|output",
+        help="run: a run export (`gpuvs export -f json`, `--json`); output: what a command "
+             "prints with --format json.")]) -> None:
+    """Print a JSON Schema (draft 2020-12) that gpuvs's machine-read output keeps to, for
+    a program to validate what it reads (docs/json.md)."""
+    import sys
+
+    from gpuvs.report.documents import schema as output_schema
+    from gpuvs.store.export import schema as run_schema
+    with usage_errors():
+        schemas = {"run": run_schema, "output": output_schema}
+        if name not in schemas:
+            raise UsageError(f"unknown schema {name!r}; accepted: {', '.join(schemas)}")
+    sys.stdout.write(schemas[name]())
 
 
 @app.command(name="list")

@@ -1,8 +1,9 @@
-"""`gpuvs run-file SCRIPT.py::FUNC`: your own function on the CPU and the GPU, from the
-shell. `gpuvs.compare` runs in a worker process (`gpuvs.yours.file_runner`; your code is
-imported there, isolated from gpuvs but not sandboxed), so that a segfault, an exit or a
-hang in it becomes a case `crashed` or `timeout` and the run carries on; this process
-prints the tables, the crossover and why, and saves the run like any other."""
+"""`gpuvs run-file SCRIPT.py::FUNC [SCRIPT.py::FUNC …]`: your own function (or several
+implementations of it, side by side) on the CPU and the GPU, from the shell.
+`gpuvs.compare` runs in a worker process (`gpuvs.yours.file_runner`; your code is imported
+there, isolated from gpuvs but not sandboxed), so that a segfault, an exit or a hang in it
+becomes a case `crashed` or `timeout` and the run carries on; this process prints the
+tables, the crossover and why, and saves the run like any other."""
 
 from __future__ import annotations
 
@@ -32,14 +33,16 @@ from gpuvs.yours.run_file import DEFAULT_INPUTS
 
 @app.command(name="run-file")
 def run_file(
-    target: Annotated[str, typer.Argument(
-        metavar="SCRIPT.py::FUNC",
-        help="The function to time, in a Python file: FUNC(*args) is the work.")],
+    targets: Annotated[list[str], typer.Argument(
+        metavar="SCRIPT.py::FUNC [SCRIPT.py::FUNC …]",
+        help="The function to time, in a Python file: FUNC(*args) is the work. Several are "
+             "implementations of one function, compared side by side; the first is the "
+             "reference whose output the others must match.")],
     inputs: Annotated[str, typer.Option(
         "--inputs", metavar="BUILDER",
-        help="The function in the same file that builds FUNC's arguments: BUILDER(size) "
-             "with --sizes (a tuple is spread into FUNC's arguments, anything else is the "
-             "one argument), BUILDER() without.")] = DEFAULT_INPUTS,
+        help="The function in the (first) target's file that builds FUNC's arguments: "
+             "BUILDER(size) with --sizes (a tuple is spread into FUNC's arguments, anything "
+             "else is the one argument), BUILDER() without.")] = DEFAULT_INPUTS,
     sizes: SizesOpt = None,
     device: Annotated[list[str] | None, typer.Option(
         "--device", "-d", metavar="DEVICE",
@@ -55,13 +58,16 @@ def run_file(
     json_path: JsonOpt = None,
     fmt: FormatOpt = "plain",
 ) -> None:
-    """Compare your own function on the CPU and the GPU, over sizes.
+    """Compare your own function on the CPU and the GPU, over sizes; or several
+    implementations of it side by side: which one, on which device, is fastest.
 
     The file defines FUNC, the work, and BUILDER (by default `inputs`), which returns
     FUNC's arguments: torch tensors, nn.Modules, NumPy or CuPy arrays, in lists, tuples
     or dicts. They are built on the host and copied to each device; every device's
-    output must agree with the CPU's. Example: `gpuvs run-file mlp.py::jacobian --sizes
-    1e2:1e4`, with `def inputs(size): return model, torch.rand(size, 1)` in mlp.py.
+    output must agree with the CPU's (with several FUNCs, the first FUNC's on the first
+    device). Example: `gpuvs run-file mlp.py::jacobian --sizes 1e2:1e4`, with `def
+    inputs(size): return model, torch.rand(size, 1)` in mlp.py; `gpuvs run-file
+    m.py::loop m.py::vectorised` sets two versions side by side.
 
     Your code runs in a worker process: what it prints is kept out of the output (its
     last lines are quoted if it dies); a case that dies is recorded crashed, one that
@@ -69,18 +75,19 @@ def run_file(
     """
     from gpuvs.config import build, check_devices, check_tolerance, parse_sizes
     from gpuvs.execute.wire import RunFile, Sampling
-    from gpuvs.yours.run_file import script
+    from gpuvs.yours.run_file import scripts
 
     with usage_errors():
         check_format(fmt)
         check_writable(db, (json_path, JSON))
-        script(target)  # the shape and the file, before a worker starts
+        scripts(targets)  # the shapes and the files, before a worker starts
         chosen = parse_sizes(split(sizes, "-s/--sizes", SIZES))
         devices = check_devices(split(device, "-d/--device", DEVICES) or ("cpu", "cuda"))
         check_tolerance(tolerance)
         config = build({"budget_s": budget, "timeout_s": timeout})
         store = open_store(db)
-        request = RunFile(target, inputs, chosen, devices, Sampling.of(config), tolerance)
+        request = RunFile(tuple(targets), inputs, chosen, devices, Sampling.of(config),
+                          tolerance)
     raise typer.Exit(_recorded(store, request, config.timeout_s, json_path, fmt))
 
 
@@ -93,7 +100,7 @@ def _recorded(store: Any, request: Any, timeout_s: float, json_path: Path | None
     from gpuvs.yours.run_file import case_count
 
     def header(run_id: str) -> list[str]:
-        return [f"run {run_id}: {request.target}, {case_count(request)} cases"]
+        return [f"run {run_id}: {' '.join(request.targets)}, {case_count(request)} cases"]
 
     with usage_errors():
         done = own.run_file(store, request, timeout_s, listener=listening(narration(fmt),

@@ -1,4 +1,5 @@
-"""Bandwidth and scaling formulas: pure arithmetic on bytes, seconds and rank counts.
+"""Bandwidth formulas: pure arithmetic on bytes, seconds and rank counts (a scaling
+efficiency is `analysis.scaling`'s).
 
 The bus-bandwidth factors are nccl-tests' (`doc/PERFORMANCE.md` there): they turn the
 algorithm bandwidth (bytes ÷ time) into what each link carries, so a number can be set
@@ -38,11 +39,3 @@ def busbw(collective: str, nbytes: float, seconds: float, nranks: int) -> float:
     """Bus bandwidth in bytes per second, comparable with the link speed."""
     return algbw(nbytes, seconds) * bus_factor(collective, nranks)
 
-
-def scaling_efficiency(throughput_n: float, throughput_1: float, nranks: int) -> float:
-    """Throughput at N ranks over N times the throughput of one: 1.0 is perfect scaling.
-
-    The same formula holds for weak scaling (batch per rank fixed: equal to t1 / tN) and
-    strong scaling (global batch fixed: equal to t1 / (N · tN)).
-    """
-    return throughput_n / (nranks * throughput_1)

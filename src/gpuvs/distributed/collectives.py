@@ -23,7 +23,6 @@ its input) and are rounded down to a whole number of elements per rank, as there
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -262,7 +261,7 @@ def _no_room(r: Ranks, need: int) -> str:
         import psutil
 
         free = psutil.virtual_memory().available
-        ranks_here, where = int(os.environ.get("LOCAL_WORLD_SIZE", r.size)), "the host"
+        ranks_here, where = r.on_host, "the host"
     headroom = HEADROOM_BYTES["cuda" if r.cuda else "cpu"]
     if need * ranks_here + headroom <= free:
         return ""

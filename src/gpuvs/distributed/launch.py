@@ -1,23 +1,24 @@
 """The parent: start the ranks through torchrun, keep the clock, turn failures into statuses.
 
-The ranks run `python -m torch.distributed.run --standalone --nproc-per-node N -m
-gpuvs.distributed.rank_main SPEC` with this interpreter and this environment (every NCCL_*
+The ranks run under torchrun (`python -m gpuvs.distributed.agent …`: torchrun's agent,
+`--standalone --nproc-per-node N`, which dies with this process) as `-m
+gpuvs.distributed.rank_main SPEC`, with this interpreter and this environment (every NCCL_*
 variable included: a host that turns NVLink multicast off with NCCL_NVLS_ENABLE=0 keeps it
-off in the ranks), with this gpuvs first on PYTHONPATH. Each rank count gets a launch of
-its own (scaling's N = 1 is one process, not one rank of a larger world), so no rank ever
-waits in a sub-group it is not part of.
+off in the ranks), with this gpuvs first on PYTHONPATH. One launch takes every case:
+scaling runs each rank count N on ranks 0…N−1 of it while the others wait, round after
+round, so that N = 1 and N = 2 are measured seconds apart in the same processes.
 
 Rank 0 saves each case itself and reports `Ready`, then `Started` before each step of a
 case and `Measured` once it is saved (`execute.wire`); the parent only watches those
 events, and is the watchdog: ranks that are not ready within the set-up allowance
-(importing torch, the
-rendezvous, the process groups), or a step with no next event within the case timeout,
+(importing torch, the rendezvous, the process groups), or a step with no next event
+within the case timeout,
 have torchrun and every rank killed, and the case in that step is recorded `timeout`. A
 rank that dies makes torchrun stop the others, and the case in flight is recorded
 `crashed` (or `oom`) with the dead rank and its error. Either way the ranks are started
 again for the cases left, so one bad case costs one case. On CUDA the collectives' graph
-replays come once every case is saved (`Started(replay=True)` before each, `Measured(
-resaved=True)` once it is saved again): a failure then costs no case, and the command's
+replays come once every case is saved (`Started` with `replay` before each, `Measured`
+with `resaved` once it is saved again): a failure then costs no case, and the command's
 closing lines say what it cost.
 """
 
@@ -55,11 +56,14 @@ class _Launch:
     stderr: tuple[str, ...] = ()
 
 
-def torchrun_command(spec_path: str, nproc: int) -> list[str]:
-    """torchrun with this interpreter, so the ranks see the same packages and gpuvs."""
-    return [sys.executable, "-m", "torch.distributed.run", "--standalone",
-            f"--nproc-per-node={nproc}", "--monitor-interval=0.1", "-m",
-            "gpuvs.distributed.rank_main", spec_path]
+def torchrun_command(spec_path: str, nproc: int, folder: str) -> list[str]:
+    """torchrun with this interpreter, so the ranks see the same packages and gpuvs, as
+    the agent that dies with this process (`distributed.agent`), its logs in the
+    launch's `folder` (torchrun's default leaves a folder in $TMPDIR at every start)."""
+    return [sys.executable, "-m", "gpuvs.distributed.agent", str(os.getpid()), folder,
+            "--standalone", f"--nproc-per-node={nproc}", "--monitor-interval=0.1",
+            f"--log-dir={Path(folder, 'torchrun')}", "-m", "gpuvs.distributed.rank_main",
+            spec_path]
 
 
 def rank_environment() -> dict[str, str]:
@@ -72,35 +76,10 @@ def rank_environment() -> dict[str, str]:
 
 def execute(spec: Spec, recording: Any, on_result: Callable[[Measurement], None]
             ) -> dict[str, Any]:
-    """Run every case of `spec`, one launch per rank count, into the run being recorded
-    (rank 0 saves the cases it finishes; the parent, those it ended). Returns what rank 0
-    reported when ready (versions, the ranks' NCCL variables)."""
-    info: dict[str, Any] = {}
-    for part in by_world_size(spec):
-        info = _execute_part(part, recording, on_result) or info
-    return info
-
-
-def by_world_size(spec: Spec) -> list[Spec]:
-    """The spec split into launches by the ranks its cases need, in the cases' order: a
-    scaling case runs on `size` ranks, a collective on all of them. Consecutive cases of
-    one rank count share a launch; a rank count met again later (scaling's N = 1 after
-    the others) is a launch of its own, then."""
-    parts: list[tuple[int, list[Case]]] = []
-    for case in spec.cases:
-        n = case.size if spec.command == "scaling" else spec.setup.nproc
-        if parts and parts[-1][0] == n:
-            parts[-1][1].append(case)
-        else:
-            parts.append((n, [case]))
-    return [replace(spec, setup=replace(spec.setup, nproc=n), cases=tuple(cases))
-            for n, cases in parts]
-
-
-def _execute_part(spec: Spec, recording: Any, on_result: Callable[[Measurement], None]
-                  ) -> dict[str, Any]:
-    """The cases of one rank count, relaunching the ranks after a failure for the cases
-    left."""
+    """Run every case of `spec` into the run being recorded (rank 0 saves the cases it
+    finishes; the parent, those it ended), launching the ranks again after a failure for
+    the cases left. Returns what rank 0 reported when ready (versions, the ranks' NCCL
+    variables)."""
     pending = list(spec.cases)
     info: dict[str, Any] = {}
     while pending:
@@ -133,7 +112,7 @@ def _launch(spec: Spec, on_result: Callable[[Measurement], None]) -> _Launch:
         status_path.touch()
         spec = replace(spec, status_path=str(status_path))
         spec_path.write_text(spec.to_json())
-        child = Child(torchrun_command(str(spec_path), spec.setup.nproc), channel="file",
+        child = Child(torchrun_command(str(spec_path), spec.setup.nproc, tmp), channel="file",
                       env=rank_environment(), events_path=status_path,
                       tail_lines=STDERR_TAIL_LINES)
         try:
@@ -152,7 +131,8 @@ def _watch(child: Child, spec: Spec, run: _Launch,
     """Follow rank 0's events until torchrun ends; the child is killed when the set-up or
     a case overstays. Until `Ready` the set-up allowance runs; after it, each event
     restarts the case's clock (a step of a case lies between its `Started` and the next
-    event)."""
+    event). A `Measured` case is saved already, by rank 0 (`resaved`: again, with its
+    graph replays)."""
     deadline = time.monotonic() + spec.setup_timeout_s
     while (event := child.event(deadline)) is not None:
         if isinstance(event, Ready):

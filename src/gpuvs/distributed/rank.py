@@ -48,6 +48,9 @@ class Ranks:
     group: Any
     ctrl: Any
     threads: int  # torch CPU threads of this rank (0: left as it was, on GPUs)
+    # Ranks of this group on this rank's machine, whichever torchrun node they belong to:
+    # they share its cores and its memory.
+    on_host: int = 1
 
     @property
     def cuda(self) -> bool:

@@ -32,6 +32,7 @@ UNITS = {"": 1, "b": 1, "k": 1024, "kib": 1024, "m": 1024**2, "mib": 1024**2,
          "g": 1024**3, "gib": 1024**3}
 _SIZE = re.compile(r"^\s*(\d+)\s*([a-zA-Z]*)\s*$")
 RANK_VARIABLES = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE")
+NODES_VARIABLE = "GROUP_WORLD_SIZE"  # torchrun's nodes (agents); 1 where unset
 # A Gloo rank is a Python process with torch loaded (290 MB resident on the 2-core test
 # box after `import torch.distributed`), plus its buffers: 400 MiB each, with margin.
 GLOO_RANK_BYTES = 400 * 2**20
@@ -45,11 +46,24 @@ MAX_BYTES = 2**40
 
 @dataclass(frozen=True)
 class Setup:
-    """The communication backend, the device kind its ranks use, and how many ranks."""
+    """The communication backend, the device kind its ranks use, how many ranks, and on
+    how many torchrun nodes (the same number of ranks on each)."""
 
     backend: str
     device: str
     nproc: int
+    nodes: int = 1
+
+    @property
+    def per_node(self) -> int:
+        return self.nproc // self.nodes
+
+    def layout(self) -> tuple[tuple[str, str], ...]:
+        """The case parameter that says several nodes ("nodes", "2x2": nodes × ranks per
+        node); none on one node, so a one-node case keeps the key it always had. A
+        collective across two nodes crosses other links than one inside a node: it is
+        another case."""
+        return (("nodes", f"{self.nodes}x{self.per_node}"),) if self.nodes > 1 else ()
 
 
 @dataclass(frozen=True)
@@ -61,7 +75,8 @@ class Spec:
     cases: tuple[Case, ...]
     samples: int = 10  # collectives: at least these, more while the CI is wide …
     budget_s: float = 1.0  # … for at most this long
-    steps: int = 20
+    steps: int = 10  # scaling: timed steps per rank count and round, with the all-reduce
+    rounds: int = 1  # scaling: rounds of every rank count (the cases carry their round)
     energy: bool = False  # scaling: every GPU's energy per step, over ENERGY_WINDOW_S of steps
     timeout_s: float = 300.0
     setup_timeout_s: float = 120.0  # until `ready`: imports, rendezvous, process groups
@@ -85,7 +100,8 @@ class Spec:
         """The run's stored configuration: the command and its settings (its kind, dist,
         is the run's own: `RunKind.DIST`)."""
         keep = {"samples": self.samples, "budget_s": self.budget_s} if (
-            self.command == "collectives") else {"steps": self.steps, "energy": self.energy}
+            self.command == "collectives") else {"steps": self.steps, "rounds": self.rounds,
+                                                 "energy": self.energy}
         return {"command": self.command, **asdict(self.setup), **keep,
                 "timeout_s": self.timeout_s, "setup_timeout_s": self.setup_timeout_s,
                 "launched": self.launched, **self.extra}
@@ -97,7 +113,7 @@ def resolve(backend: str | None, nproc: int | None, launched: bool) -> Setup:
         raise UsageError(f"--nproc must be a whole number from 1; got {nproc}")
     if backend is not None and backend not in BACKENDS:
         raise UsageError(f"unknown backend {backend!r}; accepted: {', '.join(BACKENDS)}")
-    world = _launched_world(nproc) if launched else None
+    world, nodes = _launched_world(nproc) if launched else (None, 1)
     if backend == "gloo" and world is None:  # before torch's import: said at once
         check_host_runs(nproc or DEFAULT_CPU_NPROC)
     try:
@@ -110,19 +126,28 @@ def resolve(backend: str | None, nproc: int | None, launched: bool) -> Setup:
     gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
     chosen = backend or ("nccl" if gpus else "gloo")
     if chosen == "gloo":
-        return _gloo(world or nproc or DEFAULT_CPU_NPROC, checked=world is not None
-                     or backend == "gloo")
+        return replace(_gloo(world or nproc or DEFAULT_CPU_NPROC, checked=world is not None
+                             or backend == "gloo"), nodes=nodes)
     if not gpus:
         raise UsageError("--backend nccl needs a CUDA device and this machine has none; "
                          "use --backend gloo")
     if not dist.is_nccl_available():
         raise UsageError(f"torch {torch.__version__} was built without NCCL; use --backend "
                          "gloo")
-    n = world or nproc or gpus
+    return _nccl(world or nproc or gpus, nodes, gpus, launched)
+
+
+def _nccl(n: int, nodes: int, gpus: int, launched: bool) -> Setup:
+    """N NCCL ranks, one GPU each: the GPUs of this machine, or under the user's torchrun
+    those of each node, taken by LOCAL_RANK."""
     if not launched and n > gpus:
         raise UsageError(f"--nproc {n} with nccl needs {n} CUDA devices; this machine has "
                          f"{gpus}")
-    return Setup("nccl", "cuda", n)
+    local = n // nodes
+    if launched and local > gpus:
+        raise UsageError(f"LOCAL_WORLD_SIZE {local} with nccl needs {local} CUDA devices on "
+                         f"this node; it shows {gpus}")
+    return Setup("nccl", "cuda", n, nodes)
 
 
 def _gloo(nproc: int, checked: bool) -> Setup:
@@ -150,21 +175,34 @@ def check_host_runs(nproc: int) -> None:
             f"memory free, about {GLOO_RANK_BYTES // 2**20} MiB a rank)")
 
 
-def _launched_world(nproc: int | None) -> int:
-    """WORLD_SIZE as the user's torchrun set it; --nproc, if given, must agree."""
+def _launched_world(nproc: int | None) -> tuple[int, int]:
+    """(WORLD_SIZE, nodes) as the user's torchrun set them; --nproc, if given, must agree.
+    Every node must run as many ranks (WORLD_SIZE = GROUP_WORLD_SIZE × LOCAL_WORLD_SIZE):
+    the tables say nodes × ranks per node, and a case's span of nodes follows from it."""
     missing = [v for v in RANK_VARIABLES if v not in os.environ]
     if missing:
         raise UsageError(f"--launched expects torchrun's {', '.join(missing)} in the "
                          "environment; start gpuvs with `torchrun --nproc-per-node N -m gpuvs "
                          "dist … --launched`, or drop --launched")
-    text = os.environ["WORLD_SIZE"]
-    if not text.strip().isdigit() or int(text) < 1:
-        raise UsageError(f"WORLD_SIZE {text!r} is not a whole number from 1; --launched "
-                         "reads it from torchrun")
-    world = int(text)
+    world, local = _count("WORLD_SIZE"), _count("LOCAL_WORLD_SIZE")
+    # A launcher other than torchrun may not say how many nodes: as many as fill the world.
+    nodes = _count(NODES_VARIABLE) if NODES_VARIABLE in os.environ else max(1, world // local)
     if nproc is not None and nproc != world:
         raise UsageError(f"--nproc {nproc} disagrees with torchrun's WORLD_SIZE {world}")
-    return world
+    if world != nodes * local:
+        raise UsageError(f"WORLD_SIZE {world} is not {NODES_VARIABLE} {nodes} × "
+                         f"LOCAL_WORLD_SIZE {local}: --launched needs the same "
+                         "--nproc-per-node on every node")
+    return world, nodes
+
+
+def _count(variable: str) -> int:
+    """A positive count torchrun set."""
+    text = os.environ[variable]
+    if not text.strip().isdigit() or int(text) < 1:
+        raise UsageError(f"{variable} {text!r} is not a whole number from 1; --launched "
+                         "reads it from torchrun")
+    return int(text)
 
 
 def parse_bytes(text: str) -> int:
@@ -216,17 +254,23 @@ def collective_cases(setup: Setup, sizes: Sequence[str], names: Sequence[str]
     chosen = names or COLLECTIVES
     byte_sizes = parse_sizes(sizes or (DEFAULT_SIZES[setup.device],))
     return tuple(Case(COLLECTIVE_WORKLOAD, "correct", setup.backend, setup.device, "float32",
-                      size, (("collective", name), ("nproc", str(setup.nproc))))
+                      size, (("collective", name), ("nproc", str(setup.nproc)),
+                             *setup.layout()))
                  for size in byte_sizes for name in COLLECTIVES if name in chosen)
 
 
-def scaling_cases(setup: Setup, batch: int, strong: bool) -> tuple[Case, ...]:
-    """One case per rank count 1…N; `size` is N. The batch is per rank (weak scaling) or
-    global and split over the ranks (strong scaling), where only the counts that divide
-    it run: on four GPUs, seed 003's 32 images run on 1, 2 and 4 ranks, not on 3. N = 1
-    runs again last (`round=after`): each N is a launch of its own, and on two H100s the
-    host moved between launches by enough to print a weak-scaling efficiency of 103 %;
-    the efficiency's interval covers both baselines."""
+def scaling_cases(setup: Setup, batch: int, strong: bool, rounds: int = 1
+                  ) -> tuple[Case, ...]:
+    """One case per rank count 1…N in each of `rounds` rounds (`round=1`…); `size` is N.
+    The batch is per rank (weak scaling) or global and split over the ranks (strong
+    scaling), where only the counts that divide it run: on four GPUs, seed 003's 32
+    images run on 1, 2 and 4 ranks, not on 3.
+
+    Rounds interleave the rank counts (1, 2, 1, 2, …), so that each N is paired with the
+    N = 1 measured just before it: the host's pace moves between them (on two H100s N = 1
+    moved −11 % to +35 % between launches minutes apart), and a ratio within a round
+    pairs that drift out where a ratio of two far-apart cases adds it. The efficiency's
+    interval is then taken over the rounds' ratios (`analysis.scaling`)."""
     if batch < 1:
         raise UsageError(f"--batch must be a whole number from 1; got {batch}")
     counts = list(range(1, setup.nproc + 1))
@@ -236,11 +280,10 @@ def scaling_cases(setup: Setup, batch: int, strong: bool) -> tuple[Case, ...]:
                              f"{batch} is not divisible by {setup.nproc}")
         counts = [n for n in counts if batch % n == 0]
     mode = "strong" if strong else "weak"
-    cases = [Case(SCALING_WORKLOAD, "correct", setup.backend, setup.device, "float32", n,
-                  (("scaling", mode), ("batch", str(batch)))) for n in counts]
-    if len(cases) > 1:  # N = 1 again after the others: how far the baseline moved
-        cases.append(replace(cases[0], params=(*cases[0].params, ("round", "after"))))
-    return tuple(cases)
+    return tuple(Case(SCALING_WORKLOAD, "correct", setup.backend, setup.device, "float32", n,
+                      (("scaling", mode), ("batch", str(batch)), ("round", str(r)),
+                       *setup.layout()))
+                 for r in range(1, rounds + 1) for n in counts)
 
 
 def per_rank_batch(case: Case) -> int:

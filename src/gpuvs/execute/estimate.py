@@ -13,9 +13,16 @@ a sample, one more) besides its float64 reference. A case's cost here is, in thi
    between there and here: the call time (the series' trend over size, a power law
    through its two nearest sizes), the budget, the passes;
 3. **from the model** alone, for a series never stored: the call time its work predicts
-   at this machine's rates (`Rates`: FLOPs and bytes ÷ a quick NumPy probe on the CPU,
-   nominal figures on a GPU), times how far the model missed this machine's stored
-   cases (the median of their costs over the model's, within MISSED_MIN and MISSED_MAX).
+   at nominal rates for this machine's cores (`Rates.here`: FLOPs and bytes a second a
+   core on the CPU, a GPU's figures on a GPU), times how far the model missed this
+   machine's stored cases (the median of their costs over the model's, within MISSED_MIN
+   and MISSED_MAX).
+
+The same plan, store and machine give the same estimate, every time. The rates were once
+probed in a few milliseconds of NumPy, whose figures moved threefold from one try to the
+next on a shared machine: `run --all --dry-run` on an empty store said 62 s, then 8 min
+20 s, then 11 min. What the probe could not steady, the store's history measures: the
+model is moved by how far it missed this machine's stored cases.
 
 Workers' start-ups count once per run: the model's (imports, devices; shared by the
 cores) or, if longer, the median of what this machine's stored runs waited for theirs.
@@ -25,19 +32,26 @@ or one call kept as a sample when a call outlasts the budget), sampling (its sha
 the budget, or one more call) and fresh inputs; the first pass also the float64
 reference; a case whose first pass takes over the runner's `PASS_MAX_CASE_S` runs once;
 a post's replay costs `REPLAY_S`. Then the workers' start-ups and the command's own work.
-On a busy machine a pass that other processes disturbed is measured again after a pause
-(`protocol.CONTENDED_RETRIES`), so every case is counted that many more times, with the
-pauses, and about half the passes split or drift and are measured again with three
-times their budget (`protocol.measure_again_if_split`; BUSY_AGAIN). A stored cost has
-the retries taken out, and the model reads a stored case measured again as such: the
-machine may be quiet next time.
+On a busy machine — busy over the last 15 minutes, the steadiest of the load averages,
+so that two estimates a minute apart agree — a pass that other processes disturbed is
+measured again after a pause (`protocol.CONTENDED_RETRIES`), so every case is counted
+that many more times, with the pauses, and about half the passes split or drift and are
+measured again with three times their budget (`protocol.measure_again_if_split`;
+BUSY_AGAIN); its rates are a share of a quiet machine's (BUSY_SHARE) and a call spread
+over BLAS's threads waits for their turns (BUSY_CALL_FLOOR_S). A stored cost has the
+retries taken out, and the model reads a stored case measured again as such: the machine
+may be quiet next time.
+
+Besides the total, the estimate gives each case's seconds pass by pass (`Estimate.passes_s`):
+the shape of the plan, against which the runner's countdown (`runner.Pace`) scales what
+the run has taken so far.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 
 from gpuvs import backends, workloads
 from gpuvs.config import RunConfig
@@ -87,29 +101,46 @@ MISSED_MIN, MISSED_MAX = 0.5, 4.0
 GPU_FLOPS = 2e13
 GPU_BYTES_PER_S = 1e12
 GPU_LAUNCH_S = 1e-5
+# Nominal CPU rates, a core: float32 FLOPs (SIMD fused multiply-adds: 1.2e11 a core
+# measured on the 2-core box's AVX-512, about 1e11 on a laptop's AVX2), and the bytes a
+# second a core draws from memory, up to what one socket's memory gives.
+CPU_FLOPS_PER_CORE = 1e11
+CPU_BYTES_PER_S_PER_CORE = 6e9
+CPU_BYTES_PER_S_MAX = 4e10
+# A busy machine: this process gets about this share of its rates (the 2-core box at a
+# load of 4 to 5 probed 0.3 to 0.8 of its quiet figures), and a call spread over BLAS's
+# threads waits for their turns (15 to 30 ms a call there).
+BUSY_SHARE = 0.5
+BUSY_CALL_FLOOR_S = 0.02
 # How far a series' trend may climb with size: a power law steeper than this is noise.
 MAX_EXPONENT = 3.5
-# The probe: float32 products at two sizes (FLOPs a second, and the floor of a threaded
-# call), a copy (bytes a second), a spin (the share of a core this process gets).
-PROBE_SIZES = (256, 1024)
-PROBE_COPY_BYTES = 16 * 1024**2
-PROBE_SPIN_S = 0.02
 # A call this long, by its work alone, spreads over BLAS's threads and pays their floor.
 THREADED_CALL_S = 1e-3
 
 
 @dataclass(frozen=True)
 class Rates:
-    """What this machine's CPU does now, for a case never stored (`quick_rates`, a probe
-    of a few ms on a quiet machine): FLOPs and bytes a second, the floor of a call that
-    spreads over BLAS's threads (tens of ms when other processes hold the cores: a
-    thread waits its turn), and how much slower than its own CPU time a CPU-bound step
-    runs (`slowdown`: other processes' share)."""
+    """What the model takes this machine's CPU to do, for a case never stored: FLOPs and
+    bytes a second, the floor of a call that spreads over BLAS's threads (tens of ms when
+    other processes hold the cores: a thread waits its turn), and how much slower than
+    its own CPU time a CPU-bound step runs (`slowdown`: other processes' share)."""
 
     cpu_flops: float = 5e10
     cpu_bytes_per_s: float = 5e9
     cpu_call_floor_s: float = 0.0
     slowdown: float = 1.0
+
+    @classmethod
+    def here(cls, busy: bool, cores: int | None = None) -> Rates:
+        """Nominal rates for this machine's cores, quiet or busy: the same figures every
+        time, where a probe of a few ms read threefold apart from one try to the next."""
+        import os
+
+        n = cores or os.cpu_count() or 1
+        share = BUSY_SHARE if busy else 1.0
+        return cls(cpu_flops=CPU_FLOPS_PER_CORE * n * share,
+                   cpu_bytes_per_s=min(CPU_BYTES_PER_S_PER_CORE * n, CPU_BYTES_PER_S_MAX) * share,
+                   cpu_call_floor_s=BUSY_CALL_FLOOR_S if busy else 0.0, slowdown=1 / share)
 
 
 @dataclass(frozen=True)
@@ -129,9 +160,13 @@ class Past:
     @property
     def model_s(self) -> float:
         """What the model says the case cost then: its call time, its run's budget and
-        passes, and whether a pass was measured again."""
-        again = 1.0 if "remeasured" in self.measurement.counters else 0.0
-        return _at(self.measurement.case, self.call_s, self.budget_s, self.passes, again)
+        passes, whether a pass was measured again, and the passes it ran (a case whose
+        first pass outlasted PASS_MAX_CASE_S, a busy machine's retries included, ran one)."""
+        c = self.measurement.counters
+        again = 1.0 if "remeasured" in c else 0.0
+        ran = int(c.get("passes", 1.0))
+        return sum(_passes(self.measurement.case, self.call_s, self.budget_s, self.passes,
+                           again)[:ran])
 
     @property
     def cost_s(self) -> float:
@@ -146,13 +181,17 @@ class Past:
 @dataclass(frozen=True)
 class Estimate:
     """A plan's expected seconds — its cases', its workers' start-ups and the command's
-    own — and how many of its measured cases the store knew."""
+    own — how many of its measured cases the store knew, whether it took the machine to
+    be busy, and each case's seconds pass by pass (by key; a case that cannot run here
+    has none): the shape the runner's countdown follows."""
 
     cases_s: float
     workers_s: float
     command_s: float
     measured: int      # cases that may run here (not those of an absent backend or GPU)
     from_history: int  # of which, cases whose series this machine's store holds
+    busy: bool = False
+    passes_s: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
 
     @property
     def seconds(self) -> float:
@@ -164,10 +203,12 @@ class Estimate:
 
 
 def estimate(cases: Sequence[Case], config: RunConfig, past: Sequence[Past] = (),
-             rates: Rates = Rates(), busy: bool = False) -> Estimate:
+             rates: Rates | None = None, busy: bool = False) -> Estimate:
     """The plan's seconds: each case that may run here, its workers' start-ups and the
     command's own work; with `busy`, each case once more after a pause. `past` is newest
-    first, as the store gives it."""
+    first, as the store gives it; `rates` are this machine's nominal ones unless given.
+    A pure function of its arguments: the same plan and store give the same estimate."""
+    rates = rates or Rates.here(busy)
     started = _median([s for p in past if (s := p.measurement.counters.get("start_s", 0.0))
                        >= MIN_START_S])
     timed_out: dict[str, bool] = {}
@@ -180,23 +221,24 @@ def estimate(cases: Sequence[Case], config: RunConfig, past: Sequence[Past] = ()
     missed = min(max(_median([p.cost_s / model for p in past if (model := p.model_s) > 0])
                      or 1.0, MISSED_MIN), MISSED_MAX)
     measured = [c for c in cases if _may_run(c)]
-    total, known = 0.0, 0
+    passes_s: dict[str, tuple[float, ...]] = {}
+    known = 0
     for case in measured:
         stored = series.get(case.series, [])
         known += bool(stored) or timed_out.get(case.key, False)
         if timed_out.get(case.key):  # it ran out of time last time: expect it to again
-            cost = config.timeout_s
+            runs: tuple[float, ...] = (config.timeout_s,)
         elif stored:
-            cost = _from_series(case, stored, config, rates, busy)
+            runs = _from_series(case, stored, config, rates, busy)
         else:
-            cost = missed * case_model_s(case, _call_s(case, rates), config, busy)
-        if busy:  # each pass measured again after a pause, as most of a busy machine's are
-            runs = 1 if (case.variant == "as_written"
-                         or cost > PASS_MAX_CASE_S * config.passes) else config.passes
-            cost = cost * (1 + CONTENDED_RETRIES) + CONTENDED_RETRIES * runs * CONTENDED_PAUSE_S
-        total += cost
+            runs = tuple(missed * r for r in _passes(
+                case, _call_s(case, rates), config.budget_s, config.passes,
+                BUSY_AGAIN if busy else 0.0))
+        # a post's replay is timed its own way, without watches: never retried
+        passes_s[case.key] = _on_busy(runs) if busy and case.variant != "as_written" else runs
     workers_s = max(start_s(measured, config.passes, rates), started) if measured else 0.0
-    return Estimate(total, workers_s, COMMAND_S * rates.slowdown, len(measured), known)
+    return Estimate(sum(map(sum, passes_s.values())), workers_s, COMMAND_S * rates.slowdown,
+                    len(measured), known, busy, passes_s)
 
 
 def case_model_s(case: Case, call_s: float, config: RunConfig, busy: bool = False) -> float:
@@ -224,40 +266,6 @@ def start_s(cases: Sequence[Case], passes: int, rates: Rates) -> float:
     return max(max(workers), sum(workers) / min(cores, len(workers))) * rates.slowdown
 
 
-def quick_rates() -> Rates:
-    """This machine's CPU now, in a few ms of NumPy (a few tenths of a second on a busy
-    machine): float32 products at two sizes give the FLOPs a second and the floor of a
-    threaded call, a copy the bytes a second, and a single-threaded loop how much longer
-    than its CPU time it took. The best of three tries of each: the run's own cases
-    sample past short stalls too."""
-    import time
-
-    import numpy as np
-
-    def best_s(call: Callable[[], object]) -> float:
-        call()  # BLAS's threads and the pages start outside the timing
-        times = []
-        for _ in range(3):
-            t0 = time.perf_counter()
-            call()
-            times.append(time.perf_counter() - t0)
-        return max(min(times), 1e-9)
-
-    n1, n2 = PROBE_SIZES
-    a1, a2 = np.ones((n1, n1), np.float32), np.ones((n2, n2), np.float32)
-    t1, t2 = best_s(lambda: a1 @ a1), best_s(lambda: a2 @ a2)
-    f1, f2 = 2.0 * n1**3, 2.0 * n2**3
-    flops = (f2 - f1) / (t2 - t1) if t2 > t1 else f2 / t2
-    x = np.ones(PROBE_COPY_BYTES // 4, dtype=np.float32)
-    y = np.empty_like(x)
-    copied = 2 * x.nbytes / best_s(lambda: np.copyto(y, x))
-    wall, cpu = time.perf_counter(), time.process_time()
-    while time.process_time() < cpu + PROBE_SPIN_S:
-        pass
-    slowdown = (time.perf_counter() - wall) / max(time.process_time() - cpu, 1e-9)
-    return Rates(flops, copied, max(t1 - f1 / flops, 0.0), max(1.0, slowdown))
-
-
 def _may_run(case: Case) -> bool:
     """Not a case of an absent backend or GPU, nor one the host cannot hold (the worker
     skips it before allocating): those are decided in no time."""
@@ -281,16 +289,20 @@ def _by_series(past: Sequence[Past]) -> dict[Case, list[Past]]:
 
 
 def _from_series(case: Case, stored: list[Past], config: RunConfig, rates: Rates,
-                 busy: bool) -> float:
+                 busy: bool) -> tuple[float, ...]:
     """The nearest stored size's cost, moved by the model's difference between there (its
     call time, its run's budget and passes, whether it was measured again) and here (the
-    trend's call time, this run's budget and passes, the machine now)."""
+    trend's call time, this run's budget and passes, the machine now); shared among the
+    passes as the model shares it."""
     sizes = sorted({p.measurement.case.size for p in stored},
                    key=lambda s: (abs(math.log(s / case.size)), s))
     nearest = [p for p in stored if p.measurement.case.size == sizes[0]][:NEWEST]
     then = _median([p.cost_s - p.model_s for p in nearest])
-    now = case_model_s(case, _trend_call_s(case, stored, rates), config, busy)
-    return max(now + then, now / 2)
+    model = _passes(case, _trend_call_s(case, stored, rates), config.budget_s, config.passes,
+                    BUSY_AGAIN if busy else 0.0)
+    now = sum(model)
+    cost = max(now + then, now / 2)
+    return tuple(r * cost / now for r in model) if now > 0 else (cost,)
 
 
 def _trend_call_s(case: Case, stored: list[Past], rates: Rates) -> float:
@@ -328,12 +340,29 @@ def _call_s(case: Case, rates: Rates) -> float:
     return work_s + (rates.cpu_call_floor_s if work_s >= THREADED_CALL_S else 0.0)
 
 
+def _on_busy(runs: tuple[float, ...]) -> tuple[float, ...]:
+    """A case's passes on a busy machine: each measured again after a pause, as most of
+    a busy machine's are; and a first pass whose time, so, outlasts PASS_MAX_CASE_S (the
+    pause is the machine's, not the case's) is the only one — the runner's rule: on the
+    2-core box at a load of 4, a 2048² product's first pass took over 3 s with its retry,
+    and ran once."""
+    again = tuple(r * (1 + CONTENDED_RETRIES) + CONTENDED_RETRIES * CONTENDED_PAUSE_S
+                  for r in runs)
+    return again[:1] if runs[0] * (1 + CONTENDED_RETRIES) > PASS_MAX_CASE_S else again
+
+
 def _at(case: Case, call_s: float, budget_s: float, passes: int, again: float = 0.0) -> float:
-    """The model's cost of `case` over its passes at this budget; `again`, the chance that
+    """The model's cost of `case` over its passes at this budget (`_passes`, added up)."""
+    return sum(_passes(case, call_s, budget_s, passes, again))
+
+
+def _passes(case: Case, call_s: float, budget_s: float, passes: int, again: float = 0.0
+            ) -> tuple[float, ...]:
+    """The model's cost of each pass of `case` at this budget; `again`, the chance that
     a pass is measured again with REMEASURE_BUDGET_FACTOR times its budget, on fresh inputs
     and reference (its samples split or drifted: 1 for a stored case that was)."""
     if case.variant == "as_written":
-        return REPLAY_S + CASE_OVERHEAD_S
+        return (REPLAY_S + CASE_OVERHEAD_S,)
     share = budget_s / passes
     w = workloads.get(case.workload)
     prepare = w.host_memory_needed(case.size, case.params, case.dtype) / PREPARE_BYTES_PER_S
@@ -346,8 +375,8 @@ def _at(case: Case, call_s: float, budget_s: float, passes: int, again: float = 
 
     first = one(True)
     if first > PASS_MAX_CASE_S or passes == 1:  # the runner's rule: a long case runs once
-        return first
-    return first + (passes - 1) * one(False)
+        return (first,)
+    return (first, *(one(False) for _ in range(passes - 1)))
 
 
 def _protocol_s(call_s: float, share: float) -> float:

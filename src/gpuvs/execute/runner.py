@@ -14,7 +14,7 @@ from __future__ import annotations
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
@@ -34,6 +34,12 @@ from gpuvs.model import REPEAT_SPREAD, Case, Caveat, Measurement, Params, Status
 # A case whose call took longer than this (a seconds-long Jacobian) is sampled in one
 # pass only.
 PASS_MAX_CASE_S = 3.0
+# A pass of a case no estimate costed, beyond its budget share: the request, the watches,
+# the first call and fresh inputs (`estimate.CASE_OVERHEAD_S` and a little more).
+DEFAULT_PASS_OVERHEAD_S = 0.3
+# How much the countdown trusts the plan's estimate before the run has shown its pace:
+# as if this share of the estimate had already run as estimated (`Pace.prior_s`).
+PACE_PRIOR_SHARE = 0.1
 # Counters of what the parent waited for a case, which merged passes add up.
 SUMMED_COUNTERS = ("runner_s", "start_s", "contended_retries", "paused_s")
 
@@ -46,42 +52,59 @@ class Recorder(Protocol):
 
 @dataclass
 class Pace:
-    """The time a run has left, each pass at its own pace.
+    """The time a run has left: what the plan's estimate says the passes still to run
+    cost (`estimate.Estimate.passes_s`: the shape of the plan), scaled by how long the
+    passes run so far took against what it said of them.
 
-    A case is reported when its last pass ends, so counting reported cases alone read a
-    two-pass run's first minutes as many times too long (a full seeds run on the H100
-    said "about 10:44 left" with 36 s left): the first pass reports only the cases that run once
-    (the posts' replays, calls too long to sample twice), the slowest ones, and a later
-    pass only samples — no reference, profile or first call — so it goes fast. Here the
-    cases left in the first pass go at its pace so far; a later pass's cases go at the
-    later passes' pace, or at their budget share before any was timed."""
+    Counting cases at the pace so far read a sweep's small first cases as the pace of its
+    large last ones (a sweep said "0:14 left" with 106 s to go), and a two-pass run's first
+    pass as the pace of its later one, which only samples. The estimate knows a 4096³
+    product costs more than a 256³ one and a later pass less than the first; the run's own
+    time says how far off it is on this machine today. Without an estimate every pass of
+    every case counts `default_s`, and the pace is the run's own."""
 
-    cases: int
+    left: dict[str, list[float]]  # each case's expected seconds for each pass still to run
     passes: int
-    later_budget_s: float
-    spent_s: list[float] = field(default_factory=lambda: [0.0, 0.0])  # first, later passes
-    done: list[int] = field(default_factory=lambda: [0, 0])
-    again: int = 0  # first-pass cases that run again in each later pass
+    default_s: float
+    spent_s: float = 0.0     # what the passes run so far took
+    expected_s: float = 0.0  # what the estimate said of them
+    prior_s: float = 0.0     # seconds of the estimate taken at its word before any ran
 
-    def ran(self, n: int, took_s: float, runs_again: bool) -> None:
-        """A case's pass `n` took `took_s`; whether it runs in the next pass too."""
-        later = int(n > 0)
-        self.spent_s[later] += took_s
-        self.done[later] += 1
-        if n == 0 and runs_again and self.passes > 1:
-            self.again += 1
+    @classmethod
+    def of(cls, cases: Sequence[Case], config: RunConfig,
+           expected: Mapping[str, Sequence[float]] | None = None) -> Pace:
+        """`expected`: the estimate's seconds per pass of each case (one it left out, as
+        unable to run here, costs nothing); None where the command made no estimate."""
+        default_s = config.budget_s / config.passes + DEFAULT_PASS_OVERHEAD_S
+        left = {c.key: list(expected.get(c.key, ()) if expected is not None
+                            else [default_s] * config.passes) for c in cases}
+        prior = PACE_PRIOR_SHARE * sum(map(sum, left.values())) if expected is not None else 0
+        return cls(left, config.passes, default_s, prior_s=prior)
+
+    def ran(self, key: str, n: int, took_s: float, runs_again: bool, decided: bool) -> None:
+        """Pass `n` of case `key` took `took_s`; whether it runs in the next pass too.
+        A case `decided` without a worker (unavailable, skipped) sets no pace."""
+        todo = self.left.setdefault(key, [])
+        cost = todo.pop(0) if todo else self.default_s
+        if decided:
+            todo.clear()
+            return
+        self.spent_s += took_s
+        self.expected_s += cost
+        if not runs_again or n + 1 >= self.passes:
+            todo.clear()
+        elif not todo:  # the estimate took it to run once: its later passes cost as this one
+            todo.extend([cost] * (self.passes - 1 - n))
 
     def left_s(self) -> float | None:
-        """None until a first-pass case sets a pace."""
-        if not self.done[0]:
+        """None until a measured pass sets a pace. The pace counts the estimate's own word
+        as `prior_s` seconds that ran as it said: a run's first cases (a post's replays,
+        the smallest sizes) are seldom its typical ones, and alone they read a seeds run's
+        5 minutes left as 1 minute."""
+        if self.expected_s <= 0:
             return None
-        first_left = self.cases - self.done[0]
-        share_again = self.again / self.done[0]
-        later_total = (self.again + first_left * share_again) * (self.passes - 1)
-        later_each = (self.spent_s[1] / self.done[1] if self.done[1]
-                      else self.later_budget_s)
-        return (first_left * self.spent_s[0] / self.done[0]
-                + max(later_total - self.done[1], 0.0) * later_each)
+        pace = (self.spent_s + self.prior_s) / (self.expected_s + self.prior_s)
+        return pace * sum(map(sum, self.left.values()))
 
 
 @dataclass
@@ -263,7 +286,8 @@ class Pool:
 
 def execute(run: Recorder, cases: Iterable[Case], config: RunConfig,
             on_result: Callable[[Measurement, float | None], None] = lambda m, left_s: None,
-            skip_keys: frozenset[str] = frozenset()) -> RunSummary:
+            skip_keys: frozenset[str] = frozenset(),
+            expected: Mapping[str, Sequence[float]] | None = None) -> RunSummary:
     """Run every case not in `skip_keys`, saving each measurement as it arrives.
 
     With `config.passes` above one, the plan runs again in fresh worker processes, each
@@ -272,14 +296,15 @@ def execute(run: Recorder, cases: Iterable[Case], config: RunConfig,
     layout, a passing load) — a CI from one process covers only that process. Replays of
     a post, cases that failed, and calls too long to sample twice run once. The workers
     come from a `Pool`, which starts them all before the first case. `on_result` gets each
-    finished case and the time the run has left (`Pace`; None before there is a pace)."""
+    finished case and the time the run has left (`Pace`, along the plan's estimate of
+    each case's passes where `expected` gives it; None before there is a pace)."""
     summary = RunSummary()
     oom = OutOfMemorySeries()
     sampling = Sampling.of(config, config.passes)
     todo = [c for c in cases if c.key not in skip_keys]
     requests = Requests.before(todo, config, sampling)
     pool = Pool(todo, config.passes)
-    pace = Pace(len(todo), config.passes, sampling.budget_s)
+    pace = Pace.of(todo, config, expected)
     done: dict[str, Measurement] = {}
     try:
         for n in range(config.passes):
@@ -295,10 +320,13 @@ def execute(run: Recorder, cases: Iterable[Case], config: RunConfig,
                 m = (_precheck(case) or oom.stopped(case.series, case)
                      or _dispatch(request, pool, config))
                 oom.note(case.series, m)
+                # the pool's start-up is the estimate's apart: it sets no pace
+                took = time.perf_counter() - began - m.counters.get("start_s", 0.0)
+                decided = m.status in (Status.UNAVAILABLE, Status.SKIPPED)
                 m = merged(done[case.key], m) if n else m
                 done[case.key] = m
                 run.record(m)  # each pass's result is kept as soon as it exists
-                pace.ran(n, time.perf_counter() - began, _again(m))
+                pace.ran(case.key, n, took, _again(m), decided)
                 if n == config.passes - 1 or not _again(m):
                     summary.counts[m.status.value] += 1
                     summary.measurements.append(m)

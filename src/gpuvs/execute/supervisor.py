@@ -52,6 +52,7 @@ KILL_GRACE_S = 1.0
 TAIL_LINE_CHARS = 500
 # How often a followed file is read for new events.
 FOLLOW_POLL_S = 0.1
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 Channel = Literal["stdout", "pipe", "file"]
 
@@ -218,6 +219,29 @@ class Child:
             self.proc.wait(timeout=wait_s)
         except subprocess.TimeoutExpired:
             self.kill()
+
+
+def die_with_parent(sig: int, parent: int | None = None) -> None:
+    """Have the kernel send this process `sig` when its parent dies (Linux's
+    PR_SET_PDEATHSIG, through ctypes; elsewhere nothing). For a child that a third
+    program starts (torchrun starts the ranks, gpuvs starts torchrun), so no kill of
+    gpuvs's own can reach it once the parent is gone: SIGKILL of `gpuvs dist` left
+    torchrun and its ranks running past the case's timeout. `parent` is the pid the
+    parent is known by (read from the environment); a parent already gone when the
+    signal was asked for sends it now, itself. The signal comes when the thread that
+    started this process ends: every parent here starts its children from its main
+    thread."""
+    import ctypes
+
+    expected = os.getppid() if parent is None else parent
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(PR_SET_PDEATHSIG, sig, 0, 0, 0) != 0:
+            return
+    except (OSError, AttributeError):  # not Linux: no parent-death signal to ask for
+        return
+    if os.getppid() != expected:
+        os.kill(os.getpid(), sig)
 
 
 def signal_name(number: int) -> str:

@@ -186,13 +186,14 @@ class Observe(Message):
 @_on_the_wire
 @dataclass(frozen=True)
 class RunFile(Message):
-    """What `gpuvs run-file` runs: SCRIPT.py::FUNC (`target`), the BUILDER of its
-    arguments (`inputs`), the sizes (() = BUILDER() once), the devices, how each case is
-    sampled, the tolerance between devices' outputs; and, for a worker that carries on
-    after another died, the cases already `done`."""
+    """What `gpuvs run-file` runs: SCRIPT.py::FUNC, one or several (`targets`: several
+    implementations of one function, the first the reference), the BUILDER of their
+    arguments (`inputs`, in the first target's file), the sizes (() = BUILDER() once), the
+    devices, how each case is sampled, the tolerance between outputs; and, for a worker
+    that carries on after another died, the cases already `done`."""
 
     kind: ClassVar[str] = "run_file"
-    target: str
+    targets: tuple[str, ...]
     inputs: str
     sizes: tuple[int, ...]
     devices: tuple[str, ...]
@@ -201,13 +202,15 @@ class RunFile(Message):
     done: tuple[Measurement, ...] = ()
 
     def fields(self) -> dict[str, Any]:
-        return {"target": self.target, "inputs": self.inputs, "sizes": list(self.sizes),
-                "devices": list(self.devices), "sampling": self.sampling.to_dict(),
-                "tolerance": self.tolerance, "done": [m.to_dict() for m in self.done]}
+        return {"targets": list(self.targets), "inputs": self.inputs,
+                "sizes": list(self.sizes), "devices": list(self.devices),
+                "sampling": self.sampling.to_dict(), "tolerance": self.tolerance,
+                "done": [m.to_dict() for m in self.done]}
 
     @classmethod
     def read(cls, d: Mapping[str, Any]) -> RunFile:
-        return cls(str(d["target"]), str(d["inputs"]), tuple(int(s) for s in d["sizes"]),
+        return cls(tuple(str(t) for t in d["targets"]), str(d["inputs"]),
+                   tuple(int(s) for s in d["sizes"]),
                    tuple(str(x) for x in d["devices"]), Sampling.from_dict(d["sampling"]),
                    _opt_float(d["tolerance"]),
                    tuple(Measurement.from_dict(m) for m in d["done"]))

@@ -36,7 +36,8 @@ def measure(store: Any, spec: Spec, *, listener: Listener = QUIET) -> Done:
                   notes=lambda: [ranks_note(info)] if info else [])
 
 
-def take_part(spec: Spec) -> None:
+def take_part(spec: Spec) -> dict[str, Any]:
     """A rank other than 0 of the user's torchrun: it measures with the others, and rank
-    0 records."""
-    rank_main.serve(spec)
+    0 records. Returns what the ranks ran with (rank 0's run and store among it), with
+    `lost` where a failure ended the world."""
+    return rank_main.serve(spec)

@@ -1,5 +1,6 @@
-"""`gpuvs run-file` as a function: the user's function timed on each device in worker
-processes of its own (`yours.file_runner`), each case saved the moment it arrives."""
+"""`gpuvs run-file` as a function: the user's function (or several implementations of it)
+timed on each device in worker processes of its own (`yours.file_runner`), each case saved
+the moment it arrives."""
 
 from __future__ import annotations
 
@@ -31,8 +32,15 @@ def run_file(store: Any, request: RunFile, timeout_s: float, *,
         return Counter(m.status.value for m in outcome.comparison.measurements)
 
     return record(store, Job(
-        RunKind.YOURS,
-        {"function": request.target.rpartition("::")[2], "target": request.target,
-         "devices": list(request.devices), "sizes": list(request.sizes)},
-        execute, f"`gpuvs run-file {request.target}` measures it again.", lazily=True),
+        RunKind.YOURS, _config(request), execute,
+        f"`gpuvs run-file {' '.join(request.targets)}` measures it again.", lazily=True),
         listener, notes=lambda: explanation)
+
+
+def _config(request: RunFile) -> dict[str, Any]:
+    """What the run records: its function and target; with several, each of them too."""
+    names = [t.rpartition("::")[2] for t in request.targets]
+    several = ({"functions": names, "targets": list(request.targets)} if len(names) > 1
+               else {})
+    return {"function": ", ".join(names), "target": " ".join(request.targets),
+            "devices": list(request.devices), "sizes": list(request.sizes)} | several

@@ -4,7 +4,7 @@ replayed, and the correct measurement beside it — measured into one run."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from typing import Any
 
@@ -59,13 +59,16 @@ def again(names: Sequence[str], options: SeedOptions, config: RunConfig) -> str:
 
 
 def replay(store: Any, config: RunConfig, names: Sequence[str], options: SeedOptions, *,
-           environment: Environment | None = None, listener: Listener = QUIET) -> Done:
-    """The chosen posts measured into a new run."""
+           environment: Environment | None = None, listener: Listener = QUIET,
+           expected: Mapping[str, Sequence[float]] | None = None) -> Done:
+    """The chosen posts measured into a new run; `expected`, the plan's estimate of each
+    case's passes, which the countdown follows (`runner.Pace`)."""
     todo = cases(names, options, config.devices)
 
     def execute(run: RunHandle, shown: Shown) -> Counter[str]:
         with shown(len(todo)) as advance:
-            return runner.execute(run, todo, config, on_result=advance).counts
+            return runner.execute(run, todo, config, on_result=advance,
+                                  expected=expected).counts
 
     return record(store, Job(
         RunKind.SEEDS,

@@ -5,6 +5,7 @@ and `--resume`'s run finished where it stopped."""
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -61,9 +62,12 @@ def resumable(store: Any, resume: str) -> tuple[RunHandle, RunConfig]:
 
 
 def measure(store: Any, suite: Suite, *, environment: Environment | None = None,
-            refine_factor: float | None = None, listener: Listener = QUIET) -> Done:
+            refine_factor: float | None = None, listener: Listener = QUIET,
+            expected: Mapping[str, Sequence[float]] | None = None) -> Done:
     """Measure the suite into a new run (or the one it resumes). With `refine_factor`,
-    sizes are added around each crossover until it is bracketed within that factor."""
+    sizes are added around each crossover until it is bracketed within that factor.
+    `expected`: the plan's estimate of each case's passes, which the countdown follows
+    (`runner.Pace`)."""
     config = suite.config
 
     def execute(run: RunHandle, shown: Shown) -> Counter[str]:
@@ -72,8 +76,10 @@ def measure(store: Any, suite: Suite, *, environment: Environment | None = None,
         rounds = 0
         while now:
             with shown(sum(c.key not in suite.skip for c in now)) as advance:
+                # a refinement's sizes are new: the plan's estimate costed none of them
                 counts += runner.execute(run, now, config, on_result=advance,
-                                         skip_keys=suite.skip).counts
+                                         skip_keys=suite.skip,
+                                         expected=None if rounds else expected).counts
             now = _refinement(store, run.run_id, refine_factor, rounds, listener)
             rounds += 1
         return counts

@@ -88,12 +88,18 @@ def _taken(before: Snapshot, after: Snapshot, demand: float, cores: int | None
     return max(others - (cores - demand) * wall, 0.0), demand * wall, cores
 
 
-def loaded() -> bool:
-    """Whether the 1-minute load is BUSY_LOAD_SHARE of the cores or more: a run started now
-    finds its cases contended, and measures most of them again (a plan's estimate)."""
+# The load averages `os.getloadavg` gives, by the minutes each spans.
+LOAD_MINUTES = (1, 5, 15)
+
+
+def loaded(minutes: int = 1) -> bool:
+    """Whether the load over the last `minutes` (1, 5 or 15) is BUSY_LOAD_SHARE of the
+    cores or more: a run started now finds its cases contended, and measures most of them
+    again. The 1-minute load says so at a run's start; a plan's estimate reads the
+    15-minute one, which moves too slowly to change between two estimates a minute apart."""
     import psutil
 
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
+    load = os.getloadavg()[LOAD_MINUTES.index(minutes)] if hasattr(os, "getloadavg") else 0.0
     return load >= BUSY_LOAD_SHARE * (psutil.cpu_count() or 1)
 
 

@@ -20,8 +20,9 @@ what was in use at the start. A CUDA context, and libraries that allocate outsid
 framework's allocator, are not in it.
 
 The guard that refuses a case before it allocates (`gpuvs.execute.worker`) projects a
-series' next peak from those measured at its smaller sizes (`projected`), so its refusal
-names a measured slope, not only the workload's estimate.
+series' next peak from those measured at its smaller sizes (`projected`) and, where it
+can, checks that measured trend rather than the workload's estimate (`guarded_need`); its
+refusal names the slope.
 """
 
 from __future__ import annotations
@@ -152,10 +153,13 @@ def projected(peaks: Sequence[tuple[int, float]], at: int) -> Projection | None:
 
 def guarded_need(estimate: float, peaks: Sequence[tuple[int, float]], at: int
                  ) -> tuple[float, str]:
-    """The bytes the guard checks at size `at` — the larger of the workload's estimate and
-    the measured slope's projection — and, where peaks were measured, how it knows."""
+    """The bytes the guard checks at size `at`, and, where peaks were measured, how it
+    knows: the series' measured trend where there is one (`projected`), else the
+    workload's estimate. A trend is what this series took on this machine; an estimate is
+    written for every backend and device at once (a GPU case's float64 reference counted,
+    which never reaches the device), and refused a 10⁹-element case as needing 26.1 GiB
+    that its trend put at 1.92 GiB."""
     projection = projected(peaks, at)
     if projection is None:
         return estimate, ""
-    return (max(estimate, projection.bytes),
-            f" ({projection.words()}; the estimate: {nbytes(estimate)})")
+    return projection.bytes, f" ({projection.words()}; the estimate: {nbytes(estimate)})"

@@ -14,14 +14,14 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from gpuvs import units
+from gpuvs.analysis import scaling
 from gpuvs.distributed.bandwidth import busbw
 from gpuvs.model import Measurement, Status
 from gpuvs.report.dist_tables import (
-    bases,
     collective_groups,
     collective_tables,
-    efficiency,
     is_dist,
+    ranks_text,
     scaling_groups,
     scaling_tables,
 )
@@ -33,9 +33,12 @@ WIDTH_IN, HEIGHT_IN = 9.0, 3.6
 
 def scaling_svg(ms: Iterable[Measurement]) -> str:
     """Left: samples/s against N, with the ideal N × (N = 1) line. Middle: scaling
-    efficiency in % against N, with its 95 % CI. Right: each N's step split into compute
-    and the communication it waits for, a bar per series side by side."""
-    groups = {k: [m for m in v if m.status is Status.OK] for k, v in scaling_groups(ms).items()}
+    efficiency in % against N, with its 95 % interval. Right: each N's step split into
+    compute and the communication it waits for, a bar per series side by side. A rank
+    count is its rounds joined (`analysis.scaling.rows`)."""
+    groups = {k: [r for r in scaling.rows([m for m in v if m.status is Status.OK])
+                  if not r.again]  # N = 1 measured again: its bounds are in the others'
+              for k, v in scaling_groups(ms).items()}
     groups = {k: v for k, v in groups.items() if v}
     if not groups:
         return ""
@@ -44,36 +47,37 @@ def scaling_svg(ms: Iterable[Measurement]) -> str:
     fig = Figure(figsize=(WIDTH_IN * 1.4, HEIGHT_IN))
     rate, eff, split = fig.subplots(1, 3)
     _split_bars(split, groups)
-    for (backend, device, mode, batch), every in groups.items():
+    for (backend, device, mode, batch, _), found in groups.items():
         label = shown(f"{backend} {device}, {mode}, batch {batch}")
-        series = [m for m in every if not m.case.param("round")]  # N = 1 again: its bounds
-        ns = [m.case.size for m in series]
-        line = rate.plot(ns, [m.counters["samples_per_s"] for m in series], "o-", label=label)
-        ones = bases(every)
-        if not ones:
+        ns = [r.n for r in found]
+        line = rate.plot(ns, [r.joined.counters["samples_per_s"] for r in found], "o-",
+                         label=label)
+        one = next((r.joined for r in found if r.n == 1), None)
+        bounds = [(r.n, r.efficiency) for r in found if r.efficiency is not None]
+        if one is None or not bounds:
             continue
-        one = ones[0]
         rate.plot(ns, [n * one.counters["samples_per_s"] for n in ns], "--",
                   color=line[0].get_color(), alpha=0.5, label=f"ideal ({label})")
-        bounds = [efficiency(m, ones) for m in series]
-        est = [100 * b[0] for b in bounds]
-        err = [[100 * (b[0] - b[1]) for b in bounds], [100 * (b[2] - b[0]) for b in bounds]]
-        eff.errorbar(ns, est, yerr=_nonnegative(err), fmt="o-", capsize=3, label=label)
+        est = [100 * e.estimate for _, e in bounds]
+        err = [[100 * (e.estimate - e.low) for _, e in bounds],
+               [100 * (e.high - e.estimate) for _, e in bounds]]
+        eff.errorbar([n for n, _ in bounds], est, yerr=_nonnegative(err), fmt="o-", capsize=3,
+                     label=label)
     eff.axhline(100, color="grey", linewidth=0.8)
     _axes(rate, "samples/s", "data-parallel throughput")
     _axes(eff, "efficiency (%)", "scaling efficiency against N = 1")
     for ax in (rate, eff):
-        ax.set_xticks(sorted({m.case.size for s in groups.values() for m in s}))
+        ax.set_xticks(sorted({r.n for found in groups.values() for r in found}))
         ax.set_xlabel("ranks (N)")
     return _svg(fig, "gpuvs-dist-scaling")
 
 
-def _split_bars(ax: Any, groups: dict[Any, list[Measurement]]) -> None:
+def _split_bars(ax: Any, groups: dict[Any, list[scaling.Row]]) -> None:
     """Per N and series, a bar of the step: compute (no_sync) below, comm stacked on it."""
-    ns = sorted({m.case.size for s in groups.values() for m in s})
+    ns = sorted({r.n for found in groups.values() for r in found})
     width = 0.8 / len(groups)
-    for i, ((backend, device, mode, _), series) in enumerate(groups.items()):
-        at = {m.case.size: m for m in series}
+    for i, ((backend, device, mode, *_), found) in enumerate(groups.items()):
+        at = {r.n: r.joined for r in found}
         xs = [ns.index(n) - 0.4 + width * (i + 0.5) for n in ns if n in at]
         compute = [1e3 * at[n].counters.get("compute_s", 0.0) for n in ns if n in at]
         comm = [1e3 * at[n].counters.get("comm_s", 0.0) for n in ns if n in at]
@@ -103,11 +107,12 @@ def bandwidth_svg(ms: Iterable[Measurement]) -> str:
 
     fig = Figure(figsize=(WIDTH_IN, HEIGHT_IN * 1.3))
     ax = fig.subplots()
-    for (name, backend, device, n), series in groups.items():
+    for (name, backend, device, n, nodes), series in groups.items():
         sizes = [m.counters.get("bytes", float(m.case.size)) for m in series]
         rates = [busbw(name, b, m.summary.median, n) / 1e9  # type: ignore[union-attr]
                  for b, m in zip(sizes, series, strict=True)]
-        ax.plot(sizes, rates, "o-", label=shown(f"{name} · {backend} · {n} × {device}"))
+        ax.plot(sizes, rates, "o-",
+                label=shown(f"{name} · {backend} · {ranks_text(n, device, nodes)}"))
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: units.nbytes(x)))
@@ -180,10 +185,12 @@ def dist_numbers(m: Measurement, ms: Sequence[Measurement]) -> dict[str, Any]:
                 "busbw_bytes_per_s": busbw(c.param("collective"), nbytes, m.summary.median, n),
                 "graph_median_s": replay.median if replay else None}
     series = scaling_groups(ms).get(
-        (c.backend, c.device, c.param("scaling"), c.param("batch")), [])
-    ones = bases(series)
-    eff = efficiency(m, ones) if ones and "samples_per_s" in k else None
-    return {"ranks": c.size, "samples_per_s": k.get("samples_per_s"),
-            "efficiency": eff[0] if eff else None, "efficiency_low": eff[1] if eff else None,
-            "efficiency_high": eff[2] if eff else None, "compute_s": k.get("compute_s"),
-            "comm_s": k.get("comm_s")}
+        (c.backend, c.device, c.param("scaling"), c.param("batch"), c.param("nodes")), [])
+    eff = scaling.efficiency(series, c.size) if series and "samples_per_s" in k else None
+    return {"ranks": c.size, "round": c.param("round") or None,
+            "samples_per_s": k.get("samples_per_s"),
+            "efficiency": eff.estimate if eff else None,
+            "efficiency_low": eff.low if eff else None,
+            "efficiency_high": eff.high if eff else None,
+            "efficiency_rounds": eff.rounds if eff else None,
+            "compute_s": k.get("compute_s"), "comm_s": k.get("comm_s")}

@@ -2,9 +2,11 @@
 
 Collectives: one table per collective (and backend, device, rank count), a row per size
 with the slowest rank's time, the algorithm bandwidth and nccl-tests' bus bandwidth.
-Scaling: one table per backend, device and batch mode, a row per rank count with
-throughput, step time, scaling efficiency against one rank (with its bootstrap CI), and
-the step split into compute and the communication it waits for.
+Scaling: one table per backend, device and batch mode, a row per rank count (its rounds
+joined, `analysis.scaling`) with throughput, step time, scaling efficiency against one
+rank (with its interval over the rounds), and the step split into compute and the
+communication it waits for. Ranks on several torchrun nodes are said as nodes × ranks per
+node ("2 nodes × 2"), in the title and beside each N that spans more than one node.
 """
 
 from __future__ import annotations
@@ -13,9 +15,10 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
 from gpuvs import units
-from gpuvs.analysis import speedup
+from gpuvs.analysis import scaling
 from gpuvs.distributed import COLLECTIVE_WORKLOAD, SCALING_WORKLOAD, WORKLOADS
-from gpuvs.distributed.bandwidth import COLLECTIVES, algbw, bus_factor, busbw, scaling_efficiency
+from gpuvs.distributed.bandwidth import COLLECTIVES, algbw, bus_factor, busbw
+from gpuvs.distributed.hosts import spans
 from gpuvs.machine import energy
 from gpuvs.model import Measurement, Status
 from gpuvs.table import Table
@@ -38,8 +41,9 @@ def dist_tables(measurements: Iterable[Measurement]) -> list[Table]:
     return collective_tables(ms) + scaling_tables(ms)
 
 
-CollectiveKey = tuple[str, str, str, int]  # collective, backend, device, ranks
-ScalingKey = tuple[str, str, str, str]  # backend, device, "weak" | "strong", batch
+# collective, backend, device, ranks, nodes ("2x2": nodes × ranks per node; "" for one)
+CollectiveKey = tuple[str, str, str, int, str]
+ScalingKey = tuple[str, str, str, str, str]  # backend, device, "weak" | "strong", batch, nodes
 
 
 def collective_groups(ms: Iterable[Measurement]) -> dict[CollectiveKey, list[Measurement]]:
@@ -48,8 +52,9 @@ def collective_groups(ms: Iterable[Measurement]) -> dict[CollectiveKey, list[Mea
     for m in ms:
         if m.case.workload == COLLECTIVE_WORKLOAD:
             c = m.case
-            groups[(c.param("collective"), c.backend, c.device, int(c.param("nproc")))].append(m)
-    order = sorted(groups, key=lambda k: (COLLECTIVES.index(k[0]), k[1], k[2], k[3]))
+            groups[(c.param("collective"), c.backend, c.device, int(c.param("nproc")),
+                    c.param("nodes"))].append(m)
+    order = sorted(groups, key=lambda k: (COLLECTIVES.index(k[0]), *k[1:]))
     return {k: sorted(groups[k], key=lambda m: m.case.size) for k in order}
 
 
@@ -59,14 +64,20 @@ def scaling_groups(ms: Iterable[Measurement]) -> dict[ScalingKey, list[Measureme
     for m in ms:
         if m.case.workload == SCALING_WORKLOAD:
             c = m.case
-            groups[(c.backend, c.device, c.param("scaling"), c.param("batch"))].append(m)
+            groups[(c.backend, c.device, c.param("scaling"), c.param("batch"),
+                    c.param("nodes"))].append(m)
     return {k: sorted(groups[k], key=lambda m: m.case.size) for k in sorted(groups)}
 
 
-def bases(series: Sequence[Measurement]) -> list[Measurement]:
-    """The series' finished N = 1 cases, before the others and after them: what
-    efficiency is measured against, and how far that moved while the others ran."""
-    return [m for m in series if m.case.size == 1 and m.status is Status.OK]
+def ranks_text(n: int, device: str, nodes: str) -> str:
+    """'2 × cuda', or on several nodes '2 nodes × 2 × cuda'."""
+    return f"{nodes_text(nodes)} × {device}" if nodes else f"{n} × {device}"
+
+
+def nodes_text(nodes: str) -> str:
+    """'2 nodes × 2' from a case's `nodes` parameter ('2x2'); '' on one node."""
+    count, _, per = nodes.partition("x")
+    return f"{count} nodes × {per}" if per else ""
 
 
 def collective_tables(ms: Sequence[Measurement]) -> list[Table]:
@@ -74,7 +85,7 @@ def collective_tables(ms: Sequence[Measurement]) -> list[Table]:
 
 
 def _collective_table(key: CollectiveKey, ms: list[Measurement]) -> Table:
-    name, backend, device, n = key
+    name, backend, device, n, nodes = key
     rows = [_collective_row(m, name, n) for m in ms]
     notes = [f"busbw = algbw × {_factor_text(name)} (nccl-tests; {n} ranks: "
              f"×{bus_factor(name, n):.3g}); per call: what a loop of calls pays, per sample "
@@ -92,7 +103,8 @@ def _collective_table(key: CollectiveKey, ms: list[Measurement]) -> Table:
         notes.append("one rank: nothing crosses a link, so busbw is 0; NCCL returns an "
                      "in-place all_reduce or broadcast at once, so algbw at one rank is "
                      "the call's overhead, not a bandwidth")
-    return Table(f"dist · {name} · {backend} · {n} × {device}", COLLECTIVE_COLUMNS,
+    return Table(f"dist · {name} · {backend} · {ranks_text(n, device, nodes)}",
+                 COLLECTIVE_COLUMNS,
                  _right(COLLECTIVE_COLUMNS, rows), tuple(notes))
 
 
@@ -126,46 +138,57 @@ def scaling_tables(ms: Sequence[Measurement]) -> list[Table]:
 
 
 def _scaling_table(key: ScalingKey, ms: list[Measurement]) -> Table:
-    backend, device, mode, batch = key
-    ones = bases(ms)
-    rows: list[tuple[str, ...]] = [_scaling_row(m, ones) for m in ms]
+    backend, device, mode, batch, nodes = key
+    found = scaling.rows(ms)
+    rows: list[tuple[str, ...]] = [_scaling_row(row, nodes) for row in found]
     columns: tuple[str, ...] = SCALING_COLUMNS
     if any(energy.of(m) or energy.why_none(m) for m in ms):  # asked: --energy
         columns = (*SCALING_COLUMNS[:-1], ENERGY_COLUMN, SCALING_COLUMNS[-1])
-        rows = [(*row[:-1], _energy_per_image(m), row[-1]) for m, row in zip(ms, rows,
-                                                                              strict=True)]
+        rows = [(*row[:-1], _energy_per_image(r.joined), row[-1])
+                for r, row in zip(found, rows, strict=True)]
     what = (f"batch {batch} per rank (weak scaling)" if mode == "weak"
             else f"global batch {batch} split over the ranks (strong scaling)")
-    notes = ("batch: images per rank × ranks; efficiency: samples/s at N over N × samples/s "
-             "at N = 1, with its 95 % bootstrap CI; step: per step the slowest rank's, "
-             "median",
+    rounds = max((r.efficiency.rounds for r in found if r.efficiency), default=0)
+    interval = (f"each round's N against that round's N = 1, their geometric mean over "
+                f"{rounds} rounds with its 95 % interval over them (Student's t)"
+                if rounds else "with its 95 % bootstrap CI")
+    notes = (f"batch: images per rank × ranks; efficiency: samples/s at N over N × samples/s "
+             f"at N = 1, {interval}; step: per step the slowest rank's, median",
              "compute: the same step under DDP's no_sync() (no gradient all-reduce); "
              "comm: step − compute, the all-reduce time the backward pass did not hide "
-             "(0 where it hid all of it)", *_baseline_notes(ms, ones, mode),
+             "(0 where it hid all of it)", *_baseline_notes(ms, found, mode),
              *_energy_notes(ms, columns))
-    return Table(f"dist scaling · seed 003 CNN, DDP · {backend} · {device} · {what}",
+    where = f" · {nodes_text(nodes)}" if nodes else ""
+    return Table(f"dist scaling · seed 003 CNN, DDP · {backend} · {device}{where} · {what}",
                  columns, _right(columns, rows), notes,
-                 wrapping=frozenset({"efficiency", "comm"}))
+                 wrapping=frozenset({"efficiency", "comm", "note"}))
 
 
-def _scaling_row(m: Measurement, ones: Sequence[Measurement]) -> tuple[str, ...]:
+def _scaling_row(row: scaling.Row, nodes: str) -> tuple[str, ...]:
+    m, n = row.joined, row.n
     k = m.counters
     threads = f"{k['threads']:.0f}" if k.get("threads") else ""
-    n = f"{m.case.size} ({m.case.param('round')})" if m.case.param("round") else str(m.case.size)
-    head = (n, f"{k.get('per_rank_batch', 0):.0f} × {m.case.size}", threads)
+    across = spans(n, int(nodes.partition("x")[2] or n))
+    label = str(n) + (" (after)" if row.again else "") + (
+        f" ({across} nodes)" if across > 1 else "")
+    head = (label, f"{k.get('per_rank_batch', 0):.0f} × {n}", threads)
+    failed = [c for c in row.cases if c.status is not Status.OK]
+    why = (f"{failed[0].status.value}: {failed[0].reason}" if len(row.cases) == 1 else
+           f"{len(failed)} of {len(row.cases)} rounds {failed[0].status.value}: "
+           f"{failed[0].reason}") if failed else ""
     s = m.summary
     if s is None:
-        return (*head, "—", "", "", "", "", f"{m.status.value}: {m.reason}")
+        return (*head, "—", "", "", "", "", why or f"{m.status.value}: {m.reason}")
     step = k.get("compute_s", 0.0) + k.get("comm_s", 0.0)
     comm = units.seconds(k.get("comm_s"))
     if k.get("comm_s") == 0.0:
         comm = "0 (hidden)"
     elif step > 0 and "comm_s" in k:
         comm += f" ({100 * k['comm_s'] / step:.0f}%)"
+    note = [str(cv).replace("_", " ") for cv in m.caveats] + ([why] if why else [])
     return (*head, units.seconds_ci(s.median, s.ci_halfwidth_rel),
             f"{k['samples_per_s']:.4g}" if "samples_per_s" in k else "",
-            _efficiency(m, ones), units.seconds(k.get("compute_s")), comm,
-            ", ".join(str(cv).replace("_", " ") for cv in m.caveats))
+            _efficiency(row), units.seconds(k.get("compute_s")), comm, ", ".join(note))
 
 
 def _energy_per_image(m: Measurement) -> str:
@@ -197,50 +220,36 @@ def _energy_notes(ms: Sequence[Measurement], columns: Sequence[str]) -> tuple[st
     return (*out, *(f"{ENERGY_COLUMN}: {why}" for why in sorted(missing)))
 
 
-def efficiency(m: Measurement, ones: Measurement | Sequence[Measurement]
-               ) -> tuple[float, float, float]:
-    """(estimate, low, high) of the scaling efficiency of `m` against N = 1 (`ones`: its
-    runs before and after the others). The estimate is against the first; the interval is
-    the union of the bootstrap CIs of t1 / tN (weak scaling) or t1 / (N · tN) (strong)
-    against each baseline, so it includes how the baseline moved between launches."""
-    ones = [ones] if isinstance(ones, Measurement) else list(ones)
-    if m in ones:
-        return 1.0, 1.0, 1.0  # the base itself, exactly: no interval against itself
-    n = m.case.size
-    est = scaling_efficiency(m.counters["samples_per_s"], ones[0].counters["samples_per_s"], n)
-    per_rank = 1.0 if m.case.param("scaling") == "weak" else 1.0 / n
-    ratios = [speedup.of(one, m) for one in ones]
-    return (est, min(r.low for r in ratios) * per_rank, max(r.high for r in ratios) * per_rank)
+def _efficiency(row: scaling.Row) -> str:
+    if row.n == 1:
+        return "(base again)" if row.again else "100% (base)"  # no interval against itself
+    e = row.efficiency
+    return "" if e is None else f"{100 * e.estimate:.0f}% [{100 * e.low:.0f}, {100 * e.high:.0f}]"
 
 
-def _efficiency(m: Measurement, ones: Sequence[Measurement]) -> str:
-    if not ones or not m.samples:
-        return ""
-    if m is ones[0]:
-        return "100% (base)"  # no interval: the base against itself
-    if m in ones:
-        return "(base again)"  # how far it moved: the table's note
-    est, lo, hi = efficiency(m, ones)
-    return f"{100 * est:.0f}% [{100 * lo:.0f}, {100 * hi:.0f}]"
-
-
-def _baseline_notes(ms: Sequence[Measurement], ones: Sequence[Measurement], mode: str
+def _baseline_notes(ms: Sequence[Measurement], found: Sequence[scaling.Row], mode: str
                     ) -> tuple[str, ...]:
-    """How far N = 1 moved between its runs; and, for weak scaling, why an efficiency
-    above 100 % is printed at all."""
+    """How far N = 1 moved while the other counts ran; and, for weak scaling, why an
+    efficiency above 100 % is printed at all."""
     notes: list[str] = []
-    if len(ones) > 1 and all(o.summary for o in ones):
-        first, last = (o.summary.median for o in (ones[0], ones[-1]))  # type: ignore[union-attr]
+    moved = scaling.baseline_moved(ms)
+    paired = any(r.efficiency and r.efficiency.rounds for r in found)
+    if moved and paired:
+        low, high = moved
+        notes.append(f"N = 1 across the rounds: {units.seconds(low)} to {units.seconds(high)} "
+                     f"a step (each round's median; {100 * (high / low - 1):.1f} % apart): "
+                     "each N is paired with the N = 1 measured just before it, which takes "
+                     "that drift out of its efficiency")
+    elif moved:
+        first, last = moved
         notes.append(f"N = 1 before the others: {units.seconds(first)} a step, after them: "
                      f"{units.seconds(last)} ({100 * (last / first - 1):+.1f} %); each "
                      "efficiency's interval covers both baselines")
-    if mode == "weak" and ones and any(efficiency(m, ones)[0] > 1 for m in ms
-                                       if m.summary and m not in ones
-                                       and "samples_per_s" in m.counters):
+    if mode == "weak" and any(r.efficiency and r.efficiency.estimate > 1 for r in found
+                              if r.n > 1):
         notes.append("an efficiency above 100 %: weak scaling cannot beat one rank here; "
-                     "each N runs apart from the others (a launch of its own, or its own "
-                     "group of ranks in turn), and the host's pace moved between them (see "
-                     "N = 1 before and after): read it as 100 % within that")
+                     "the host's pace moved while the rank counts ran (see N = 1 above): "
+                     "read it as 100 % within its interval")
     return tuple(notes)
 
 
@@ -254,8 +263,9 @@ def _right(columns: Sequence[str], rows: Sequence[tuple[str, ...]]
 
 
 def ranks_note(info: dict[str, object]) -> str:
-    """What the ranks ran with: versions, and the NCCL variables each one inherited (a
-    host's NCCL_NVLS_ENABLE=0 must reach them all)."""
+    """What the ranks ran with: versions, the NCCL variables each one inherited (a host's
+    NCCL_NVLS_ENABLE=0 must reach them all), the nodes and machines they ran on; which
+    machines were busy, and what ended the ranks early."""
     versions = f"torch {info.get('torch', '?')}" + (f", nccl {info['nccl']}"
                                                     if info.get("nccl") else "")
     envs = [dict(e) for e in info.get("rank_env", ()) or ()]  # type: ignore[attr-defined]
@@ -267,5 +277,10 @@ def ranks_note(info: dict[str, object]) -> str:
         passed = f"NCCL variables on every rank: {listed(envs[0])}"
     else:
         passed = "; ".join(f"rank {i}: {listed(e)}" for i, e in enumerate(envs))
-    after = f"\n{info['after_saved']}" if info.get("after_saved") else ""
-    return f"ranks: {versions}; {passed}{after}"
+    where = f"; {info['layout']}" if info.get("layout") else ""
+    after = "".join(f"\n{line}" for line in (
+        *(f"busy: {b}" for b in info.get("busy", ()) or ()),  # type: ignore[attr-defined]
+        *([str(info["after_saved"])] if info.get("after_saved") else []),
+        *([f"the ranks could not go on: {info['lost']}; the cases left are recorded "
+           "skipped"] if info.get("lost") else [])))
+    return f"ranks: {versions}; {passed}{where}{after}"

@@ -6,7 +6,8 @@ its unit in its key (`median_s`, `bytes_moved`, `flops_per_s`, `speedup_low`), C
 numbers, caveats as lists, statuses and verdicts as strings, and a key that has no value
 for a case as null rather than missing. Every document starts with `schema` (`SCHEMA`,
 versioned as `store/export.FORMAT_VERSION` versions the run export) and `command`;
-`docs/json.md` describes each shape. Pure: objects in, a dict out.
+`docs/json.md` describes each shape, and `output.schema.json` beside this module is its
+JSON Schema. Pure: objects in, a dict out.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any
 
 from gpuvs.analysis.ceilings import peak_for
 from gpuvs.analysis.crossover import Crossover, crossovers, group_key
-from gpuvs.analysis.regression import ERROR, FAILED, Change, Gate, Mean, Unmatched
+from gpuvs.analysis.regression import ERROR, FAILED, Change, Gate, Mean, Unmatched, unjudged
 from gpuvs.analysis.roofline import busy_seconds, findings
 from gpuvs.analysis.speedup import best_cpu_by_size
 from gpuvs.analysis.speedup import of as speedup_of
@@ -30,6 +31,14 @@ from gpuvs.report.layout import sweep_title
 from gpuvs.report.verdict import verdict_table
 
 SCHEMA = "gpuvs.output/1"
+
+
+def schema() -> str:
+    """The JSON Schema (draft 2020-12) of every document here at SCHEMA, as shipped in
+    the package (`gpuvs schema output` prints it); docs/json.md says the same in words."""
+    from importlib.resources import files
+
+    return files("gpuvs.report").joinpath("output.schema.json").read_text(encoding="utf-8")
 
 
 def document(command: str, **body: Any) -> dict[str, Any]:
@@ -163,7 +172,7 @@ def change_record(c: Change) -> dict[str, Any]:
     return {"key": c.key, "workload": c.workload, "series": c.series, "size": c.size,
             "a_s": c.a, "b_s": c.b, "ratio": c.ratio, "ratio_low": c.low,
             "ratio_high": c.high, "p_value": c.p_value, "verdict": c.verdict,
-            "contended": c.contended}
+            "contended": c.contended, "code_changed": c.code_changed}
 
 
 def mean_record(m: Mean) -> dict[str, Any]:
@@ -212,6 +221,8 @@ def check_document(base: Run, run: Run, gate: Gate, clocks: tuple[str, str] = ("
         environment=environment_record(base, run, clocks),
         counts=dict(Counter(c.verdict for c in gate.changes)),
         cases=[change_record(c) for c in gate.changes],
+        cannot_judge=[{"key": c.key, "why": unjudged(c, gate.threshold)}
+                      for c in gate.unjudged],
         not_measured=[{"key": n.key, "status": n.status, "reason": n.reason or None,
                        "failing": n.failing} for n in gate.not_measured],
         unmatched=[unmatched_record(u) for u in gate.unmatched])

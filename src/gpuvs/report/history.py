@@ -125,6 +125,14 @@ def means_table(means: Sequence[Mean]) -> Table:
                         "(one case: that case's own CI)",))
 
 
+def code_changed_lines(changes: Sequence[Change]) -> list[str]:
+    """The user's own functions whose source differs between A and B: judged, as the new
+    version of the same function, where a registered workload's would be refused."""
+    changed = sorted({c.workload for c in changes if c.code_changed})
+    return [f"the code changed: {w} ran another version of its source in B than in A; "
+            "B is judged as its new version" for w in changed]
+
+
 def unmatched_lines(unmatched: Sequence[Unmatched], forced: bool) -> list[str]:
     versions = [u for u in unmatched if u.why.startswith("workload version")]
     lines = [f"not compared, {u.why}: {u.key}" for u in unmatched if u not in versions]

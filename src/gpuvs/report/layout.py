@@ -20,11 +20,12 @@ from gpuvs.analysis.crossover import (
     crossovers,
     group_key,
 )
+from gpuvs.analysis.implementations import side_by_side
 from gpuvs.analysis.roofline import Finding, busy_seconds, findings
 from gpuvs.analysis.speedup import best_cpu_by_size
 from gpuvs.measuring import caveats
 from gpuvs.model import Case, Caveat, Ceiling, Measurement, Status
-from gpuvs.report import resources
+from gpuvs.report import implementations, resources
 from gpuvs.table import Table
 from gpuvs.workloads import SizeAxis
 
@@ -61,12 +62,14 @@ CROSSOVER_COLUMNS = ("GPU series", "data", "GPU faster from", "tie band", "model
 
 def result_tables(measurements: Iterable[Measurement],
                   ceilings: Sequence[Ceiling] = (), prices: Prices = NO_PRICES) -> list[Table]:
-    """Per group: the cases, then (where a CPU and a GPU series exist) the crossovers.
+    """Per group: the cases, then (where a CPU and a GPU series exist) the crossovers;
+    with several of the user's implementations, then one table of them side by side.
 
     With measured ceilings, each case also shows the share of the ceiling it reached, and
     a table whose shares use ceilings measured on a busy machine says so; where measured,
     its energy and peak memory; with `prices`, a million calls' cost.
     """
+    measurements = list(measurements)
     groups: dict[GroupKey, list[Measurement]] = defaultdict(list)
     for m in measurements:
         groups[group_key(m.case)].append(m)
@@ -87,6 +90,8 @@ def result_tables(measurements: Iterable[Measurement],
                     f"{contended} case(s) of this sweep were measured while other processes "
                     "held the machine (contended): the crossover may move on a quiet one")))
             tables.append(crossing)
+    if side_by_side(measurements):
+        tables.append(implementations.table(measurements))
     return tables
 
 

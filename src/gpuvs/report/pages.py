@@ -12,7 +12,7 @@ from typing import Any
 
 from gpuvs import units
 from gpuvs.analysis.regression import Change, geometric_means
-from gpuvs.model import Case, Measurement, Run, Status
+from gpuvs.model import Case, Caveat, Measurement, Run, Status
 from gpuvs.report.history import (
     change_table,
     environment_diff,
@@ -26,8 +26,8 @@ from gpuvs.report.sections import Figure, TableView, figure_of, view
 from gpuvs.table import Table
 
 PAGE = "page.html.j2"
-# A step change: consecutive runs whose CIs do not overlap and whose medians differ by
-# more than this.
+# A step change: consecutive runs whose CIs do not overlap, neither measured under
+# contention, and whose medians differ by more than this.
 STEP = 0.05
 
 
@@ -95,8 +95,9 @@ def render_history(runs: Sequence[tuple[Run, list[Measurement]]], by: str,
     plots, steps = history_plots(order, by, workload)
     rows = tuple((key, a, b, units.ratio(x)) for key, a, b, x in steps)
     table = Table("step changes", ("case", "from", "to", "new ÷ old"), rows, notes=(
-        f"a step: consecutive runs on one environment fingerprint whose CIs do not overlap "
-        f"and whose medians differ by more than {100 * STEP:g} %",))
+        f"a step: consecutive runs on one environment fingerprint whose CIs do not overlap, "
+        f"neither measured while other processes took the CPU (contended), and whose "
+        f"medians differ by more than {100 * STEP:g} %",))
     sections = [Section("Cases across runs", figures=tuple(figure_of(p) for p in plots),
                         tables=(view(table),))]
     prints = list(dict.fromkeys(run.environment.fingerprint for run, _ in order))
@@ -176,14 +177,16 @@ def x_labels(runs: Sequence[Run], by: str) -> tuple[str, ...]:
 
 
 def _steps(points: Sequence[tuple[int, Measurement]]) -> list[tuple[int, int, float]]:
-    """(from index, to index, ratio) where consecutive runs moved beyond noise."""
+    """(from index, to index, ratio) where consecutive runs moved beyond noise: their
+    intervals apart, and neither measured under contention (a ×5.09 "step" was one run
+    whose CPU other processes held)."""
     found = []
     for (a, ma), (b, mb) in zip(points, points[1:], strict=False):
         sa, sb = ma.summary, mb.summary
-        if sa is None or sb is None:
+        if (sa is None or sb is None or Caveat.CONTENDED in ma.caveats
+                or Caveat.CONTENDED in mb.caveats):
             continue
-        apart = sb.ci_low > sa.ci_high or sb.ci_high < sa.ci_low
         ratio = sb.median / sa.median
-        if apart and abs(ratio - 1) > STEP:
+        if sa.apart(sb) and abs(ratio - 1) > STEP:
             found.append((a, b, ratio))
     return found

@@ -63,7 +63,7 @@ def cost_cell(m: Measurement, prices: Prices) -> str:
     if not prices:
         return ""
     cost = per_million_calls(m, prices)
-    return f"{cost:.3g}" if cost is not None else ""
+    return units.money(cost) if cost is not None else ""
 
 
 def notes(ms: Sequence[Measurement], prices: Prices = NO_PRICES) -> tuple[str, ...]:

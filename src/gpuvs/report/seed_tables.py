@@ -38,7 +38,7 @@ def seed_answers(measurements: Iterable[Measurement]) -> Table:
         head = seed.headline()
         row = head.row
         written, correct = value_of(row.written, mine), value_of(row.correct, mine)
-        rows.append((f"{seed.name}: {row.label}", row.claim,
+        rows.append((f"{seed.name}: {row.shown(mine)}", row.claim,
                      _cell(row.written, written, mine), _with_ci(row.correct, mine),
                      head.reason(Found(written, correct, mine))))
     return Table("the posts, answered here", ANSWER_COLUMNS, tuple(rows), notes=(
@@ -91,7 +91,7 @@ def _row(row: Row, ms: Sequence[Measurement]) -> tuple[str, ...]:
     written, correct = value_of(row.written, ms), value_of(row.correct, ms)
     ratio = f"{written / correct:.2f}" if written and correct else "—"
     measured = row.correct.find(ms) if isinstance(row.correct, Pick) else None
-    return (row.label, row.claim, _cell(row.written, written, ms),
+    return (row.shown(ms), row.claim, _cell(row.written, written, ms),
             _cell(row.correct, correct, ms), ratio, row.why(Found(written, correct, ms)),
             resources.energy_cell(measured), _peak(measured))
 
@@ -167,7 +167,7 @@ def _notes(seed: Seed, ms: Sequence[Measurement]) -> list[str]:
     for row in seed.rows():
         for figure in (row.written, row.correct):
             if isinstance(figure, Ratio) and figure.slow.dtype != figure.fast.dtype:
-                notes.append(f"dtype mismatch in '{row.label}': {figure.slow.backend} "
+                notes.append(f"dtype mismatch in '{row.shown(ms)}': {figure.slow.backend} "
                              f"{figure.slow.dtype} against {figure.fast.backend} "
                              f"{figure.fast.dtype} — {ADVICE[Caveat.DTYPE_MISMATCH]}")
     tf32 = sorted({m.case.backend_device for m in ms
@@ -219,7 +219,7 @@ def seed_records(ms: Sequence[Measurement]) -> list[dict[str, Any]]:
         rows = []
         for row in seed.rows():
             written, correct = value_of(row.written, mine), value_of(row.correct, mine)
-            rows.append({"label": row.label, "claim": row.claim,
+            rows.append({"label": row.shown(mine), "claim": row.claim,
                          f"as_written_{_unit(row.written)}": written,
                          f"correct_{_unit(row.correct)}": correct,
                          "written_over_correct": written / correct if written and correct

@@ -46,15 +46,18 @@ class View:
     """How one kind of run is shown.
 
     `tables(run, ms, ceilings)` are what its command prints after the run and `gpuvs show`
-    prints again. The page opens with `first_screen(ms)` under `first_heading` (a seeds
-    run: the posts answered) and the kind's `own_tables(ms)` under `own_heading` (at
-    `own_anchor`, linked as `own_link`), then
+    prints again, with `more(run, ms, ceilings)` after them where the command leaves
+    detail to `show` (a seeds run: every case's table). The page opens with
+    `first_screen(ms)` under `first_heading` (a seeds run: the posts answered) and the
+    kind's `own_tables(ms)` under `own_heading` (at `own_anchor`, linked as `own_link`),
+    then
     its measurements: `sections(ms)` where the kind draws its own (then no CPU-against-GPU
     verdict, sweep plots or roofline is drawn), else each sweep's plots and tables under
     the verdict. The JSON document adds `extras(ms)` to its body and `case_numbers(m, ms)`
     to each case's record."""
 
     tables: Tables
+    more: Tables | None = None
     first_screen: Callable[[Sequence[Measurement]], Table | None] = _no_table
     first_heading: str = ""
     own_tables: Callable[[Sequence[Measurement]], list[Table]] = _no_tables
@@ -107,6 +110,11 @@ def _post_rows(ms: Sequence[Measurement]) -> dict[str, Any]:
     return {"seeds": seed_records(ms)}
 
 
+def _winners(ms: Sequence[Measurement]) -> dict[str, Any]:
+    from gpuvs.report.implementations import winner_records
+    return winner_records(ms)
+
+
 def _dist_tables(run: Run, ms: Sequence[Measurement], ceilings: Sequence[Ceiling]
                  ) -> list[Table]:
     from gpuvs.report.dist_tables import dist_tables
@@ -123,21 +131,26 @@ def _dist_numbers(m: Measurement, ms: Sequence[Measurement]) -> dict[str, Any]:
     return dist_numbers(m, ms)
 
 
-# A sweep (`gpuvs run`, `sweep`), the user's own code (run-file, `Comparison.save`, the
-# fixture): each sweep's tables and the answer per sweep.
+# A sweep (`gpuvs run`, `sweep`), the fixture's run: each sweep's tables and the answer
+# per sweep.
 SWEEPS = View(_sweep_tables)
+# The user's own code (run-file, `Comparison.save`): as a sweep (with several
+# implementations, their table side by side is one of the sweep's, `layout`), and in its
+# document the winner at each size.
+YOURS = View(_sweep_tables, extras=_winners)
 # `gpuvs ceilings`: the ceilings read off the probes.
 CEILINGS = View(_ceiling_tables)
-# `gpuvs seeds`: each post's table and the posts answered, the answers first on its page,
-# and each post's rows in its document.
-SEEDS = View(_seed_tables, first_screen=_posts_answered,
+# `gpuvs seeds`: each post's table and the posts answered (`gpuvs show` adds every case's
+# table), the answers first on its page, and each post's rows in its document.
+SEEDS = View(_seed_tables, more=_sweep_tables, first_screen=_posts_answered,
              first_heading="The posts, answered here", own_tables=_posts,
              own_heading="The posts: claim, as written here, correct here",
              own_anchor="seeds", own_link="the posts", extras=_post_rows)
 # `gpuvs dist`: its collectives' and its scaling's tables, the page's sections of
 # bandwidth and scaling (no CPU-against-GPU verdict), and each case's own figures.
 DIST = View(_dist_tables, sections=_dist_sections, case_numbers=_dist_numbers)
-_BY_KIND = {RunKind.CEILINGS: CEILINGS, RunKind.SEEDS: SEEDS, RunKind.DIST: DIST}
+_BY_KIND = {RunKind.CEILINGS: CEILINGS, RunKind.SEEDS: SEEDS, RunKind.DIST: DIST,
+            RunKind.YOURS: YOURS}
 
 
 def of(kind: RunKind) -> View:

@@ -10,8 +10,10 @@ from typing import Any
 from gpuvs import units
 from gpuvs.analysis import speedup
 from gpuvs.analysis.crossover import Crossover, crossovers
+from gpuvs.analysis.implementations import side_by_side
 from gpuvs.analysis.speedup import data_of
-from gpuvs.model import Measurement, Status
+from gpuvs.model import YOURS_PREFIX, Measurement, Status
+from gpuvs.report import implementations
 from gpuvs.report.plots import Plot, Series, colors_of, series_label, time_plot
 
 
@@ -37,19 +39,28 @@ def seconds_ci(m: Measurement) -> str:
     return units.seconds_ci(s.median, s.ci_halfwidth_rel)
 
 
-def _label(m: Measurement) -> str:
-    return m.case.device if m.case.device == "cpu" else f"{m.case.device} {data_of(m.case)}"
+def _label(m: Measurement, several: bool = False) -> str:
+    where = m.case.device if m.case.device == "cpu" else f"{m.case.device} {data_of(m.case)}"
+    return f"{_implementation(m)} {where}" if several else where
+
+
+def _implementation(m: Measurement) -> str:
+    return m.case.workload.removeprefix(YOURS_PREFIX)
 
 
 def summary(name: str, ms: Sequence[Measurement]) -> str:
     """The comparison in a few aligned lines: each case, its speedup, what failed, whether
-    the outputs agreed, and where the GPU starts to win."""
+    the outputs agreed, where the GPU starts to win; with several implementations, each
+    case names its implementation, and at each size the fastest is said."""
     sizes = sizes_of(ms)
     sweep = len(sizes) > 1
+    several = side_by_side(ms)
     where = (f"sizes {units.size(sizes[0])}–{units.size(sizes[-1])} ({len(sizes)})" if sweep
              else f"size {units.size(sizes[0])}" if sizes else "no size")
     lines = [" · ".join(filter(None, (f"gpuvs.compare: {name}", dtype_of(ms), where)))]
-    speedups = {(s.device, s.data, s.size): s for s in speedup.speedups(ms)}
+    speedups = {(w, s.device, s.data, s.size): s for w in dict.fromkeys(m.case.workload
+                                                                       for m in ms)
+                for s in speedup.speedups([m for m in ms if m.case.workload == w])}
     rows: list[list[str]] = []
     problems: list[str] = []
     skipped: dict[str, str] = {}
@@ -58,23 +69,26 @@ def summary(name: str, ms: Sequence[Measurement]) -> str:
             skipped.setdefault(m.case.device, m.reason)
             continue
         head = [units.size(m.case.size)] if sweep else []
+        head += [_implementation(m)] if several else []
         head += [m.case.device, data_of(m.case) if m.case.device != "cpu" else ""]
         if m.status is not Status.OK:
             rows.append([*head, m.status.value, "", "", "", ""])
-            problems.append(f"{_label(m)}{f' at {units.size(m.case.size)}' if sweep else ''}: "
+            problems.append(f"{_label(m, several)}"
+                            f"{f' at {units.size(m.case.size)}' if sweep else ''}: "
                             f"{m.status.value}: {m.reason}")
             continue
         wall = m.wall_summary.median if m.wall_summary else None
-        speed = speedups.get((m.case.device, data_of(m.case), m.case.size))
+        speed = speedups.get((m.case.workload, m.case.device, data_of(m.case), m.case.size))
         caveats = ", ".join(str(c).replace("_", " ") for c in m.caveats)
         rows.append([*head, seconds_ci(m), f"wall {units.seconds(wall)}" if wall else "",
                      f"first call {units.seconds(m.first_call_s)}", str(speed or ""),
                      f"({caveats})" if caveats else ""])
-    time_col = 2 + sweep
+    time_col = 2 + sweep + several
     lines += ["  " + line for line in _aligned(rows, {0, time_col} if sweep else {time_col})]
     lines += [f"{d}: skipped: {r}" for d, r in skipped.items()]
-    lines += problems + _agreement_lines(ms) + _crossover_lines(crossovers(ms))
-    return "\n".join(lines)
+    lines += problems + _agreement_lines(ms, several)
+    lines += _crossover_lines(crossovers(ms), several)
+    return "\n".join(lines + (implementations.lines(ms) if several else []))
 
 
 def _aligned(rows: list[list[str]], right: set[int]) -> list[str]:
@@ -90,17 +104,19 @@ def _aligned(rows: list[list[str]], right: set[int]) -> list[str]:
     return out
 
 
-def _agreement_lines(ms: Sequence[Measurement]) -> list[str]:
+def _agreement_lines(ms: Sequence[Measurement], several: bool) -> list[str]:
     errors = [m.counters["rel_error"] for m in ms if "rel_error" in m.counters]
     if not errors or any(m.status is Status.WRONG_RESULT for m in ms):
         return []
-    reference = next(m.case.device for m in ms if m.status is Status.OK)
+    first = next(m for m in ms if m.status is Status.OK)
+    reference = f"{_implementation(first)} on {first.case.device}" if several \
+        else first.case.device
     return [f"outputs agree with {reference}'s (largest relative error {max(errors):.1e})"]
 
 
-def _crossover_lines(found: Sequence[Crossover]) -> list[str]:
+def _crossover_lines(found: Sequence[Crossover], several: bool) -> list[str]:
     lines = []
-    for x in sorted(found, key=lambda x: (x.gpu.device, x.data != "resident")):
+    for x in sorted(found, key=lambda x: (x.gpu.workload, x.gpu.device, x.data != "resident")):
         if len(x.points) < 2:
             continue
         last = x.points[-1]
@@ -109,8 +125,9 @@ def _crossover_lines(found: Sequence[Crossover]) -> list[str]:
         else:
             verdict = ("GPU never faster in this range" if last.verdict != "gpu"
                        else "GPU faster only at the largest sizes")
-        lines.append(f"{x.gpu.device} {x.data}: {verdict}; {units.ratio(last.estimate)} at "
-                     f"{units.size(last.size)}")
+        name = f"{x.gpu.workload.removeprefix(YOURS_PREFIX)} " if several else ""
+        lines.append(f"{name}{x.gpu.device} {x.data}: {verdict}; {units.ratio(last.estimate)} "
+                     f"at {units.size(last.size)}")
     return lines
 
 

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
+from gpuvs import units
 from gpuvs.model import Case, Measurement, Params, Status
 from gpuvs.table import Table
 
@@ -67,13 +68,32 @@ class Found:
         return value_of(figure, self.ms)
 
 
+SIZE = "{size}"  # in a row's label: the size its figures were measured at
+
+
 @dataclass(frozen=True)
 class Row:
-    label: str
+    label: str                 # SIZE in it is filled in by `shown`
     claim: str                 # the post's number, quoted; "—" where it gave none
     written: Figure | None     # the as_written replay, None where the post had no such line
     correct: Figure | None
     why: Callable[[Found], str]
+
+    def shown(self, ms: Sequence[Measurement]) -> str:
+        """The label, its SIZE the size the row's figures were measured at: a --quick run
+        measures smaller sizes than the post's, and a row must not name a size it was
+        not measured at. Where nothing was measured, the size the row asks for."""
+        pick = next((p for figure in (self.correct, self.written)
+                     if (p := _first(figure)) is not None), None)
+        if SIZE not in self.label or pick is None:
+            return self.label
+        found = pick.find(ms)
+        size = found.case.size if found is not None else pick.size
+        return self.label.replace(SIZE, units.size(size) if size is not None else "—")
+
+
+def _first(figure: Figure | None) -> Pick | None:
+    return figure.slow if isinstance(figure, Ratio) else figure
 
 
 @dataclass(frozen=True)

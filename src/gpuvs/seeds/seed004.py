@@ -21,6 +21,7 @@ from gpuvs.analysis.crossover import crossovers
 from gpuvs.model import Case, Measurement, Status
 from gpuvs.seeds import register
 from gpuvs.seeds.base import (
+    SIZE,
     Found,
     Headline,
     Pick,
@@ -149,7 +150,7 @@ def _headline_why(f: Found) -> str:
             f"({_per_launch(gpu)} a launch on the GPU, {_per_launch(cpu)} on the CPU)")
 
 
-HEADLINE = Row("GPU vs CPU, naive, val = 100", "0.57× (GPU slower)",
+HEADLINE = Row(f"GPU vs CPU, naive, val = {SIZE}", "0.57× (GPU slower)",
                Ratio(WRITTEN["cpu"], WRITTEN[GPU]), Ratio(NAIVE["cpu"], NAIVE[GPU]),
                _gpu_vs_cpu_why)
 
@@ -228,9 +229,9 @@ class Seed004(Seed):
 
     def rows(self) -> tuple[Row, ...]:
         rows = [
-            Row("CPU: naive jacobian, val = 100", "11.1 s", WRITTEN["cpu"], NAIVE["cpu"],
+            Row(f"CPU: naive jacobian, val = {SIZE}", "11.1 s", WRITTEN["cpu"], NAIVE["cpu"],
                 _naive_why("cpu")),
-            Row("GPU: naive jacobian, val = 100", "19.5 s", WRITTEN[GPU], NAIVE[GPU],
+            Row(f"GPU: naive jacobian, val = {SIZE}", "19.5 s", WRITTEN[GPU], NAIVE[GPU],
                 _naive_why(GPU)),
             HEADLINE,
             Row("GPU vs CPU, naive, val = 1000", "2.7× (CPU 8 min 44 s, GPU 3 min 12 s)",

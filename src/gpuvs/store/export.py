@@ -50,9 +50,18 @@ def run_document(run: Run, measurements: Iterable[Measurement],
                 "reason": run.reason, "config": dict(run.config)},
         "environment": {"fingerprint": run.environment.fingerprint,
                         "facts": dict(run.environment.facts)},
-        "measurements": [m.to_dict() for m in measurements],
+        "measurements": [m.to_record() for m in measurements],
         "ceilings": [asdict(c) for c in ceilings],
     }
+
+
+def schema() -> str:
+    """The JSON Schema (draft 2020-12) of `run_document`'s output at FORMAT_VERSION, as
+    shipped in the package (`gpuvs schema run` prints it): the contract a program reading
+    an export can check it against."""
+    from importlib.resources import files
+
+    return files("gpuvs.store").joinpath("run.schema.json").read_text(encoding="utf-8")
 
 
 def run_from_document(doc: Any) -> tuple[Run, list[Measurement]]:

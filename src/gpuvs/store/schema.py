@@ -46,8 +46,9 @@ REASON = "reason TEXT NOT NULL DEFAULT ''"
 def tables(d: Dialect, reason: bool = True) -> tuple[str, ...]:
     """The runs and measurements tables and their index, in dialect `d` (without
     `reason`: as SQLite's version 1 made them). Only the case columns are broken out, for
-    SQL across runs; `data` holds the whole measurement (`Measurement.to_dict`), which is
-    what gpuvs reads back. Statistics are derived from the samples and never stored."""
+    SQL across runs; `data` holds the whole measurement (`Measurement.to_record`), which
+    is what gpuvs reads back: its samples, and its statistics kept under a key of the
+    samples they came from (a read takes them instead of bootstrapping again)."""
     last = f",\n        {REASON}" if reason else ""
     return (
         f"""CREATE TABLE runs (

@@ -173,7 +173,7 @@ class SqlStore:
         case = m.case
         row = (run_id, case.key, case.workload, case.variant, case.backend, case.device,
                case.dtype, case.size, self._document(dict(case.params)), m.status.value,
-               m.reason, self._document(m.to_dict(), compact=True), _utc_now())
+               m.reason, self._document(m.to_record(), compact=True), _utc_now())
 
         def work(c: Any) -> None:
             if not self._has_run(c, run_id):

@@ -37,32 +37,51 @@ from gpuvs.execute import policy
 from gpuvs.execute.take import take
 from gpuvs.execute.wire import Sampling
 from gpuvs.measuring.protocol import Prepared
-from gpuvs.model import Case, Measurement, Status
+from gpuvs.model import YOURS_PREFIX, Case, Measurement, Status
 from gpuvs.yours import moving
 from gpuvs.yours.agreement import agreement
 from gpuvs.yours.comparison import Comparison
 
 DEFAULT_SIZES = (10, 100, 1_000, 10_000)
-WORKLOAD_PREFIX = "yours:"
 
 Inputs = tuple[tuple[Any, ...], dict[str, Any]]
+Functions = Callable[..., object] | Mapping[str, Callable[..., object]]
+
+
+@dataclass(frozen=True)
+class Implementation:
+    """One function compared: its name (its workload is `yours:NAME`), the call (a module
+    made an argument, `prefix`, so that its parameters move with the data) and its
+    version, the hash of its source."""
+
+    name: str
+    fn: Callable[..., object]
+    prefix: tuple[Any, ...]
+    version: str
+
+    @property
+    def workload(self) -> str:
+        return YOURS_PREFIX + self.name
+
+    def placed(self, inputs: Inputs) -> Inputs:
+        """The arguments this implementation is called with: its module first."""
+        a, kw = inputs
+        return (*self.prefix, *a), kw
 
 
 @dataclass
 class _Settings:
-    fn: Callable[..., object]
-    name: str
+    implementations: tuple[Implementation, ...]
     budget_s: float
     tolerance: float | None
     criterion: str
-    version: str
     on_result: Callable[[Measurement], None] | None = None
     on_start: Callable[[Case], None] | None = None
     on_plan: Callable[[list[Case]], None] | None = None
     on_again: Callable[[], None] = lambda: None
 
 
-def run(fn: Callable[..., object], args: tuple[Any, ...], kwargs: Mapping[str, Any], *,
+def run(fn: Functions, args: tuple[Any, ...], kwargs: Mapping[str, Any], *,
         devices: Sequence[str] = ("cpu", "cuda"), batch: Callable[[int], Any] | None = None,
         sizes: Sequence[int] | str | None = None, budget_s: float | None = None,
         tolerance: float | None = None, name: str | None = None, criterion: str | None = None,
@@ -74,41 +93,66 @@ def run(fn: Callable[..., object], args: tuple[Any, ...], kwargs: Mapping[str, A
     """`gpuvs.compare` with its arguments spelt out (the magic and the CLI call this, so
     that a user's keyword arguments can never collide with compare's own).
 
-    `on_plan(cases)` hears of a size's cases once its inputs are built, `on_start(case)`
-    of each case before its inputs go to the device and it runs, `on_result(m)` of each
-    measurement: run-file's worker tells its parent so which case is in flight when it
-    dies, and what the cases of a size are called; `on_again()` that a contended case is
-    being measured again (its parent's clock starts again). `done` are the cases an earlier
-    worker finished or died in: they are neither run nor reported again, but are part of
-    the result. `show_progress` shows a sweep's progress on stderr (`gpuvs.compare`)."""
+    `fn` is one function, or several by name (`{"loop": f, "vectorised": g}`): each is
+    timed on each device, and every output must agree with the first function's on the
+    first device. `on_plan(cases)` hears of a size's cases once its inputs are built,
+    `on_start(case)` of each case before its inputs go to the device and it runs,
+    `on_result(m)` of each measurement: run-file's worker tells its parent so which case
+    is in flight when it dies, and what the cases of a size are called; `on_again()` that
+    a contended case is being measured again (its parent's clock starts again). `done`
+    are the cases an earlier worker finished or died in: they are neither run nor reported
+    again, but are part of the result. `show_progress` shows a sweep's progress on stderr
+    (`gpuvs.compare`)."""
     devices = check_devices(devices)
-    if not callable(fn):
-        raise UsageError(f"compare needs a function to call; got {type(fn).__name__} {fn!r}")
     config = build({"budget_s": budget_s, "criterion": criterion, "devices": devices},
                    names=KEYWORDS)
     check_tolerance(tolerance, "tolerance")
-    settings = _Settings(fn, name or function_name(fn), config.budget_s, tolerance,
-                         config.criterion, source_hash(fn), on_result, on_start, on_plan,
-                         on_again)
-    settings.fn, prefix = _unbound(fn)
-    plan = _plan(args, dict(kwargs), batch, sizes, prefix)
-    earlier = _Earlier(devices, {unit(m.case): m for m in done})
+    settings = _Settings(implementations(fn, name), config.budget_s, tolerance,
+                         config.criterion, on_result, on_start, on_plan, on_again)
+    plan = _plan(args, dict(kwargs), batch, sizes)
+    earlier = _Earlier(devices, tuple(i.workload for i in settings.implementations),
+                       {unit(m.case): m for m in done})
     with _progress_shown(settings, plan, devices, show_progress):
         measurements = _sweep(settings, plan, earlier)
-    return Comparison(settings.name, tuple(measurements), devices,
-                      fresh_call=lambda case: _resident_call(settings.fn, plan.inputs(case.size),
-                                                         case.device))
+    by_workload = {i.workload: i for i in settings.implementations}
+    return Comparison(", ".join(i.name for i in settings.implementations), tuple(measurements),
+                      devices, fresh_call=lambda case: _resident_call(
+                          by_workload[case.workload], plan.inputs(case.size), case.device),
+                      implementations=tuple(i.name for i in settings.implementations))
+
+
+def implementations(fn: Functions, name: str | None = None) -> tuple[Implementation, ...]:
+    """One function (named `name`, else as written), or several by name, in their order:
+    the first is the reference every other output must agree with."""
+    if not isinstance(fn, Mapping):
+        return (_implementation(name or function_name(fn), fn),)
+    if name is not None:
+        raise UsageError("name= names one function; several are named by their keys: "
+                         "compare({'loop': f, 'vectorised': g}, x)")
+    if not fn:
+        raise UsageError("compare needs a function to call; got an empty mapping")
+    bad = [k for k in fn if not isinstance(k, str) or not k.strip()]
+    if bad:
+        raise UsageError(f"implementations are named by non-empty strings; got {bad[0]!r}")
+    return tuple(_implementation(k, f) for k, f in fn.items())
+
+
+def _implementation(name: str, fn: Callable[..., object]) -> Implementation:
+    if not callable(fn):
+        raise UsageError(f"compare needs a function to call; got {type(fn).__name__} {fn!r}")
+    call, prefix = _unbound(fn)
+    return Implementation(name, call, prefix, source_hash(fn))
 
 
 def _sweep(s: _Settings, plan: _Plan, earlier: _Earlier) -> list[Measurement]:
     measurements: list[Measurement] = []
-    oom = policy.OutOfMemorySeries()  # a device's series stops growing
+    oom = policy.OutOfMemorySeries()  # an implementation's series on a device stops growing
     for size in plan.sizes:
         found = earlier.all_at(size)  # all done already: its inputs need not be built
         if found is None:
             found = _at_size(s, plan.inputs(size), size, earlier, oom)
         for m in found:
-            oom.note(m.case.device, m)
+            oom.note((m.case.workload, m.case.device), m)
         measurements += found
     return measurements
 
@@ -124,8 +168,8 @@ def _progress_shown(s: _Settings, plan: _Plan, devices: Sequence[str], show: boo
         return
     from gpuvs.report.progress import progress
     told = s.on_result  # the run's own settings: the caller's hook still hears each case
-    with progress(len(plan.sizes) * sum(len(placements(d)) for d in devices),
-                  stderr=True) as advance:
+    cases = len(plan.sizes) * len(s.implementations) * sum(len(placements(d)) for d in devices)
+    with progress(cases, stderr=True) as advance:
         def both(m: Measurement) -> None:
             advance(m)
             if told is not None:
@@ -137,29 +181,29 @@ def _progress_shown(s: _Settings, plan: _Plan, devices: Sequence[str], show: boo
 
 def _at_size(s: _Settings, inputs: Inputs, size: int, earlier: _Earlier,
              oom: policy.OutOfMemorySeries) -> list[Measurement]:
-    a, kw = inputs
-    planned = [_cases(s, a, kw, size, d, moving.backend_for((a, kw), d))
+    planned = [(i, _cases(i, i.placed(inputs), size, d)) for i in s.implementations
                for d in earlier.devices]
     if s.on_plan is not None:
-        s.on_plan([c for cases in planned for c in cases])
-    reference = _Reference(s.tolerance)
+        s.on_plan([c for _, cases in planned for c in cases])
+    reference = _Reference(s.tolerance, named=len(s.implementations) > 1)
     out: list[Measurement] = []
-    for cases in planned:  # every device at one size before the next size
-        device = cases[0].device
-        stopped = [m for c in cases if (m := oom.stopped(device, c)) is not None]
+    for impl, cases in planned:  # every implementation on every device before the next size
+        key = (impl.workload, cases[0].device)
+        stopped = [m for c in cases if (m := oom.stopped(key, c)) is not None]
         if stopped:
             out += [earlier.get(m.case) or _reported(s, m) for m in stopped]
         else:
-            out += _on_device(s, a, kw, cases, reference, earlier)
+            out += _on_device(s, impl, impl.placed(inputs), cases, reference, earlier)
     return out
 
 
-Unit = tuple[int, str, str]
+Unit = tuple[str, int, str, str]
 
 
 def unit(case: Case) -> Unit:
-    """A case's place in a comparison: its size, device, and data resident or end-to-end."""
-    return case.size, case.device, data_of(case)
+    """A case's place in a comparison: its implementation, size, device, and data resident
+    or end-to-end."""
+    return case.workload, case.size, case.device, data_of(case)
 
 
 def placements(device: str) -> tuple[str, ...]:
@@ -169,10 +213,11 @@ def placements(device: str) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class _Earlier:
-    """The cases an earlier worker finished or died in, by size, device and data: run-file
-    starts a fresh worker after a crash, which carries on from there."""
+    """The cases an earlier worker finished or died in, by implementation, size, device
+    and data: run-file starts a fresh worker after a crash, which carries on from there."""
 
     devices: tuple[str, ...]
+    workloads: tuple[str, ...]
     found: Mapping[Unit, Measurement]
 
     def get(self, case: Case) -> Measurement | None:
@@ -180,14 +225,19 @@ class _Earlier:
 
     def all_at(self, size: int) -> list[Measurement] | None:
         """Every case of `size`, when every one is done."""
-        units = [(size, d, data) for d in self.devices for data in placements(d)]
+        units = [(w, size, d, data) for w, d in self._order() for data in placements(d)]
         return [self.found[u] for u in units] if all(u in self.found for u in units) else None
 
-    def wanted_after(self, size: int, device: str) -> bool:
-        """Whether a device after `device` has a case still to run at `size`, which
-        `device`'s output is the reference for."""
-        later = self.devices[self.devices.index(device) + 1:]
-        return any((size, d, data) not in self.found for d in later for data in placements(d))
+    def wanted_after(self, size: int, workload: str, device: str) -> bool:
+        """Whether an implementation or a device after (`workload`, `device`) has a case
+        still to run at `size`, which this one's output is the reference for."""
+        order = self._order()
+        later = order[order.index((workload, device)) + 1:]
+        return any((w, size, d, data) not in self.found
+                   for w, d in later for data in placements(d))
+
+    def _order(self) -> list[tuple[str, str]]:
+        return [(w, d) for w in self.workloads for d in self.devices]
 
 
 def _unbound(fn: Callable[..., object]) -> tuple[Callable[..., object], tuple[Any, ...]]:
@@ -236,8 +286,8 @@ class _Plan:
 
 
 def _plan(args: tuple[Any, ...], kwargs: dict[str, Any], batch: Callable[[int], Any] | None,
-          sizes: Sequence[int] | str | None, prefix: tuple[Any, ...] = ()) -> _Plan:
-    """The sizes to run, and the arguments at each (`prefix`, a module, comes first)."""
+          sizes: Sequence[int] | str | None) -> _Plan:
+    """The sizes to run, and the arguments at each."""
     chosen = _sizes(sizes)
     if batch is not None:
         if args:
@@ -245,16 +295,15 @@ def _plan(args: tuple[Any, ...], kwargs: dict[str, Any], batch: Callable[[int], 
                              "the arguments for each size")
         if not callable(batch):
             raise UsageError(f"batch= must be a function size -> arguments; got {batch!r}")
-        return _Plan(chosen or DEFAULT_SIZES, lambda n: ((*prefix, *_built(batch, n)), kwargs))
+        return _Plan(chosen or DEFAULT_SIZES, lambda n: (_built(batch, n), kwargs))
     if chosen:
         if not any(getattr(x, "ndim", 0) >= 1 for x in moving.leaves((args, kwargs))):
             raise UsageError("sizes= without batch= resizes the first axis of the tensor "
                              "and array arguments, and there are none; pass batch=lambda "
                              "size: (...) to build the arguments for each size")
-        return _Plan(chosen, lambda n: ((*prefix, *moving.resized(args, n)),
-                                        moving.resized(kwargs, n)))
+        return _Plan(chosen, lambda n: (moving.resized(args, n), moving.resized(kwargs, n)))
     n = moving.batch_size((args, kwargs))
-    return _Plan((n,), lambda _: ((*prefix, *args), kwargs))
+    return _Plan((n,), lambda _: (args, kwargs))
 
 
 def _sizes(sizes: Sequence[int] | str | None) -> tuple[int, ...]:
@@ -280,31 +329,41 @@ def _built(batch: Callable[[int], Any], n: int) -> tuple[Any, ...]:
 
 @dataclass
 class _Reference:
-    """The first output seen at one size, which every other device's must agree with."""
+    """The first output seen at one size — the first implementation's on the first device
+    that ran — which every other implementation's and device's must agree with. With
+    several implementations, each output is named by its implementation as well."""
 
     tolerance: float | None
-    device: str | None = None
+    named: bool = False
+    source: Case | None = None  # the case whose output is the reference
     output: object = None
     errors: dict[str, float] = field(default_factory=dict)
 
     def checker(self, case: Case) -> Callable[[object], None]:
         def check(out: object) -> None:
-            if self.device is None or self.device == case.device:
-                if self.device is None:
-                    self.device, self.output = case.device, moving.snapshot(out)
+            if self.source is None:
+                self.source, self.output = case, moving.snapshot(out)
                 return
-            found = agreement(out, self.output, case.device, self.device, self.tolerance)
+            if (self.source.workload, self.source.device) == (case.workload, case.device):
+                return  # its own end-to-end twin: the same call, the same device
+            found = agreement(out, self.output, self._label(case), self._label(self.source),
+                              self.tolerance)
             self.errors[case.key] = found.error
             if found.reason is not None:
                 raise WrongResult(found.reason)
 
         return check
 
+    def _label(self, case: Case) -> str:
+        """'cuda', or with several implementations 'cuda (vectorised)'."""
+        name = case.workload.removeprefix(YOURS_PREFIX)
+        return f"{case.device} ({name})" if self.named else case.device
 
-def _cases(s: _Settings, a: tuple[Any, ...], kw: dict[str, Any], size: int,
-           device: str, backend: str) -> list[Case]:
-    dtype = moving.floating_dtype((a, kw))
-    return [Case(WORKLOAD_PREFIX + s.name, "correct", backend, device, dtype, size,
+
+def _cases(impl: Implementation, inputs: Inputs, size: int, device: str) -> list[Case]:
+    backend = moving.backend_for(inputs, device)
+    dtype = moving.floating_dtype(inputs)
+    return [Case(impl.workload, "correct", backend, device, dtype, size,
                  () if data == RESIDENT else (("data", data),)) for data in placements(device)]
 
 
@@ -314,14 +373,15 @@ def skipped_end_to_end(resident: Measurement) -> Measurement:
                        f"not measured: the resident case is {resident.status}")
 
 
-def _on_device(s: _Settings, a: tuple[Any, ...], kw: dict[str, Any], cases: list[Case],
+def _on_device(s: _Settings, impl: Implementation, inputs: Inputs, cases: list[Case],
                reference: _Reference, earlier: _Earlier) -> list[Measurement]:
+    a, kw = inputs
     name, device, size = cases[0].backend, cases[0].device, cases[0].size
     known = [m for c in cases if (m := earlier.get(c)) is not None]
     if len(known) == len(cases):  # an earlier worker's: a device's cases come all or none
-        if (reference.device is None and known[0].status is Status.OK
-                and earlier.wanted_after(size, device)):
-            _remake_reference(s, a, kw, cases[0], name, reference)
+        if (reference.source is None and known[0].status is Status.OK
+                and earlier.wanted_after(size, impl.workload, device)):
+            _remake_reference(impl, inputs, cases[0], reference)
         return known
     reason = unavailable_reason(name, device, (a, kw))
     if reason is not None:
@@ -333,7 +393,7 @@ def _on_device(s: _Settings, a: tuple[Any, ...], kw: dict[str, Any], cases: list
         return [_reported(s, Measurement(c, Status.OOM, placed)) for c in cases]
     pa, pkw = placed
     counters = {"threads": float(t)} if device == "cpu" and (t := backend.threads()) else {}
-    resident = _reported(s, _measure(s, lambda: s.fn(*pa, **pkw), cases[0], backend,
+    resident = _reported(s, _measure(s, impl, lambda: impl.fn(*pa, **pkw), cases[0], backend,
                                      reference, counters))
     if len(cases) == 1:
         return [resident]
@@ -345,26 +405,27 @@ def _on_device(s: _Settings, a: tuple[Any, ...], kw: dict[str, Any], cases: list
     def end_to_end() -> object:
         ha, hkw = moving.call_to_device(host_a, host_kw, device,
                                         numpy_to_cupy=name == "cupy", modules=keep)
-        return moving.to_host(s.fn(*ha, **hkw))
+        return moving.to_host(impl.fn(*ha, **hkw))
 
     _started(s, cases[1])
-    return [resident, _reported(s, _measure(s, end_to_end, cases[1], backend, reference,
+    return [resident, _reported(s, _measure(s, impl, end_to_end, cases[1], backend, reference,
                                             counters))]
 
 
-def _remake_reference(s: _Settings, a: tuple[Any, ...], kw: dict[str, Any], case: Case,
-                      name: str, reference: _Reference) -> None:
+def _remake_reference(impl: Implementation, inputs: Inputs, case: Case,
+                      reference: _Reference) -> None:
     """The reference output again, from one untimed call, when an earlier worker timed
-    `case` and a later device at its size is still to run: that device's output is
-    checked against it."""
-    placed, _ = _placed(a, kw, case.device, name, backends.get(name))
+    `case` and a later implementation or device at its size is still to run: its output
+    is checked against it."""
+    a, kw = inputs
+    placed, _ = _placed(a, kw, case.device, case.backend, backends.get(case.backend))
     if isinstance(placed, str):
-        return  # out of memory now: the next device that runs gives the reference
+        return  # out of memory now: the next case that runs gives the reference
     pa, pkw = placed
     try:
-        reference.checker(case)(s.fn(*pa, **pkw))
+        reference.checker(case)(impl.fn(*pa, **pkw))
     except Exception as e:
-        raise UsageError(_raised(s, case, e)) from e
+        raise UsageError(_raised(impl, case, e)) from e
 
 
 def _started(s: _Settings, case: Case) -> None:
@@ -413,16 +474,16 @@ def _placed(a: tuple[Any, ...], kw: dict[str, Any], device: str, name: str,
     return placed, place
 
 
-def _measure(s: _Settings, call: Callable[[], object], case: Case, backend: Any,
-             reference: _Reference, counters: dict[str, float]) -> Measurement:
+def _measure(s: _Settings, impl: Implementation, call: Callable[[], object], case: Case,
+             backend: Any, reference: _Reference, counters: dict[str, float]) -> Measurement:
     prepared = Prepared(call=call, check=reference.checker(case))
-    first = reference.device is None
+    first = reference.source is None
     try:
         m = take(case, lambda: prepared, Sampling(s.budget_s, s.criterion),
                  backend=backend, threads=counters.get("threads"), again=s.on_again,
                  raising=True).measurement
     except Exception as e:
-        what = _raised(s, case, e)
+        what = _raised(impl, case, e)
         failed, _ = policy.failure(backend, case, e, crashed=what)
         if first and failed.status is Status.CRASHED:
             raise UsageError(what) from e
@@ -430,23 +491,24 @@ def _measure(s: _Settings, call: Callable[[], object], case: Case, backend: Any,
     extra = dict(counters)
     if case.key in reference.errors:
         extra["rel_error"] = reference.errors[case.key]
-    return replace(m, counters={**m.counters, **extra}, workload_version=s.version)
+    return replace(m, counters={**m.counters, **extra}, workload_version=impl.version)
 
 
-def _raised(s: _Settings, case: Case, e: BaseException) -> str:
-    return f"{s.name} raised {type(e).__name__} on {case.device}{raised_at(e)}: {first_line(e)}"
+def _raised(impl: Implementation, case: Case, e: BaseException) -> str:
+    return (f"{impl.name} raised {type(e).__name__} on {case.device}{raised_at(e)}: "
+            f"{first_line(e)}")
 
 
-def _resident_call(fn: Callable[..., object], inputs: Inputs, device: str
+def _resident_call(impl: Implementation, inputs: Inputs, device: str
                    ) -> Callable[[], object]:
-    """A fresh resident call of `fn` at one size on `device` (for profiling it again)."""
-    a, kw = inputs
+    """A fresh resident call of `impl` at one size on `device` (for profiling it again)."""
+    a, kw = impl.placed(inputs)
     name = moving.backend_for((a, kw), device)
     reason = unavailable_reason(name, device, (a, kw))
     if reason is not None:
         raise BackendUnavailable(reason)
     pa, pkw = moving.call_to_device(a, kw, device, numpy_to_cupy=name == "cupy")
-    return lambda: fn(*pa, **pkw)
+    return lambda: impl.fn(*pa, **pkw)
 
 
 # Where code that is not the user's lives: gpuvs itself and the standard library (and,

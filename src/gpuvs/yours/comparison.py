@@ -1,10 +1,12 @@
 """What `gpuvs.compare` returns: the measurements, and the answers derived from them.
 
-A `Comparison` is data: the raw `Measurement`s (one per size × device × resident or
-end-to-end), the devices asked for, and a fresh call of a case (run-file's worker profiles
-it once every case is timed).
+A `Comparison` is data: the raw `Measurement`s (one per implementation × size × device ×
+resident or end-to-end), the devices asked for, the implementations' names (one, unless
+several functions were compared by name; the first is the reference), and a fresh call of
+a case (run-file's worker profiles it once every case is timed).
 Everything else is derived, by the modules that own it: `speedup` (GPU over the fastest
-CPU case, a bootstrap 95 % CI) and `crossovers` by `gpuvs.analysis`, `explain()` by
+CPU case of the same implementation, a bootstrap 95 % CI), `crossovers` and `winners`
+(which implementation on which device is fastest) by `gpuvs.analysis`, `explain()` by
 `gpuvs.analysis.explain`, and `table()`, `plot()` and the `repr` a notebook shows by
 `gpuvs.report`.
 """
@@ -19,19 +21,43 @@ from typing import Any
 
 from gpuvs.analysis import speedup as speedups_of
 from gpuvs.analysis.crossover import Crossover, crossovers
+from gpuvs.analysis.implementations import Winner, winners
 from gpuvs.analysis.speedup import Speedup
-from gpuvs.model import Case, Measurement, Run, RunKind, Status
+from gpuvs.model import YOURS_PREFIX, Case, Measurement, Run, RunKind, Status
 
 
 class Comparison:
-    """The result of `gpuvs.compare`: measurements per size, device and data placement."""
+    """The result of `gpuvs.compare`: measurements per implementation, size, device and
+    data placement.
+
+    With several implementations, each is set against its own CPU case (as its table
+    does): `speedup`, `speedup_end_to_end`, `crossover` and `crossovers` are then the
+    first's, the reference's; `r["vectorised"]` is another's comparison alone, and
+    `winners` says which one, on which device, is fastest at each size."""
 
     def __init__(self, name: str, measurements: Sequence[Measurement], devices: Sequence[str],
-                 fresh_call: Callable[[Case], Callable[[], object]] | None = None) -> None:
+                 fresh_call: Callable[[Case], Callable[[], object]] | None = None,
+                 implementations: Sequence[str] = ()) -> None:
         self.name = name
         self.measurements = tuple(measurements)
         self.devices = tuple(devices)
         self.fresh_call = fresh_call
+        self.implementations = tuple(implementations) or (name,)
+
+    def __getitem__(self, name: str) -> Comparison:
+        """One implementation's comparison alone (its devices, its sizes)."""
+        if name not in self.implementations:
+            raise KeyError(f"no implementation {name!r}; this comparison holds "
+                           f"{', '.join(self.implementations)}")
+        return Comparison(name, [m for m in self.measurements
+                                 if m.case.workload == YOURS_PREFIX + name],
+                          self.devices, self.fresh_call)
+
+    @property
+    def winners(self) -> list[Winner]:
+        """At each size, the fastest implementation × device (its data where it runs), its
+        margin over the next with a 95 % CI, and whether their intervals are apart."""
+        return winners(self.measurements)
 
     @property
     def sizes(self) -> tuple[int, ...]:
@@ -48,11 +74,15 @@ class Comparison:
                      if m.status in (Status.WRONG_RESULT, Status.CRASHED))
 
     def speedups(self) -> list[Speedup]:
-        """Every finished GPU case against the fastest CPU case of its size."""
-        return speedups_of.speedups(self.measurements)
+        """Every finished GPU case against the fastest CPU case of its implementation and
+        size (the first implementation's first)."""
+        return [s for name in self.implementations for s in speedups_of.speedups(
+            [m for m in self.measurements if m.case.workload == YOURS_PREFIX + name])]
 
     def _last(self, data: str) -> Speedup | None:
-        found = [s for s in self.speedups() if s.data == data]
+        mine = self[self.implementations[0]].speedups() if len(self.implementations) > 1 \
+            else self.speedups()
+        found = [s for s in mine if s.data == data]
         return max(found, key=lambda s: s.size) if found else None
 
     @property
@@ -67,7 +97,8 @@ class Comparison:
 
     @property
     def crossovers(self) -> list[Crossover]:
-        return crossovers(self.measurements)
+        return crossovers(self[self.implementations[0]].measurements
+                          if len(self.implementations) > 1 else self.measurements)
 
     @property
     def crossover(self) -> int | None:
@@ -99,12 +130,16 @@ class Comparison:
     def to_dict(self) -> dict[str, Any]:
         """The one run format (`store.export.run_document`: what `gpuvs report --from`,
         `gpuvs compare` and `gpuvs plot --from` read), with what the comparison derived
-        beside it: its speedups and crossovers."""
+        beside it: its speedups and crossovers, each naming its implementation, and with
+        several implementations, the winner at each size."""
+        from gpuvs.report.implementations import winner_record
         from gpuvs.store.export import run_document
+        several = len(self.implementations) > 1
         return run_document(self.run, self.measurements) | {
-            "speedups": [asdict(s) | {"verdict": s.verdict} for s in self.speedups()],
-            "crossovers": [_crossover_dict(c) for c in self.crossovers],
-        }
+            "speedups": [asdict(s) | {"verdict": s.verdict, "implementation": name}
+                         for name in self.implementations for s in self[name].speedups()],
+            "crossovers": [_crossover_dict(c) for c in crossovers(self.measurements)],
+        } | ({"winners": [winner_record(w) for w in self.winners]} if several else {})
 
     def to_json(self, indent: int | None = None) -> str:
         return json.dumps(self.to_dict(), indent=indent)
@@ -114,9 +149,11 @@ class Comparison:
         """This comparison as a run (its environment read once, when first asked)."""
         from gpuvs._version import __version__
         from gpuvs.store.runs import new_run
+        several = len(self.implementations) > 1
         record = new_run(RunKind.YOURS, {
             "function": self.name, "devices": list(self.devices),
-            "sizes": list(self.sizes), "gpuvs": __version__})
+            "sizes": list(self.sizes), "gpuvs": __version__} | (
+                {"implementations": list(self.implementations)} if several else {}))
         return replace(record, status="finished", finished_at=record.started_at)
 
     def save(self, db: str | None = None, **config: Any) -> str:
@@ -166,7 +203,8 @@ class Comparison:
 
 
 def _crossover_dict(c: Crossover) -> dict[str, Any]:
-    return {"device": c.gpu.device, "backend": c.gpu.backend, "data": c.data,
+    return {"implementation": c.gpu.workload.removeprefix(YOURS_PREFIX),
+            "device": c.gpu.device, "backend": c.gpu.backend, "data": c.data,
             "size": c.size, "tie_band": c.tie_band, "modelled_size": c.modelled_size,
             "extrapolated": c.extrapolated, "asymptotic_speedup": c.asymptotic_speedup,
             "points": [{"size": p.size, "estimate": p.estimate, "low": p.low, "high": p.high}

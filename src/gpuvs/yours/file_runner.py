@@ -36,8 +36,8 @@ from gpuvs.execute.wire import (
     RunFile,
     Started,
 )
-from gpuvs.model import Case, Measurement, Status
-from gpuvs.yours.compare import WORKLOAD_PREFIX, Unit, placements, skipped_end_to_end, unit
+from gpuvs.model import YOURS_PREFIX, Case, Measurement, Status
+from gpuvs.yours.compare import Unit, placements, skipped_end_to_end, unit
 from gpuvs.yours.comparison import Comparison
 from gpuvs.yours.run_file import case_count
 
@@ -135,8 +135,10 @@ class _Record:
         return tuple(self.taken.values())
 
     def comparison(self) -> Comparison:
-        name = next(iter(self.taken.values())).case.workload.removeprefix(WORKLOAD_PREFIX)
-        return Comparison(name, self.measurements(), self.request.devices)
+        names = tuple(dict.fromkeys(m.case.workload.removeprefix(YOURS_PREFIX)
+                                    for m in self.taken.values()))
+        return Comparison(", ".join(names), self.measurements(), self.request.devices,
+                          implementations=names)
 
     def plan(self, cases: Iterable[Case]) -> None:
         self.planned.update((unit(c), c) for c in cases)
@@ -172,17 +174,20 @@ class _Record:
         them, or else as at the last size planned. A device found unavailable there is
         unavailable here too; every other case is lost with the worker."""
         if not self.planned:
-            path = self.request.target.rpartition("::")[0]
-            raise UsageError(f"loading {path} or building its first inputs ended the worker "
+            paths = ", ".join(dict.fromkeys(t.rpartition("::")[0] for t in self.request.targets))
+            raise UsageError(f"loading {paths} or building its first inputs ended the worker "
                              f"before any case ran: {reason}")
-        last = {(device, data): c for (_, device, data), c in self.planned.items()}
-        sizes = self.request.sizes or tuple(sorted({u[0] for u in self.planned}))
-        missing = [(size, d, data) for size in sizes for d in self.request.devices
-                   for data in placements(d) if (size, d, data) not in self.taken]
-        size = missing[0][0]
-        for u in (u for u in missing if u[0] == size):
-            case = self.planned.get(u) or replace(last[u[1:]], size=size)
-            seen = self.taken.get(unit(last[u[1:]]))
+        last = {(w, device, data): c for (w, _, device, data), c in self.planned.items()}
+        workloads = tuple(dict.fromkeys(w for w, _, _ in last))
+        sizes = self.request.sizes or tuple(sorted({u[1] for u in self.planned}))
+        missing = [(w, size, d, data) for size in sizes for w in workloads
+                   for d in self.request.devices for data in placements(d)
+                   if (w, size, d, data) not in self.taken]
+        size = missing[0][1]
+        for u in (u for u in missing if u[1] == size):
+            named = (u[0], *u[2:])
+            case = self.planned.get(u) or replace(last[named], size=size)
+            seen = self.taken.get(unit(last[named]))
             self.add(replace(seen, case=case) if seen and seen.status is Status.UNAVAILABLE
                      else Measurement(case, status, f"before the case started (loading the "
                                                     f"file or building the inputs of size "

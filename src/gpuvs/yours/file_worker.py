@@ -1,4 +1,4 @@
-"""run-file's worker: the user's file loaded, and its function compared, in a process of
+"""run-file's worker: the user's files loaded, and their functions compared, in a process of
 its own (`python -m gpuvs.yours.file_worker FD`, started by `gpuvs.yours.file_runner`),
 so that a segfault, an `os._exit` or a hang in it ends this process, not gpuvs.
 
@@ -41,7 +41,7 @@ from gpuvs.execute.wire import (
 from gpuvs.yours import compare
 from gpuvs.yours.comparison import Comparison
 from gpuvs.yours.explaining import explained_here
-from gpuvs.yours.run_file import check_builder, load_target, spread
+from gpuvs.yours.run_file import check_builder, load_targets, spread
 
 EXIT_USAGE = 2
 
@@ -73,9 +73,10 @@ def main(argv: list[str]) -> int:
 
 
 def _compared(request: RunFile, send: Send) -> Comparison:
-    fn, builder = load_target(request.target, request.inputs)
+    functions, builder = load_targets(request.targets, request.inputs)
     check_builder(builder, request.inputs, bool(request.sizes))
     args = () if request.sizes else spread(_built(builder, request.inputs))
+    fn = next(iter(functions.values())) if len(functions) == 1 else functions
     return compare.run(
         fn, args, {}, devices=request.devices, batch=builder if request.sizes else None,
         sizes=request.sizes or None, budget_s=request.sampling.budget_s,

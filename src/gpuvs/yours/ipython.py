@@ -8,10 +8,14 @@ device, a warning when what `%timeit` would print — host time without synchron
 seed-000 mistake — differs from the device time by more than NAIVE_FACTOR.
 
 Options, as `%timeit`'s where they make sense: `-n N` loops per sample, `-r R` samples,
-`-o` return the result, `-q` print nothing; and `--budget S` (sampling seconds) and
+`-o` return the result, `-q` print nothing; and `--budget S` (sampling seconds),
 `--compare cpu,cuda` (run the cell's tensors, arrays and modules on each device with
-`gpuvs.compare`). As with `%%timeit`, the rest of a `%%gpuvs` line is set-up code, run
-once, untimed. The code runs in a copy of the namespace: its assignments do not leak.
+`gpuvs.compare`) and `--versions` (each line of a `%%gpuvs` cell is one version of the
+same work, `loop(x)`, `vectorised(x)`: each is timed, on the `--compare` devices or where
+its data lives, its output checked against the first line's, and the fastest named at
+each size). As with `%%timeit`, the rest of a `%%gpuvs` line is set-up code, run once,
+untimed. The code runs in a copy of the namespace: its assignments do not leak. A time
+measured while other processes took the CPU says so (`contended`).
 
 IPython is imported only when the extension is loaded, never by `import gpuvs`.
 """
@@ -33,7 +37,7 @@ from gpuvs.errors import GpuvsError, UsageError
 from gpuvs.execute.take import take
 from gpuvs.execute.wire import Sampling
 from gpuvs.measuring.protocol import Prepared
-from gpuvs.model import Case, Measurement
+from gpuvs.model import Case, Caveat, Measurement
 from gpuvs.yours import moving
 from gpuvs.yours.moving import clock_for
 from gpuvs.yours.timer import synchronize_all
@@ -70,6 +74,12 @@ class Timing:
         wall = m.wall_summary
         out.append(f"first call {units.seconds(m.first_call_s)}" + (
             f" · synchronised wall {units.seconds(wall.median)} per loop" if wall else ""))
+        if Caveat.CONTENDED in m.caveats:
+            share = m.counters.get("others_cpu_share")
+            out.append("contended: other processes took "
+                       + (f"{share:.0%} of " if share is not None else "")
+                       + "the CPU it asked for while it was timed (measured again after a "
+                         "pause, they still did): the time may hold their work")
         ratio = self.naive_ratio
         if ratio is not None and not (1 / NAIVE_FACTOR <= ratio <= NAIVE_FACTOR):
             more = f"{ratio:.1f}× less" if ratio > 1 else f"{1 / ratio:.1f}× more"
@@ -93,6 +103,7 @@ class Options:
     repeat: int | None = None
     budget_s: float = DEFAULT_BUDGET_S
     compare: tuple[str, ...] = ()
+    versions: bool = False
 
 
 def load_ipython_extension(ipython: Any) -> None:
@@ -115,8 +126,8 @@ def _magics_class() -> type:
 def run_magic(magics: Any, line: str, cell: str | None) -> object:
     from IPython.core.error import UsageError as IPythonUsageError
 
-    opts, stmt = magics.parse_options(line, "n:r:oq", "compare=", "budget=", posix=False,
-                                      strict=False, preserve_non_opts=True)
+    opts, stmt = magics.parse_options(line, "n:r:oq", "compare=", "budget=", "versions",
+                                      posix=False, strict=False, preserve_non_opts=True)
     shell = magics.shell
     setup, code = (stmt, cell) if cell is not None else ("", stmt)
     try:
@@ -126,9 +137,11 @@ def run_magic(magics: Any, line: str, cell: str | None) -> object:
         ns = dict(shell.user_ns)
         if setup.strip():
             exec(compile(shell.transform_cell(setup), "<gpuvs setup>", "exec"), ns)
-        source = shell.transform_cell(code)
-        result: object = (compare_source(ns, source, options) if options.compare
-                          else time_source(ns, source, options))
+        result: object = (
+            versions_source(ns, [shell.transform_cell(v) for v in code.splitlines()
+                                 if v.strip()], options) if options.versions
+            else compare_source(ns, shell.transform_cell(code), options) if options.compare
+            else time_source(ns, shell.transform_cell(code), options))
     except GpuvsError as e:
         raise IPythonUsageError(str(e)) from None
     if "q" not in opts:
@@ -159,7 +172,11 @@ def parse_options(opts: Mapping[str, Any]) -> Options:
     devices: tuple[str, ...] = ()
     if "compare" in opts:
         devices = check_devices(str(opts["compare"]))
-    return Options(count("n"), count("r"), budget, devices)
+    versions = "versions" in opts
+    if versions and ("n" in opts or "r" in opts):
+        raise UsageError("--versions times each line by gpuvs.compare's protocol: it takes "
+                         "--budget and --compare, not -n or -r")
+    return Options(count("n"), count("r"), budget, devices, versions)
 
 
 def compiled(source: str) -> tuple[CodeType, CodeType | None]:
@@ -236,18 +253,51 @@ def _naive_s(call: Callable[[], object], loops: int) -> float:
 def compare_source(ns: dict[str, Any], source: str, options: Options) -> Any:
     """`--compare`: the code's tensors, arrays and modules moved to each device in turn."""
     from gpuvs.yours.compare import run
-    body, last = compiled(source)
-    used = names_used(body) | (names_used(last) if last else set())
+    (cell,), movable = _cells(ns, [source], "--compare")
+    return run(cell, (), movable, devices=options.compare, budget_s=options.budget_s,
+               name="%gpuvs")
+
+
+def versions_source(ns: dict[str, Any], sources: list[str], options: Options) -> Any:
+    """`--versions`: each line one version of the same work, named by its text, compared
+    side by side (`gpuvs.compare` with several functions) on the `--compare` devices, else
+    where the data lives."""
+    from gpuvs.yours.compare import run
+    names = [" ".join(v.split()) for v in sources]
+    if len(names) < 2:
+        raise UsageError("--versions compares the lines of a %%gpuvs cell, one version of "
+                         "the work a line (loop(x), vectorised(x)); this cell has "
+                         f"{len(names)}")
+    if len(set(names)) < len(names):
+        raise UsageError("--versions names each version by its line; two lines are the "
+                         "same")
+    cells, movable = _cells(ns, sources, "--versions")
+    devices = options.compare or tuple(moving.data_devices(list(movable.values()))[:1]
+                                       or ["cpu"])
+    return run(dict(zip(names, cells, strict=True)), (), movable, devices=devices,
+               budget_s=options.budget_s)
+
+
+def _cells(ns: dict[str, Any], sources: list[str], flag: str
+           ) -> tuple[list[Callable[..., object]], dict[str, Any]]:
+    """Each source as a function of the tensors, arrays and modules it uses from the
+    namespace (passed by name, so that `gpuvs.compare` moves them to each device), and
+    those values."""
+    code = [compiled(source) for source in sources]
+    used = set().union(*(names_used(body) | (names_used(last) if last else set())
+                         for body, last in code))
     movable = {n: ns[n] for n in sorted(used) if n in ns and moving.leaves(ns[n])}
     if not movable:
-        raise UsageError("--compare moves the tensors, modules and arrays the code uses to "
+        raise UsageError(f"{flag} moves the tensors, modules and arrays the code uses to "
                          "each device, and this code uses none from the namespace")
     base = {n: ns[n] for n in (*used, "__builtins__") if n in ns}
 
-    def cell(**moved: Any) -> object:
-        scope = {**base, **moved}
-        exec(body, scope)
-        return eval(last, scope) if last is not None else None
+    def cell(body: CodeType, last: CodeType | None) -> Callable[..., object]:
+        def run_cell(**moved: Any) -> object:
+            scope = {**base, **moved}
+            exec(body, scope)
+            return eval(last, scope) if last is not None else None
 
-    return run(cell, (), movable, devices=options.compare, budget_s=options.budget_s,
-               name="%gpuvs")
+        return run_cell
+
+    return [cell(body, last) for body, last in code], movable

@@ -125,6 +125,7 @@ class GpuvsSession:
         self.baseline: dict[str, Any] = {}
         self.run: Any = None  # the run being saved (`gpuvs.store.runs.RunHandle`)
         self.results: list[tuple[str, Any]] = []
+        self.side_by_side: list[tuple[str, list[Any]]] = []  # (the call, its implementations)
         if compare or self.save_name is not None:
             self._open(compare)
 
@@ -160,18 +161,36 @@ class GpuvsSession:
         before = self.baseline.get(m.case.key)
         if self.fail is None or before is None or m.summary is None or before.summary is None:
             return None
+        return self._judged(before, m)
+
+    def _judged(self, before: Any, m: Any) -> str | None:
+        """Why `m` fails against `before` by the gate `gpuvs check` uses (a slowdown with
+        the whole CI beyond the limit, or a call it cannot judge), or None."""
         from gpuvs import units
-        from gpuvs.analysis.regression import change
+        from gpuvs.analysis.regression import FAIL, gate, unjudged
+        from gpuvs.model import Caveat
+        assert self.fail is not None
         before_s = getattr(before.summary, self.fail.stat)
-        c = change(before, m, self.fail.threshold(before_s), self.fail.stat)
-        if c.verdict != "slower":  # the same gate as `gpuvs check`: the whole CI beyond
+        threshold = self.fail.threshold(before_s)
+        judged = gate([before], [m], threshold, statistic=self.fail.stat)
+        if judged.verdict != FAIL:
             return None
-        now_s = c.b
-        return (f"gpuvs: {self.fail.stat} regressed {100 * (now_s / before_s - 1):+.1f}% "
-                f"({units.seconds(before_s)} → {units.seconds(now_s)}; the ratio's 95 % CI "
-                f"[{c.low:.3f}, {c.high:.3f}] lies wholly above the limit) against run "
-                f"{self.baseline_id}; --gpuvs-fail={self.fail.stat}:{self.fail} allows "
-                f"{self.fail}")
+        (c,) = judged.changes
+        against = f"against run {self.baseline_id}"
+        if c.verdict != "slower":
+            where = ("this session" if Caveat.CONTENDED in m.caveats else
+                     f"saved run {self.baseline_id}")
+            again = ("measure it again on a quiet machine" if where == "this session" else
+                     "save a baseline on a quiet machine (--gpuvs-save)")
+            return (f"gpuvs: cannot judge {self.fail.stat} {against}: "
+                    f"{unjudged(c, threshold)}" + (
+                        f" in {where}: other processes took the CPU, so its "
+                        f"{c.ratio:.3f}× may be theirs; {again}"
+                        if c.contended else ""))
+        return (f"gpuvs: {self.fail.stat} regressed {100 * (c.b / before_s - 1):+.1f}% "
+                f"({units.seconds(before_s)} → {units.seconds(c.b)}; the ratio's 95 % CI "
+                f"[{c.low:.3f}, {c.high:.3f}] lies wholly above the limit) {against}; "
+                f"--gpuvs-fail={self.fail.stat}:{self.fail} allows {self.fail}")
 
     def unmatched(self) -> str | None:
         """Why the session fails when the gate compared nothing: tests were timed and a
@@ -243,15 +262,23 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 class Bench:
-    """What the `gpuvs_bench` fixture gives a test: call it like the function it times."""
+    """What the `gpuvs_bench` fixture gives a test: call it like the function it times, or
+    with several implementations of it by name, `gpuvs_bench({"loop": f, "vectorised":
+    g}, x)`: each is timed where the data lives and its output checked against the first's
+    (a disagreement fails the test), the fastest is said in the summary, and the first's
+    output is returned."""
 
     def __init__(self, session: GpuvsSession, nodeid: str) -> None:
         self._session, self._nodeid = session, nodeid  # nodeid: the stable test identity
         self.budget_s = session.budget_s
         self.device: str | None = None   # None: where the arguments live
         self.measurements: list[Any] = []
+        self._calls = 0
 
     def __call__(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        from collections.abc import Mapping
+        if isinstance(fn, Mapping):
+            return self._side_by_side(fn, args, kwargs)
         if self._session.disabled:
             return fn(*args, **kwargs)
         m, output = measure_call(fn, args, kwargs, self._case_name(), self.device,
@@ -262,25 +289,75 @@ class Bench:
             pytest.fail(failure, pytrace=False)
         return output
 
+    def _side_by_side(self, fns: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        from gpuvs.yours.compare import implementations
+        names = [i.name for i in implementations(fns)]  # named by strings, each callable
+        if self._session.disabled:
+            return [fns[n](*args, **kwargs) for n in names][0]
+        base, first = self._case_name(), _Agreed(names[0])
+        measured: list[Any] = []
+        failures: list[str | None] = []
+        for name in names:
+            m, output = measure_call(fns[name], args, kwargs, f"{base}::{name}", self.device,
+                                     self.budget_s, check=first.checker(name))
+            first.output = output if name == names[0] else first.output
+            measured.append(m)
+            failures.append(self._session.record(self._nodeid, m)
+                            or (f"gpuvs: {m.reason}" if m.status.value == "wrong_result"
+                                else None))
+        self.measurements += measured
+        self._session.side_by_side.append((base.removeprefix("pytest:"), measured))
+        failure = next((f for f in failures if f is not None), None)
+        if failure is not None:
+            pytest.fail(failure, pytrace=False)
+        return first.output
+
     @property
     def measurement(self) -> Any:
         """The last measurement (a `gpuvs.Measurement`)."""
         return self.measurements[-1] if self.measurements else None
 
     def _case_name(self) -> str:
-        n = len(self.measurements)
-        return f"pytest:{self._nodeid}" + (f"#{n + 1}" if n else "")
+        self._calls += 1
+        return f"pytest:{self._nodeid}" + (f"#{self._calls}" if self._calls > 1 else "")
+
+
+@dataclass
+class _Agreed:
+    """The first implementation's output, which every other one's must agree with."""
+
+    name: str
+    output: Any = None
+
+    def checker(self, name: str) -> Any:
+        if name == self.name:
+            return None
+
+        def check(out: Any) -> None:
+            from gpuvs.errors import WrongResult
+            from gpuvs.yours import moving
+            from gpuvs.yours.agreement import agreement
+            where = (moving.data_devices(out) or ["cpu"])[0]
+            found = agreement(out, moving.snapshot(self.output), f"{where} ({name})",
+                              f"{where} ({self.name})")
+            if found.reason is not None:
+                raise WrongResult(found.reason)
+
+        return check
 
 
 def measure_call(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any], name: str,
-                 device: str | None, budget_s: float) -> tuple[Any, Any]:
-    """Time `fn(*args, **kwargs)` where its data lives; the measurement and fn's output."""
+                 device: str | None, budget_s: float, check: Any = None) -> tuple[Any, Any]:
+    """Time `fn(*args, **kwargs)` where its data lives; the measurement and fn's output.
+    `check(output)` runs once, outside the timed region: a `WrongResult` it raises makes
+    the measurement `wrong_result`."""
     from dataclasses import replace
 
+    from gpuvs.errors import WrongResult
     from gpuvs.execute.take import take
     from gpuvs.execute.wire import Sampling
     from gpuvs.measuring.protocol import Prepared
-    from gpuvs.model import Case
+    from gpuvs.model import Case, Measurement, Status
     from gpuvs.yours import moving
     from gpuvs.yours.compare import source_hash
     from gpuvs.yours.moving import clock_for
@@ -288,14 +365,23 @@ def measure_call(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any], name: s
     where = device or (moving.data_devices(data) or ["cpu"])[0]
     backend, clock = clock_for(where, moving.leaves(data))
     outputs: list[Any] = []
+
+    def kept(out: Any) -> None:
+        outputs.append(out)
+        if check is not None:
+            check(out)
+
     case = Case(name, "correct", backend, where, moving.floating_dtype(data),
                 moving.batch_size(data))
-    prepared = Prepared(call=lambda: fn(*args, **kwargs), check=outputs.append)
+    prepared = Prepared(call=lambda: fn(*args, **kwargs), check=kept)
     # The one measuring path, with its watches: on a busy machine a case is measured
-    # again after a pause, and marked `contended` if it stays so — the gate then says so
-    # instead of failing an unchanged function (`Caveat.CONTENDED` in the verdict).
-    m = take(case, lambda: prepared, Sampling(budget_s), clock=clock,
-             raising=True).measurement
+    # again after a pause, and marked `contended` if it stays so — the gate then says it
+    # cannot judge it (`analysis.regression.unjudged`), never that it passed.
+    try:
+        m = take(case, lambda: prepared, Sampling(budget_s), clock=clock,
+                 raising=True).measurement
+    except WrongResult as e:
+        m = Measurement(case, Status.WRONG_RESULT, str(e))
     return replace(m, workload_version=source_hash(fn)), outputs[0]
 
 
@@ -327,21 +413,22 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     session = config.stash.get(_SESSION, None)
     if session is None or not session.results:
         return
-    from gpuvs import units
+    from gpuvs.model import Caveat
+    from gpuvs.report import implementations
     tr = terminalreporter
     tr.write_sep("-", "gpuvs")
-    against = f" vs {session.baseline_id}" if session.baseline_id else ""
     for _, m in session.results:
-        s = m.summary
-        cells = [units.seconds_ci(s.median, s.ci_halfwidth_rel) if s else
-                 m.status.value, f"first call {units.seconds(m.first_call_s)}",
-                 m.case.device]
-        before = session.baseline.get(m.case.key)
-        if s is not None and before is not None and before.summary is not None:
-            cells.append(f"{100 * (s.median / before.summary.median - 1):+.1f}%{against}")
-        tr.write_line(f"{m.case.workload.removeprefix('pytest:')}  " + "  ".join(cells))
+        tr.write_line(_summary_line(session, m))
+    for call, ms in session.side_by_side:
+        for line in implementations.lines(ms, label=_implementation):
+            tr.write_line(f"{call}: {line}")
     if session.baseline_id is None and (config.getoption("--gpuvs-compare") or session.fail):
         tr.write_line("no saved pytest run to compare with yet; save one with --gpuvs-save")
+    contended = [m for _, m in session.results if Caveat.CONTENDED in m.caveats]
+    if contended:
+        tr.write_line(f"{len(contended)} timed call(s) measured under contention: other "
+                      "processes took the CPU, so their times may hold others' work"
+                      + ("; the gate cannot judge them" if session.fail else ""))
     failed = [m for _, m in session.results if m.status.value != "ok"]
     for m in failed:
         tr.write_line(f"not ok: {m.case.workload.removeprefix('pytest:')}: {m.status.value}: "
@@ -353,3 +440,28 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     if session.run is not None:
         tr.write_line(f"saved as run {session.run.run_id} in {session.store.path}; "
                       f"`gpuvs show {session.run.run_id}` prints it")
+
+
+def _implementation(case: Any) -> str:
+    """'vectorised cpu': an implementation of a side-by-side call, and where it ran."""
+    return f"{case.workload.rpartition('::')[2]} {case.device}"
+
+
+def _summary_line(session: GpuvsSession, m: Any) -> str:
+    """One timed call: its time, first call and device; against the saved run, the
+    change, and whether either run measured it under contention or its code changed."""
+    from gpuvs import units
+    from gpuvs.model import Caveat
+    s = m.summary
+    cells = [units.seconds_ci(s.median, s.ci_halfwidth_rel) if s else m.status.value,
+             f"first call {units.seconds(m.first_call_s)}", m.case.device]
+    if Caveat.CONTENDED in m.caveats:
+        cells.append("contended")
+    before = session.baseline.get(m.case.key)
+    if s is not None and before is not None and before.summary is not None:
+        cells.append(f"{100 * (s.median / before.summary.median - 1):+.1f}% vs "
+                     f"{session.baseline_id}"
+                     + (" (contended there)" if Caveat.CONTENDED in before.caveats else "")
+                     + (" (code changed)" if before.workload_version != m.workload_version
+                        else ""))
+    return f"{m.case.workload.removeprefix('pytest:')}  " + "  ".join(cells)

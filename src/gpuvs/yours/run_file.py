@@ -1,14 +1,17 @@
-"""`gpuvs run-file SCRIPT.py::FUNC`: what it asks for (an `execute.wire.RunFile`, checked in
-gpuvs's own process as far as that needs none of the user's code) and the loading, in the worker
-that runs it (`gpuvs.yours.file_worker`): the user's file imported as `python SCRIPT.py`
-would, its FUNC and the BUILDER of FUNC's arguments found, each missing piece a
-`UsageError` that names what is there instead."""
+"""`gpuvs run-file SCRIPT.py::FUNC [SCRIPT.py::FUNC …]`: what it asks for (an
+`execute.wire.RunFile`, checked in gpuvs's own process as far as that needs none of the
+user's code) and the loading, in the worker that runs it (`gpuvs.yours.file_worker`): each
+user's file imported as `python SCRIPT.py` would, once, its FUNCs and the BUILDER of their
+arguments found (in the first target's file), each missing piece a `UsageError` that names
+what is there instead. Several targets are implementations of one function, side by side:
+the first is the reference every other output must agree with."""
 
 from __future__ import annotations
 
 import importlib.util
 import inspect
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +23,10 @@ DEFAULT_INPUTS = "inputs"
 
 
 def case_count(request: RunFile) -> int:
-    """How many cases a run-file request has: one per size on the CPU, two on a GPU."""
-    return max(len(request.sizes), 1) * sum(len(placements(d)) for d in request.devices)
+    """How many cases a run-file request has: per implementation, one per size on the
+    CPU, two on a GPU."""
+    return (max(len(request.sizes), 1) * len(request.targets)
+            * sum(len(placements(d)) for d in request.devices))
 
 
 def script(target: str) -> tuple[Path, str]:
@@ -37,22 +42,43 @@ def script(target: str) -> tuple[Path, str]:
     return path, name
 
 
-def load_target(target: str, inputs: str) -> tuple[Any, Any]:
-    """FUNC and BUILDER from SCRIPT.py::FUNC, or a UsageError that names what is wrong."""
-    path, name = script(target)
-    module = _import(path)
+def scripts(targets: Sequence[str]) -> tuple[str, ...]:
+    """Each target's FUNC, its file checked (`script`); several name one implementation
+    each, so no two may share a FUNC."""
+    names = tuple(script(t)[1] for t in targets)
+    twice = next((n for i, n in enumerate(names) if n in names[:i]), None)
+    if twice is not None:
+        raise UsageError(f"two targets name the function {twice!r}: each implementation "
+                         "compared is named by its function, so give each its own name")
+    return names
+
+
+def load_targets(targets: Sequence[str], inputs: str) -> tuple[dict[str, Any], Any]:
+    """Each FUNC by name, and BUILDER from the first target's file; each file imported
+    once; or a UsageError that names what is wrong."""
+    modules: dict[Path, Any] = {}
+    functions: dict[str, Any] = {}
+    for target in targets:
+        path, name = script(target)
+        module = modules.get(path.resolve()) or modules.setdefault(path.resolve(),
+                                                                   _import(path))
+        fn = getattr(module, name, None)
+        if not callable(fn):
+            raise UsageError(f"{path} has no function {name!r}; {_known(module)}")
+        functions[name] = fn
+    path, first = script(targets[0])
+    builder = getattr(modules[path.resolve()], inputs, None)
+    if not callable(builder):
+        raise UsageError(f"{path} has no function {inputs!r} to build {first}'s arguments; "
+                         f"define {inputs}(size) returning them, or name another with "
+                         f"--inputs ({_known(modules[path.resolve()])})")
+    return functions, builder
+
+
+def _known(module: Any) -> str:
     functions = sorted(n for n, v in vars(module).items()
                        if inspect.isfunction(v) and v.__module__ == module.__name__)
-    known = f"functions defined there: {', '.join(functions) or 'none'}"
-    fn = getattr(module, name, None)
-    if not callable(fn):
-        raise UsageError(f"{path} has no function {name!r}; {known}")
-    builder = getattr(module, inputs, None)
-    if not callable(builder):
-        raise UsageError(f"{path} has no function {inputs!r} to build {name}'s arguments; "
-                         f"define {inputs}(size) returning them, or name another with "
-                         f"--inputs ({known})")
-    return fn, builder
+    return f"functions defined there: {', '.join(functions) or 'none'}"
 
 
 def _import(path: Path) -> Any:
