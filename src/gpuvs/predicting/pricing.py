@@ -265,12 +265,15 @@ def _class_why(dominant: Bound, work: Work, terms: Mapping[Bound, float], waits:
         return (f"transfer-bound: {units.seconds(terms[Bound.TRANSFER])} of copies "
                 f"(the work on the device: {units.seconds(device)})")
     if dominant is Bound.LAUNCH:
-        host = (f"{units.seconds(terms[Bound.LAUNCH] - work.host_s)} of launches for "
-                f"{ops} op(s), priced by class, and {units.seconds(work.host_s)} of the "
-                "call's own host work (Python, module hooks: measured on this CPU)")
-        if waits > terms[Bound.LAUNCH]:
-            host = f"{units.seconds(waits)} of ops that wait for the device"
-        return f"launch-bound: {host} outweigh {units.seconds(device)} of device work"
+        parts = [f"{units.seconds(terms[Bound.LAUNCH] - work.host_s)} of launches for "
+                 f"{ops} op(s), priced by class",
+                 f"{units.seconds(work.host_s)} of the call's own host work (Python, "
+                 "module hooks: measured on this CPU)"]
+        if waits:
+            parts.insert(0, f"{units.seconds(waits)} of ops that wait for the device "
+                            "(their work overlaps nothing)")
+        return (f"launch-bound: {', '.join(parts[:-1])}, and {parts[-1]} outweigh "
+                f"{units.seconds(device)} of the other device work")
     return (f"{dominant.value}: {units.seconds(device)} of device work for {ops} op(s), "
             f"priced by class; most of it {busiest}")
 
