@@ -188,11 +188,13 @@ def _print(base_run: Any, base_ms: list[Any], results: list[Any], t: float, forc
         code_changed_lines,
         environment_diff,
         means_table,
+        one_process_lines,
         unmatched_lines,
         verdict_counts,
     )
 
     out = console()
+    measured = {run.run_id: ms for run, ms, _, _ in results}
     compared = [(run, changes, unmatched, geometric_means(changes),
                  (_clock(base_ms), _clock(ms))) for run, ms, changes, unmatched in results]
     if fmt == "json":
@@ -201,6 +203,7 @@ def _print(base_run: Any, base_ms: list[Any], results: list[Any], t: float, forc
     for run, changes, unmatched, means, clocks in compared:
         names = (base_run.run_id, run.run_id)
         lines = (environment_diff(base_run, run, clocks) + code_changed_lines(changes)
+                 + one_process_lines(base_ms, measured[run.run_id])
                  + unmatched_lines(unmatched, force))
         tables = [change_table(changes, t, names), means_table(means)]
         for line in lines:
@@ -314,6 +317,7 @@ def _judged(base: tuple[Any, list[Any]], judged: tuple[Any, list[Any]], gate: An
         code_changed_lines,
         environment_diff,
         not_measured_lines,
+        one_process_lines,
         unmatched_lines,
         verdict_counts,
     )
@@ -331,6 +335,7 @@ def _judged(base: tuple[Any, list[Any]], judged: tuple[Any, list[Any]], gate: An
                                     f"{verdict}"))
         return code
     lines = [*environment_diff(a, b, clocks, across=ACCEPTED), *code_changed_lines(gate.changes),
+             *one_process_lines(a_ms, b_ms),
              *unmatched_lines(gate.unmatched, allowed[0]),
              *not_measured_lines(gate, allowed[1])]
     for line in lines:
