@@ -354,7 +354,7 @@ def index_add(n: int) -> Built:
     import torch
 
     def summed(src: Any, idx: Any) -> Any:
-        return torch.zeros(1000, src.shape[1]).index_add_(0, idx, src)
+        return torch.zeros(1000, src.shape[1], device=src.device).index_add_(0, idx, src)
     return summed, (_rand(n, 128), torch.randint(0, 1000, (n,), generator=_g()))
 
 
@@ -362,7 +362,7 @@ def segment_sum(n: int) -> Built:
     import torch
 
     def by_segment(values: Any, segment: Any) -> Any:
-        return torch.zeros(256).scatter_reduce(0, segment, values, "sum")
+        return torch.zeros(256, device=values.device).scatter_reduce(0, segment, values, "sum")
     return by_segment, (_rand(n), torch.randint(0, 256, (n,), generator=_g()))
 
 
