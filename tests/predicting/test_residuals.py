@@ -131,7 +131,7 @@ def test_a_file_that_is_not_residuals_is_refused_in_one_line(tmp_path: Path) -> 
 
 
 @pytest.mark.parametrize(("content", "message"), [
-    ("[" * 100_000, "nest arrays or objects too deeply|cannot read residuals"),
+    ("[" * 100_000, "nests arrays or objects too deeply|cannot read residuals"),
     (json.dumps({"format_version": 1, "target": "syn", "runs": ["r"], "measured_at": "t",
                  "points": ["x"]}), "is not a complete residuals file"),
     (json.dumps({"format_version": 1, "target": "syn", "runs": 3, "measured_at": "t",

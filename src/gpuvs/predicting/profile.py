@@ -385,16 +385,23 @@ def _shipped() -> Traversable:
 
 def _read(path: Traversable, where: str) -> Found:
     """A profile file, read within MAX_BYTES; one line for anything else."""
+    doc = read_bounded(path, "profile")
+    return Found(Profile.from_dict(doc, f"profile {path}"), where, path)
+
+
+def read_bounded(path: Traversable, what: str) -> Any:
+    """The JSON of a file gpuvs reads but did not necessarily write (a profile, its
+    residuals): at most MAX_BYTES, nested no deeper than Python's parser allows; one line
+    naming `what` and the file for anything else."""
     try:
         with path.open("rb") as f:
             data = f.read(MAX_BYTES + 1)
         if len(data) > MAX_BYTES:
-            raise UsageError(f"profile {path} is larger than {MAX_BYTES // 1024} KiB: no "
-                             "profile gpuvs writes is")
-        doc = json.loads(data.decode("utf-8"))
+            raise UsageError(f"{what} {path} is larger than {MAX_BYTES // 1024} KiB: no "
+                             f"{what} gpuvs writes is")
+        return json.loads(data.decode("utf-8"))
     except RecursionError:
-        raise UsageError(f"profile {path} nests arrays or objects too deeply: it is no "
-                         "device profile") from None
+        raise UsageError(f"{what} {path} nests arrays or objects too deeply: it is no "
+                         f"{what} gpuvs writes") from None
     except (OSError, ValueError) as err:
-        raise UsageError(f"cannot read profile {path}: {shorten(str(err))}") from None
-    return Found(Profile.from_dict(doc, f"profile {path}"), where, path)
+        raise UsageError(f"cannot read {what} {path}: {shorten(str(err))}") from None

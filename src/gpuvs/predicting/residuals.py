@@ -33,7 +33,7 @@ import numpy as np
 
 from gpuvs.errors import UsageError
 from gpuvs.predicting.pricing import Estimate
-from gpuvs.predicting.profile import MAX_BYTES, RESIDUALS_SUFFIX, Found
+from gpuvs.predicting.profile import RESIDUALS_SUFFIX, Found, read_bounded
 from gpuvs.store.export import shorten
 from gpuvs.store.output import write_atomic
 
@@ -216,15 +216,5 @@ def beside(found: Found) -> Residuals | None:
     path = found.sibling(RESIDUALS_SUFFIX)
     if not path.is_file():
         return None
-    try:  # untrusted as a profile is: bounded in size and nesting, one line if bad
-        with path.open("rb") as f:
-            data = f.read(MAX_BYTES + 1)
-        if len(data) > MAX_BYTES:
-            raise UsageError(f"residuals {path} are larger than {MAX_BYTES // 1024} KiB: no "
-                             "residuals gpuvs writes are")
-        doc = json.loads(data.decode("utf-8"))
-    except RecursionError:
-        raise UsageError(f"residuals {path} nest arrays or objects too deeply") from None
-    except (OSError, ValueError) as err:
-        raise UsageError(f"cannot read residuals {path}: {shorten(str(err))}") from None
-    return Residuals.from_dict(doc, str(path))
+    # untrusted as a profile is: bounded in size and nesting, one line if bad
+    return Residuals.from_dict(read_bounded(path, "residuals"), str(path))
