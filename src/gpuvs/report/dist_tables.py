@@ -150,7 +150,9 @@ def _scaling_table(key: ScalingKey, ms: list[Measurement]) -> Table:
             else f"global batch {batch} split over the ranks (strong scaling)")
     rounds = max((r.efficiency.rounds for r in found if r.efficiency), default=0)
     interval = (f"each round's N against that round's N = 1, their geometric mean over "
-                f"{rounds} rounds with its 95 % interval over them (Student's t)"
+                f"{rounds} rounds with its 95 % interval over them (Student's t), never "
+                f"narrower than ±{scaling.LAUNCH_SPREAD:.0%} of it: what another launch "
+                "gives, which no round of this one can see"
                 if rounds else "with its 95 % bootstrap CI")
     notes = (f"batch: images per rank × ranks; efficiency: samples/s at N over N × samples/s "
              f"at N = 1, {interval}; step: per step the slowest rank's, median",
