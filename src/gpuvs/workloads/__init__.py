@@ -1,6 +1,6 @@
 """What is measured: the workload registry, one file a workload that registers itself with
-`@register` (`matmul`, `elementwise`, `gru`, `cnn` with `cifar`, `jacobian`, and the
-ceiling `probes`), each a `base.Workload`."""
+`@register` (`matmul`, `elementwise`, `gru`, `cnn` with `cifar`, `jacobian`, the
+ceiling `probes` and a run's `calibration`), each a `base.Workload`."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ REGISTRY: Registry[Workload] = Registry(
     "workload",
     ("gpuvs.workloads.matmul", "gpuvs.workloads.elementwise", "gpuvs.workloads.probes",
      "gpuvs.workloads.gru", "gpuvs.workloads.cnn",
-     "gpuvs.workloads.jacobian"),
+     "gpuvs.workloads.jacobian", "gpuvs.workloads.calibration"),
 )
 register = REGISTRY.register
 get = REGISTRY.get
