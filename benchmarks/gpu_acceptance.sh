@@ -14,6 +14,10 @@
 #   peers       benchmarks/peers.py: gpuvs against the peers, ten repeats
 #   profile     gpuvs ceilings --save-profile $PROFILE into $GPUVS_PROFILES
 #   runall      gpuvs run --all at budget 0.1, one pass, exported to $OUT/run-all.json
+#   hallways    the GPU tests of what crosses processes: the worker, run-file, compare, the
+#               magic, the fixture, observation, memory, predict's profiles
+#   versions    docs/your-code.md's three versions of a row softmax side by side
+#   default     the default `gpuvs run`, timed and exported to $OUT/default.json
 #   (these run only when named: bash benchmarks/gpu_acceptance.sh energy seed3 …)
 # Outputs go to $OUT (or ./out). From the repository root:
 #   PYTHONPATH=src bash benchmarks/gpu_acceptance.sh [STEP...]
@@ -91,6 +95,25 @@ step_runall() {
 step_seed3() {
   gpuvs seeds --seed 3 --energy --quick --db "$DB" >"$OUT/seed3-energy.txt" 2>&1
   grep -E -A1 "^energy|CPU energy|GPU energy|Keras step|GPU vs CPU, Keras|finished" "$OUT/seed3-energy.txt"
+}
+
+step_hallways() {
+  python3 -m pytest -m gpu -p no:cacheprovider -q tests/test_gpu_runner.py \
+    tests/test_observation_gpu.py tests/test_compare.py tests/test_run_file_worker.py \
+    tests/test_ipython.py tests/test_pytest_plugin.py tests/test_memory.py tests/test_api.py \
+    tests/predicting/test_predict_gpu.py >"$OUT/pytest-hallways.log" 2>&1
+  grep -E "FAILED|ERROR|passed|failed" "$OUT/pytest-hallways.log" | tail -15
+}
+step_versions() {
+  local v=docs/examples/versions.py
+  gpuvs run-file "$v::loop" "$v::vectorised" "$v::compiled" --sizes 1e2:1e4 --budget 0.3 \
+    --db "$DB" --json "$OUT/versions.json" >"$OUT/versions.txt" 2>&1
+  tail -40 "$OUT/versions.txt"
+}
+step_default() {
+  local t0=$SECONDS
+  gpuvs run --db "$DB" --json "$OUT/default.json" >"$OUT/default.txt" 2>&1
+  echo "the default run took $((SECONDS - t0)) s"; tail -3 "$OUT/default.txt"
 }
 
 for step in "${@:-tests env matmul sweep elementwise kill}"; do

@@ -192,6 +192,12 @@ class Measurement:
         return self._summarized("samples")
 
     @cached_property
+    def regimes(self) -> stats.Regimes | None:
+        """The two groups its processes' medians fell in, where they did (a launch-bound
+        loop whose speed each process sets at its start: `stats.regimes`)."""
+        return stats.regimes(self.samples, self.passes) if self.samples else None
+
+    @cached_property
     def wall_summary(self) -> stats.Summary | None:
         return self._summarized("wall_samples")
 

@@ -189,6 +189,7 @@ def _print(base_run: Any, base_ms: list[Any], results: list[Any], t: float, forc
         code_changed_lines,
         environment_diff,
         means_table,
+        one_process_lines,
         unmatched_lines,
         verdict_counts,
     )
@@ -204,6 +205,7 @@ def _print(base_run: Any, base_ms: list[Any], results: list[Any], t: float, forc
             compared, results, strict=True):
         names = (base_run.run_id, run.run_id)
         lines = (environment_diff(base_run, run, clocks) + code_changed_lines(changes)
+                 + one_process_lines(base_ms, ms)
                  + unmatched_lines(unmatched, force))
         said_first, first = _calibration(base_ms, ms, probes, names)
         for line in (*lines, *said_first):
@@ -330,6 +332,7 @@ def _judged(base: tuple[Any, list[Any]], judged: tuple[Any, list[Any]], gate: An
         code_changed_lines,
         environment_diff,
         not_measured_lines,
+        one_process_lines,
         unmatched_lines,
         verdict_counts,
     )
@@ -349,6 +352,7 @@ def _judged(base: tuple[Any, list[Any]], judged: tuple[Any, list[Any]], gate: An
                                     f"{verdict}"))
         return code
     lines = [*environment_diff(a, b, clocks, across=ACCEPTED), *code_changed_lines(gate.changes),
+             *one_process_lines(a_ms, b_ms),
              *unmatched_lines(gate.unmatched, allowed[0]),
              *not_measured_lines(gate, allowed[1]), *said_first]
     for line in lines:

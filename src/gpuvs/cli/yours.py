@@ -20,6 +20,7 @@ from gpuvs.cli.options import (
     DbOption,
     FormatOpt,
     JsonOpt,
+    PassesOpt,
     SizesOpt,
     TimeoutOpt,
     check_format,
@@ -54,6 +55,7 @@ def run_file(
         help="Relative tolerance between devices' outputs; default: the "
                             "output dtype's (float32 2e-3, float64 1e-10).")] = None,
     timeout: TimeoutOpt = None,
+    passes: PassesOpt = None,
     db: DbOption = None,
     json_path: JsonOpt = None,
     fmt: FormatOpt = "plain",
@@ -69,9 +71,10 @@ def run_file(
     inputs(size): return model, torch.rand(size, 1)` in mlp.py; `gpuvs run-file
     m.py::loop m.py::vectorised` sets two versions side by side.
 
-    Your code runs in a worker process: what it prints is kept out of the output (its
-    last lines are quoted if it dies); a case that dies is recorded crashed, one that
-    outlives --timeout is killed and recorded timeout, and a fresh worker runs the rest.
+    Your code runs in worker processes, each case sampled in --passes of them in turns:
+    what it prints is kept out of the output (its last lines are quoted if it dies); a
+    case that dies is recorded crashed, one that outlives --timeout is killed and
+    recorded timeout, and a fresh worker runs the rest.
     """
     from gpuvs.config import build, check_devices, check_tolerance, parse_sizes
     from gpuvs.execute.wire import RunFile, Sampling
@@ -84,15 +87,16 @@ def run_file(
         chosen = parse_sizes(split(sizes, "-s/--sizes", SIZES))
         devices = check_devices(split(device, "-d/--device", DEVICES) or ("cpu", "cuda"))
         check_tolerance(tolerance)
-        config = build({"budget_s": budget, "timeout_s": timeout})
+        config = build({"budget_s": budget, "timeout_s": timeout, "passes": passes})
         store = open_store(db)
         request = RunFile(tuple(targets), inputs, chosen, devices, Sampling.of(config),
                           tolerance)
-    raise typer.Exit(_recorded(store, request, config.timeout_s, json_path, fmt))
+    raise typer.Exit(_recorded(store, request, config.timeout_s, config.passes, json_path,
+                               fmt))
 
 
-def _recorded(store: Any, request: Any, timeout_s: float, json_path: Path | None,
-              fmt: str) -> int:
+def _recorded(store: Any, request: Any, timeout_s: float, passes: int,
+              json_path: Path | None, fmt: str) -> int:
     """run-file's job (`jobs.own`): each case saved the moment the worker sends it, Ctrl-C
     keeping what finished, the run's JSON in the one run format; then shown."""
     from gpuvs.jobs import own
@@ -103,8 +107,8 @@ def _recorded(store: Any, request: Any, timeout_s: float, json_path: Path | None
         return [f"run {run_id}: {' '.join(request.targets)}, {case_count(request)} cases"]
 
     with usage_errors():
-        done = own.run_file(store, request, timeout_s, listener=listening(narration(fmt),
-                                                                          header))
+        done = own.run_file(store, request, timeout_s, passes=passes,
+                            listener=listening(narration(fmt), header))
     return finish(done, "run-file", fmt, [
         f"run {done.run_id} finished: {status_line(dict(done.counts))}. Saved to "
         f"{store.path}; `gpuvs show {done.run_id}` prints it again."], json_path)

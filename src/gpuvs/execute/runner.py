@@ -40,6 +40,11 @@ DEFAULT_PASS_OVERHEAD_S = 0.3
 # How much the countdown trusts the plan's estimate before the run has shown its pace:
 # as if this share of the estimate had already run as estimated (`Pace.prior_s`).
 PACE_PRIOR_SHARE = 0.1
+# A case is sampled in more than two processes where its call is shorter than this (the
+# host issuing it sets its pace, and the host's pace is decided per process) or where its
+# processes' medians so far lie further apart than PROCESSES_AGREE.
+MORE_PROCESSES_BELOW_S = 200e-6
+PROCESSES_AGREE = 0.02
 # Counters of what the parent waited for a case, which merged passes add up.
 SUMMED_COUNTERS = ("runner_s", "start_s", "contended_retries", "paused_s")
 
@@ -380,9 +385,20 @@ def complete(m: Measurement, passes: int) -> bool:
 
 
 def _again(m: Measurement) -> bool:
-    """Whether a case is measured again in the next pass."""
-    return (m.status is Status.OK and m.case.variant != "as_written"
-            and m.counters.get("case_s", 0.0) <= PASS_MAX_CASE_S)
+    """Whether a case is measured again in the next pass, in a process of its own. Every
+    case that can afford it runs in two; a third and later only where the processes may
+    set its speed: a call short enough that the host issuing it decides its pace (the
+    regimes per process were seen on launch-bound loops), or processes that disagreed."""
+    # What the case cost: the worker's whole case where it says, else its samples' time
+    # (the user's own code, timed in its own process, does not say).
+    cost = m.counters.get("case_s", sum(m.samples) * m.loops)
+    if not (m.status is Status.OK and m.case.variant != "as_written"
+            and cost <= PASS_MAX_CASE_S):
+        return False
+    if len(m.passes) < 2 or m.summary is None:
+        return True
+    return (m.summary.median < MORE_PROCESSES_BELOW_S
+            or m.counters.get("passes_apart", 0.0) > PROCESSES_AGREE)
 
 
 def merged(first: Measurement, later: Measurement) -> Measurement:
@@ -451,19 +467,21 @@ def _observe(pool: Pool, done: dict[str, Measurement], sampling: Sampling,
                                        m.summary.median)]
     for m, what in sorted(wanted, key=lambda mw: mw[1] != "parts"):  # parts first
         worker = pool.observer(m.case)
+        t0 = time.perf_counter()
         answer = worker.ask(Observe(m.case, what, sampling), config.timeout_s)
+        key = m.case.key
+        # What observing the case cost the run (the profiler's start, a graph's capture):
+        # where a run's time goes, apart from its cases' own.
+        took = {"observed_s": done[key].counters.get("observed_s", 0.0)
+                + time.perf_counter() - t0}
+        seen = dict(answer.counters) if isinstance(answer, Observed) else {}
         if not isinstance(answer, Observed):  # it died observing: the next gets a fresh one
             worker.kill()
             pool.drop(worker)
-            continue
-        seen = answer.counters
-        if seen:
-            key = m.case.key
-            done[key] = replace(done[key], counters={**done[key].counters, **seen})
-            if seen.get("kernels"):  # counted beats assumed
-                done[key] = replace(done[key], counters={**done[key].counters,
-                                                         "launches": seen["kernels"]})
-            run.record(done[key])
+        if seen.get("kernels"):  # counted beats assumed
+            seen["launches"] = seen["kernels"]
+        done[key] = replace(done[key], counters={**done[key].counters, **took, **seen})
+        run.record(done[key])
 
 
 def _answered(request: Take, pool: Pool, config: RunConfig) -> Measurement:

@@ -189,8 +189,10 @@ class RunFile(Message):
     """What `gpuvs run-file` runs: SCRIPT.py::FUNC, one or several (`targets`: several
     implementations of one function, the first the reference), the BUILDER of their
     arguments (`inputs`, in the first target's file), the sizes (() = BUILDER() once), the
-    devices, how each case is sampled, the tolerance between outputs; and, for a worker
-    that carries on after another died, the cases already `done`."""
+    devices, how each case is sampled, the tolerance between outputs; for a worker that
+    carries on after another died, or samples a later process, the cases already `done`;
+    and whether it explains the run after its last case (`explain`: the first process
+    only; profiling the function again in a later one would tell nothing new)."""
 
     kind: ClassVar[str] = "run_file"
     targets: tuple[str, ...]
@@ -200,12 +202,13 @@ class RunFile(Message):
     sampling: Sampling
     tolerance: float | None = None
     done: tuple[Measurement, ...] = ()
+    explain: bool = True
 
     def fields(self) -> dict[str, Any]:
         return {"targets": list(self.targets), "inputs": self.inputs,
                 "sizes": list(self.sizes), "devices": list(self.devices),
                 "sampling": self.sampling.to_dict(), "tolerance": self.tolerance,
-                "done": [m.to_dict() for m in self.done]}
+                "done": [m.to_dict() for m in self.done], "explain": self.explain}
 
     @classmethod
     def read(cls, d: Mapping[str, Any]) -> RunFile:
@@ -213,7 +216,7 @@ class RunFile(Message):
                    tuple(int(s) for s in d["sizes"]),
                    tuple(str(x) for x in d["devices"]), Sampling.from_dict(d["sampling"]),
                    _opt_float(d["tolerance"]),
-                   tuple(Measurement.from_dict(m) for m in d["done"]))
+                   tuple(Measurement.from_dict(m) for m in d["done"]), bool(d["explain"]))
 
 
 # -- events: what a child tells its parent ------------------------------------------------

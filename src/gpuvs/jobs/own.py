@@ -13,21 +13,25 @@ from gpuvs.model import Measurement, RunKind
 from gpuvs.store.runs import RunHandle
 
 
-def run_file(store: Any, request: RunFile, timeout_s: float, *,
+def run_file(store: Any, request: RunFile, timeout_s: float, *, passes: int = 1,
              listener: Listener = QUIET) -> Done:
     """The request's cases into a new run, written at its first case (a file that does
-    not load leaves none behind); the notes say why each GPU case came out as it did."""
+    not load leaves none behind), sampled in `passes` processes of their own; the notes
+    say why each GPU case came out as it did."""
     from gpuvs.yours.file_runner import run
     from gpuvs.yours.run_file import case_count
     explanation: list[str] = []
 
     def execute(recording: RunHandle, shown: Shown) -> Counter[str]:
+        heard: set[str] = set()
         with shown(case_count(request)) as advance:
             def kept(m: Measurement) -> None:  # saved the moment it arrives, then shown
                 recording.record(m)
-                advance(m)
+                if m.case.key not in heard:  # a later process adds to it: shown once
+                    heard.add(m.case.key)
+                    advance(m)
 
-            outcome = run(request, timeout_s, kept)
+            outcome = run(request, timeout_s, kept, passes)
         explanation.extend(outcome.explanation)
         return Counter(m.status.value for m in outcome.comparison.measurements)
 

@@ -147,7 +147,16 @@ def case_record(m: Measurement, ceilings: Sequence[Ceiling] = ()) -> dict[str, A
         "bound": None, "bound_why": None,
         "caveats": [cv.value for cv in m.caveats],
         "contended": Caveat.CONTENDED in m.caveats,
+        "regimes": _regimes(m),
     }
+
+
+def _regimes(m: Measurement) -> dict[str, Any] | None:
+    """The two groups the case's processes fell in (seconds, how many processes each), or
+    null where they made one."""
+    r = m.regimes
+    return None if r is None else {"fast_s": r.fast, "fast_processes": r.fast_count,
+                                   "slow_s": r.slow, "slow_processes": r.slow_count}
 
 
 def crossover_record(c: Crossover) -> dict[str, Any]:

@@ -152,6 +152,21 @@ def code_changed_lines(changes: Sequence[Change]) -> list[str]:
             "B is judged as its new version" for w in changed]
 
 
+def one_process_lines(*runs: Sequence[Measurement]) -> list[str]:
+    """Where the user's own code was timed in one process (its own, by `gpuvs.compare`,
+    the magic or the fixture): its intervals show that process only, and a new process
+    may land outside them, which a verdict on them must be read with."""
+    found = sorted({m.case.workload for ms in runs for m in ms if one_process(m)})
+    return ([f"one process's interval: {', '.join(found)} timed in one process (your "
+             "own); a new process may land outside it (`gpuvs run-file` samples several)"]
+            if found else [])
+
+
+def one_process(m: Measurement) -> bool:
+    """Whether a finished case of the user's own code took its samples in one process."""
+    return m.case.users_code and m.status is Status.OK and len(m.passes) < 2
+
+
 def unmatched_lines(unmatched: Sequence[Unmatched], forced: bool) -> list[str]:
     versions = [u for u in unmatched if u.why.startswith("workload version")]
     lines = [f"not compared, {u.why}: {u.key}" for u in unmatched if u not in versions]

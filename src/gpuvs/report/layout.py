@@ -193,9 +193,24 @@ def busy_cell(m: Measurement) -> str:
     return f"{units.seconds(busy)} ({100 * min(busy / m.summary.median, 1):.0f}%)"
 
 
+def regimes_words(m: Measurement) -> str:
+    """'bimodal across processes: 7.1 µs in 3 of 5, 9.9 µs in 2' where the case's processes
+    fell in two groups (`Measurement.regimes`), else ''."""
+    found = m.regimes
+    if found is None:
+        return ""
+    total = found.fast_count + found.slow_count
+    return (f"bimodal across processes: {units.seconds(found.fast)} in {found.fast_count} of "
+            f"{total}, {units.seconds(found.slow)} in {found.slow_count}")
+
+
 def _note(m: Measurement, finding: Finding | None, wins_from: int | None) -> str:
-    """The bound and why (with where this GPU series starts to win), then the caveats."""
-    named = ", ".join(str(cv).replace("_", " ") for cv in m.caveats)
+    """The bound and why (with where this GPU series starts to win), then the caveats, and
+    where the case's processes fell in two groups, the groups."""
+    alone = ("one process's interval" if m.case.users_code and m.status is Status.OK
+             and len(m.passes) < 2 else "")
+    named = ", ".join(filter(None, [*(str(cv).replace("_", " ") for cv in m.caveats),
+                                    regimes_words(m), alone]))
     if finding is None:
         return named
     why = f"{finding.bound}: {finding.why}"

@@ -26,6 +26,7 @@ from dataclasses import dataclass, replace
 from gpuvs.analysis.explain import explain
 from gpuvs.analysis.speedup import RESIDENT, data_of
 from gpuvs.errors import UsageError
+from gpuvs.execute.runner import complete, merged
 from gpuvs.execute.supervisor import STARTUP_ALLOWANCE_S, Child
 from gpuvs.execute.wire import (
     Again,
@@ -51,18 +52,42 @@ class Outcome:
 
 
 def run(request: RunFile, timeout_s: float,
-        on_result: Callable[[Measurement], None] = lambda m: None) -> Outcome:
-    """Every case of `request`, each measured in a worker, whatever becomes of them.
-    `on_result` hears of each measurement as it arrives."""
-    record = _Record(request, on_result)
+        on_result: Callable[[Measurement], None] = lambda m: None, passes: int = 1
+        ) -> Outcome:
+    """Every case of `request`, each measured in a worker, whatever becomes of them, in
+    `passes` processes of its own, in turns, each with its share of the budget (a later
+    process samples only the cases that may differ by process: `runner.complete`).
+    `on_result` hears of each measurement as it arrives, and again as a later process
+    adds to it."""
+    shared = replace(request, sampling=request.sampling.shared(passes))
+    record = _Record(shared, on_result)
+    explanation = _first_process(shared, record, timeout_s)
+    for _ in range(1, passes):
+        later = _Record(replace(shared, explain=False), lambda m: None)
+        settled = [m for m in record.measurements() if complete(m, passes)]
+        for m in settled:  # a later worker skips these, as cases another finished
+            later.add(m)
+        if len(settled) == len(record.taken):
+            break
+        while not later.complete():
+            _one_worker(later.request, later, timeout_s)
+        for u, m in later.taken.items():
+            if not complete(record.taken[u], passes):
+                record.replace(merged(record.taken[u], m))
+    return Outcome(record.comparison(), explanation)
+
+
+def _first_process(request: RunFile, record: _Record, timeout_s: float) -> tuple[str, ...]:
+    """The first process's cases (a fresh worker carrying on after one that died), then
+    its explanation of the run (or the numbers' own, where it could give none)."""
     unexplained = ""  # why the worker that was to explain the run died, if it did
     while not record.complete() or (record.profiled() and not unexplained):
         explaining = record.complete()  # nothing to run: a worker only to profile the GPU's
         ended = _one_worker(request, record, timeout_s)
         if isinstance(ended, tuple):
-            return Outcome(record.comparison(), ended)
+            return ended
         unexplained = ended if explaining else ""
-    return Outcome(record.comparison(), _explained(record.comparison(), unexplained))
+    return _explained(record.comparison(), unexplained)
 
 
 class FileWorker(Child):
@@ -142,6 +167,11 @@ class _Record:
 
     def plan(self, cases: Iterable[Case]) -> None:
         self.planned.update((unit(c), c) for c in cases)
+
+    def replace(self, m: Measurement) -> None:
+        """A case taken again in a later process, joined with what it had: heard again."""
+        self.taken[unit(m.case)] = m
+        self.on_result(m)
 
     def add(self, m: Measurement) -> None:
         new = unit(m.case) not in self.taken

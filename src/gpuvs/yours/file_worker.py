@@ -67,8 +67,8 @@ def main(argv: list[str]) -> int:
         send(Refused(str(e)))
         return EXIT_USAGE
     assert result.fresh_call is not None
-    send(Explained(tuple(
-        str(explained_here(result.measurements, result.fresh_call)).splitlines())))
+    send(Explained(tuple(str(explained_here(result.measurements, result.fresh_call))
+                         .splitlines()) if request.explain else ()))
     return 0
 
 

@@ -419,6 +419,10 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     tr.write_sep("-", "gpuvs")
     for _, m in session.results:
         tr.write_line(_summary_line(session, m))
+    # Each call was timed in the test's own process: its interval is that process's, and
+    # a new process may land outside it (a gate on it is read so).
+    tr.write_line("each interval is one process's (the test's own); `gpuvs run-file` "
+                  "samples a function in several")
     for call, ms in session.side_by_side:
         for line in implementations.lines(ms, label=_implementation):
             tr.write_line(f"{call}: {line}")

@@ -1,0 +1,81 @@
+"""Samples from several processes: the figure and its interval are over processes, where the
+processes fall in two groups the tables say so in words, and a case takes more than two
+processes only where the processes may set its speed."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gpuvs import stats
+from gpuvs.config import PASSES_WITH_GPU, PASSES_WITHOUT_GPU, RunConfig
+from gpuvs.execute.runner import MORE_PROCESSES_BELOW_S, _again
+from gpuvs.model import Case, Measurement, Status
+from gpuvs.report.layout import regimes_words
+
+CASE = Case("elementwise", "correct", "torch", "cuda:0", "float32", 10_000, (("op", "scale"),))
+
+
+def _processes(*medians: float, n: int = 40, jitter: float = 0.002) -> tuple[float, ...]:
+    """`n` samples from each process, each scattered tightly about its own median."""
+    rng = np.random.default_rng(7)
+    return tuple(float(x) for m in medians for x in m * (1 + jitter * rng.standard_normal(n)))
+
+
+def test_the_figure_is_the_median_of_the_processes_medians_each_one_vote() -> None:
+    # One process took many more samples than the others: pooled, its 9.8 µs would win.
+    samples = _processes(7.0e-6, n=30) + _processes(7.1e-6, n=30) + _processes(9.8e-6, n=300)
+    s = stats.summarize(samples, (30, 30, 300))
+    assert s.median == pytest.approx(7.1e-6, rel=0.01)
+    assert s.ci_low <= 7.0e-6 * 1.01 and s.ci_high >= 9.8e-6 * 0.99  # covers every process
+
+
+def test_processes_that_agree_keep_the_interval_tight() -> None:
+    s = stats.summarize(_processes(5e-3, 5.01e-3, 4.99e-3, 5e-3, 5e-3), (40,) * 5)
+    assert s.ci_halfwidth_rel < 0.01
+
+
+def test_two_groups_of_processes_are_named_in_words() -> None:
+    samples = _processes(7.06e-6, 7.1e-6, 9.84e-6, 7.0e-6, 9.9e-6)
+    m = Measurement(CASE, Status.OK, samples=samples, passes=(40,) * 5)
+    assert m.regimes is not None
+    assert (m.regimes.fast_count, m.regimes.slow_count) == (3, 2)
+    assert regimes_words(m) == "bimodal across processes: 7.05 µs in 3 of 5, 9.87 µs in 2"
+
+
+def test_one_group_or_two_processes_say_nothing_of_regimes() -> None:
+    close = Measurement(CASE, Status.OK, samples=_processes(7.0e-6, 7.2e-6, 7.4e-6),
+                        passes=(40,) * 3)
+    assert close.regimes is None and regimes_words(close) == ""
+    two = Measurement(CASE, Status.OK, samples=_processes(7.0e-6, 9.8e-6), passes=(40, 40))
+    assert two.regimes is None  # two processes cannot tell two groups from noise
+
+
+def _measured(median_s: float, apart: float, processes: int = 2) -> Measurement:
+    samples = _processes(*([median_s] * processes))
+    return Measurement(CASE, Status.OK, samples=samples, passes=(40,) * processes,
+                       counters={"case_s": 0.1, "passes_apart": apart})
+
+
+def test_every_case_takes_two_processes_and_more_only_where_processes_may_decide() -> None:
+    assert _again(Measurement(CASE, Status.OK, samples=_processes(1e-3), counters={
+        "case_s": 0.1}))  # one process so far: always a second
+    assert _again(_measured(10e-6, apart=0.0))  # launch-bound: the host's pace per process
+    assert not _again(_measured(5e-3, apart=0.005))  # long, and the two agree
+    assert _again(_measured(5e-3, apart=0.10))  # long, but the two disagree
+    assert MORE_PROCESSES_BELOW_S < 5e-3
+
+
+def test_a_failed_case_or_one_too_long_to_sample_twice_runs_once() -> None:
+    assert not _again(Measurement(CASE, Status.CRASHED, "boom"))
+    slow = Measurement(CASE, Status.OK, samples=(4.0, 4.1), counters={"case_s": 9.0})
+    assert not _again(slow)
+
+
+def test_the_default_count_of_processes_follows_the_machine(monkeypatch) -> None:
+    from gpuvs.backends import base
+
+    monkeypatch.setattr(base, "machine_has_gpu", lambda: True)
+    assert RunConfig().passes == PASSES_WITH_GPU
+    monkeypatch.setattr(base, "machine_has_gpu", lambda: False)
+    assert RunConfig().passes == PASSES_WITHOUT_GPU == 2
