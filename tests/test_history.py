@@ -44,8 +44,9 @@ UNJUDGED = "FAILED: cannot judge: "
 def _contended(store: str | Path, run: str) -> bool:
     from gpuvs.model import Caveat
     from gpuvs.store import open_store
-    with open_store(str(store)) as opened:
-        return any(Caveat.CONTENDED in m.caveats for m in opened.measurements(run))
+    with open_store(str(store)) as opened:  # a case's: a probe is no case of the gate
+        return any(Caveat.CONTENDED in m.caveats and not m.case.calibrates
+                   for m in opened.measurements(run))
 
 
 def gate_said(db: str, *runs: str) -> tuple[int, str]:

@@ -22,8 +22,9 @@ case against its bound's probe (`analysis.calibration`): a case slower or faster
 ambiguous beyond the threshold, whose ratio over the probe's (the residual) lies within
 the threshold is **machine**; one whose residual lies beyond it keeps its word where the
 residual's whole CI agrees, else is ambiguous. The machine explains a change, never makes
-one: a case the same in both stays `same`; a case (or probe) measured under contention,
-and every case of a run without a calibration, is judged on its own.
+one: a case the same in both stays `same`; a case measured under contention, one whose
+probe was or whose probe's own change is ambiguous, and every case of a run without a
+calibration, is judged on its own.
 
 `gate` is `gpuvs check`'s decision, and the pytest fixture's, and it fails closed: beyond
 a clear slowdown, a case of the judged run that did not end `ok` (crashed, timeout, out of
@@ -282,9 +283,10 @@ def compare(a: Sequence[Measurement], b: Sequence[Measurement],
         changes.append(change(base, m, threshold, statistic))
     seen = {m.case.key for m in b}
     unmatched += [Unmatched(k, "only in A") for k in first if k not in seen]
-    # Each judged against its bound's probe, where A's calibration tells its bound and
+    # Each judged against its bound's probe, where A's calibration tells its bound, the
+    # probe's own change is known (not ambiguous: a probe's noise explains nothing) and
     # neither the probe nor the case was measured under contention.
-    usable = {p.key: p for p in probes if not p.contended}
+    usable = {p.key: p for p in probes if not p.contended and p.verdict != "ambiguous"}
     bound = calibration.bounds(a, found) if usable else {}
     pairs = [(c, bound.get(c.key)) for c in changes]
     return [explained(c, usable[p.case.key], calibration.label(p.case), threshold)

@@ -55,7 +55,7 @@ def side_by_side(probes: Sequence[Change], names: tuple[str, str]) -> Table:
                  SIDE_BY_SIDE_COLUMNS, rows, notes=(
                      "each case below is set against its bound's probe: a change within "
                      "the threshold of its probe's is the machine's (verdict machine); a "
-                     "contended probe explains nothing",))
+                     "probe contended or ambiguous explains nothing",))
 
 
 def missing_line(a_ms: Sequence[Measurement], b_ms: Sequence[Measurement]) -> str | None:

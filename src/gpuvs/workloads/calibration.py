@@ -35,10 +35,10 @@ from gpuvs.units import nbytes
 from gpuvs.workloads import get, register
 from gpuvs.workloads.base import ITEMSIZE, Workload
 
-# Seconds each probe samples in each process: enough for a 2 % interval on every probe
-# but the copies (a few dozen calls of 10 ms), short enough that a run's dozen probes cost
-# a few seconds (docs/across-machines.md measures them).
-SAMPLING_S = 0.1
+# Seconds each probe samples in each process it runs in: thousands of one-element ops,
+# hundreds of small products, a few copies of 10 ms; a run's dozen probes, each in two to
+# five processes, then cost a few seconds (docs/across-machines.md measures them).
+SAMPLING_S = 0.05
 DTYPE = "float32"
 # Which backend runs a device's arithmetic, memory and copy probes: the first of these
 # among the backends the run measures on that device.
