@@ -167,7 +167,8 @@ def _execute(store: Any, config: Any, resumed: Any, json_path: Path | None,
         lines = [busy] if busy else []
         probes = sum(c.calibrates for c in planned.todo)
         first = f", the {probes} probes of its calibration first" if probes else ""
-        lines.append(f"run {run_id}: {len(planned.todo)} cases ({len(planned.skip)} already "
+        recorded = sum(c.key in planned.skip and not c.calibrates for c in planned.cases)
+        lines.append(f"run {run_id}: {len(planned.todo)} cases ({recorded} already "
                      f"recorded{first})" if planned.skip
                      else f"run {run_id}: {len(planned.cases)} cases{first}")
         if plan.first_answer(config):

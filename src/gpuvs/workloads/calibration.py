@@ -91,15 +91,14 @@ def probe_cases(plan: Iterable[Case]) -> list[Case]:
     measures on; where it measures on the CPU, the CPU's product on one thread and on all
     and the host's copy; on each GPU it measures on, the device's product, copy and round
     trip. A device's probes run on the first of PREFERRED among its backends, so that no
-    worker starts for the calibration alone; a backend that surely cannot run here (not
-    installed, no GPU) has none: its cases say so already."""
+    worker starts for the calibration alone. A backend that surely cannot run here (not
+    installed, no GPU) has none: its cases say so already; nor has a plug-in's, whose
+    clock and arrays the probes were never tried on: its cases are judged on their own."""
     pairs = sorted({(c.backend, c.device) for c in plan if not c.calibrates
-                    and not backends.get(c.backend).absent(c.device)})
+                    and c.backend in PREFERRED and not backends.get(c.backend).absent(c.device)})
     cases = [probe("launch", b, d) for b, d in pairs]
     for device in sorted({d for _, d in pairs}, key=lambda d: (on_gpu(d), d)):
-        backend = next((b for b in PREFERRED if (b, device) in pairs), None)
-        if backend is None:  # a plug-in's backend: its launch is all we know how to probe
-            continue
+        backend = next(b for b in PREFERRED if (b, device) in pairs)
         if device == "cpu":
             cases += [probe("cpu", backend, device, t) for t in ("1", "all")]
             cases.append(probe("host_memory", backend, device))
