@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from tests.helpers import invoke
 
-from gpuvs.config import build
+from gpuvs.config import MAX_PASSES, MAX_SECONDS, build
 
 SCRIPT = "import torch\n\ndef f(x):\n    return x * 2\n\ndef inputs():\n    return torch.ones(4)\n"
 
@@ -39,7 +39,8 @@ def test_a_budget_of_zero_is_refused_in_one_line(command: str, tmp_path: Path) -
     result = invoke(*_args(command, tmp_path), "--budget", "0")
     assert result.exit_code == 2, result.output
     lines = result.output.strip().splitlines()
-    assert lines == ["error: --budget must be a positive number of seconds; got 0.0"]
+    assert lines == ["error: --budget must be a positive number of seconds up to "
+                     f"{MAX_SECONDS:,} (a week); got 0.0"]
     assert not (tmp_path / "r.sqlite").exists()  # refused before a store is made
 
 
@@ -48,7 +49,7 @@ def test_zero_passes_are_refused_in_one_line(command: str, tmp_path: Path) -> No
     result = invoke(*_args(command, tmp_path), "--passes", "0")
     assert result.exit_code == 2, result.output
     assert result.output.strip().splitlines() == [
-        "error: --passes must be a whole number from 1 to 4; got 0"]
+        f"error: --passes must be a whole number from 1 to {MAX_PASSES}; got 0"]
 
 
 def test_a_commands_own_default_gives_way_to_the_project_and_to_what_is_given(

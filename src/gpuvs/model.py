@@ -332,6 +332,23 @@ def _summary_from(entry: Mapping[str, Any], n: int) -> stats.Summary | None:
 # them at that family's measured cost.
 OP_FAMILIES = ("create", "product", "fused")
 
+# What an op costs on a GPU by what it does, each class with its own `op_class` probe on
+# a GPU (`gpuvs ceilings`), timed over a handful of sizes: the products, convolutions and
+# attention by their FLOPs, the rest by the bytes of their tensors — a sort is many
+# passes over its memory, an elementwise op one. `gpuvs.predicting.opclasses` sorts each
+# aten op into one; `to_device` and `to_host` are the copies an end-to-end call makes.
+# Each name maps to the words an answer uses ("priced as a sort").
+OP_CLASSES = {
+    "matmul": "a matrix product", "conv": "a convolution", "attention": "an attention",
+    "reduction": "a reduction", "scan": "a scan", "sort": "a sort", "topk": "a top-k",
+    "unique": "a unique", "select": "a masked selection", "gather": "a gather",
+    "scatter": "a scatter", "norm": "a normalisation", "fft": "an FFT",
+    "elementwise": "an elementwise op", "create": "an array creation", "copy": "a copy",
+    "to_device": "a copy to the device", "to_host": "a copy to the host",
+}
+# The classes whose size is their FLOPs (the rest: the bytes of their tensors).
+FLOP_CLASSES = ("matmul", "conv", "attention")
+
 
 @dataclass(frozen=True)
 class Ceiling:
@@ -344,6 +361,22 @@ class Ceiling:
     unit: str      # "FLOP/s", "B/s" or "s"
     source: str    # the case key it was read from
     contended: bool = False  # its probe ran while other processes held the machine
+
+
+@dataclass(frozen=True)
+class OpCost:
+    """One op of a class (`OP_CLASSES`) timed on a device at one size (`gpuvs
+    ceilings`): seconds per op, in a loop of them, and its size — the FLOPs of a class of
+    `FLOP_CLASSES`, else the bytes of its tensors, counted as `gpuvs predict` counts an
+    op of the user's code."""
+
+    op_class: str
+    device: str
+    backend: str
+    amount: float   # FLOPs or bytes
+    seconds: float
+    source: str     # the probe case's key
+    contended: bool = False
 
 
 @dataclass(frozen=True)

@@ -172,3 +172,29 @@ def test_ceilings_measured_on_a_busy_machine_give_way_to_clean_ones(db) -> None:
     assert find_ceilings_run(store, here).run_id == clean
     (quiet,) = result_tables([case], read(store.measurements(clean)))
     assert not any("contended" in note for note in quiet.notes)
+
+
+def test_each_op_class_is_probed_with_torch_on_the_gpu_at_each_of_its_sizes() -> None:
+    from gpuvs.analysis.ceilings import OP_CLASS_ELEMENTS, OP_CLASS_SIZES
+    from gpuvs.model import OP_CLASSES
+    planned = {(c.param("op"), c.size) for c in probe_cases(["torch", "cupy", "jax"])
+               if c.workload == "op_class"}
+    assert planned == {(op, n) for op in OP_CLASSES
+                       for n in OP_CLASS_SIZES.get(op, OP_CLASS_ELEMENTS)}
+    assert {(c.backend, c.device) for c in probe_cases(["torch"])
+            if c.workload == "op_class"} == {("torch", "cuda:0")}
+    assert not [c for c in probe_cases(["numpy", "cupy"]) if c.workload == "op_class"]
+
+
+def test_an_op_class_probe_reads_as_one_ops_cost_at_its_bytes_or_flops() -> None:
+    from gpuvs.analysis.ceilings import op_costs
+    sort = Case("op_class", "correct", "torch", "cuda:0", "float32", 1 << 22,
+                (("op", "sort"),))
+    mm = Case("op_class", "correct", "torch", "cuda:0", "float32", 1024, (("op", "matmul"),))
+    found = op_costs([_m(sort, 3e-4, bytes_moved=16.0 * (1 << 22)),
+                      _m(mm, 1e-4, flops=2.0 * 1024**3, bytes_moved=3.0 * 4 * 1024**2),
+                      _m(Case("copy", "correct", "torch", "cuda:0", "float32", 1), 1e-3)])
+    assert [(c.op_class, c.amount, c.seconds) for c in found] == [
+        ("sort", 16.0 * (1 << 22), pytest.approx(3e-4)),
+        ("matmul", 2.0 * 1024**3, pytest.approx(1e-4))]
+    assert read([_m(sort, 3e-4, bytes_moved=1.0)]) == []  # no ceiling: a cost by size

@@ -3,7 +3,7 @@ times out by hand, and measurements made to order."""
 
 from __future__ import annotations
 
-from gpuvs.model import Case, Ceiling, Measurement, Status
+from gpuvs.model import FLOP_CLASSES, OP_CLASSES, Case, Ceiling, Measurement, OpCost, Status
 from gpuvs.predicting.profile import Profile
 
 GPU = "cuda:0"
@@ -28,16 +28,47 @@ CEILINGS = (
 )
 
 
-def synthetic(name: str = "syn", scale: dict[str, float] | None = None) -> Profile:
+def synthetic(name: str = "syn", scale: dict[str, float] | None = None,
+              classes: bool = False) -> Profile:
     """The round profile; `scale` multiplies the ceilings whose name starts with a key
-    (a second GPU with twice the bandwidth: {"memory": 2})."""
+    (a second GPU with twice the bandwidth: {"memory": 2}); with `classes`, each op
+    class timed over sizes (`op_costs`), as a profile of format 2 holds them."""
     def scaled(c: Ceiling) -> Ceiling:
         factor = next((f for k, f in (scale or {}).items() if c.name.startswith(k)), 1.0)
         return Ceiling(c.name, c.device, c.backend, c.value * factor, c.unit, c.source)
 
     return Profile(name, "Synthetic GPU", "2026-11-26T12:00:00+0000", "580.1 / CUDA 13.0",
                    {"torch": "2.11.0", "numpy": "2.5.2"}, "0123456789abcdef",
-                   "20261126-120000-abcd", tuple(scaled(c) for c in CEILINGS))
+                   "20261126-120000-abcd", tuple(scaled(c) for c in CEILINGS),
+                   op_costs() if classes else ())
+
+
+# Round costs per op class: a launch of 10 µs (20 µs for a sort and a unique), then the
+# device's time, passes over the bytes at 2 TB/s (FLOPs at 50 TFLOP/s). A copy to the
+# device takes 20 µs + bytes at 10 GB/s, to the host 20 µs + bytes at 5 GB/s.
+PASSES = {"sort": 4.0, "unique": 5.0, "scan": 2.0, "topk": 1.5, "gather": 3.0,
+          "scatter": 3.0, "select": 2.0, "fft": 2.5}
+LAUNCH = {"sort": 20e-6, "unique": 20e-6}
+
+
+def op_costs(leave_out: tuple[str, ...] = ()) -> tuple[OpCost, ...]:
+    """Four points per class, the smallest launch-bound, the two largest device-bound."""
+    out = []
+    for c in OP_CLASSES:
+        if c in leave_out:
+            continue
+        for amount in (1e3, 1e6, 1e8, 1e9) if c not in FLOP_CLASSES else (1e6, 1e9, 1e11,
+                                                                          1e12):
+            if c == "to_device":
+                seconds = 20e-6 + amount / 10e9
+            elif c == "to_host":
+                seconds = 20e-6 + amount / 5e9
+            elif c in FLOP_CLASSES:
+                seconds = max(10e-6, amount / 50e12)
+            else:
+                seconds = max(LAUNCH.get(c, 10e-6), PASSES.get(c, 1.0) * amount / 2e12)
+            out.append(OpCost(c, GPU, "torch", amount, seconds, f"op_class/{c}/{amount:g}"))
+    return tuple(out)
 
 
 

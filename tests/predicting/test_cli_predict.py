@@ -22,6 +22,17 @@ SQUARE = (("shape", "square"),)
 SIZES = (64, 256, 1024, 2048)
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _libraries_loaded() -> None:
+    """These commands run in this one process, where torch (the work is counted with it)
+    and SciPy load their own thread pools: a run recorded before they loaded and one after
+    would name different BLAS threads in their set-ups, and a CPU case measured before
+    would not be this set-up's. Loaded first, every run here names the same (each
+    command is a process of its own outside the tests)."""
+    import scipy.stats  # noqa: F401
+    import torch  # noqa: F401
+
+
 @pytest.fixture
 def syn(profiles: Path) -> Path:
     return profile.save(synthetic())

@@ -161,3 +161,27 @@ def test_a_cpu_time_measured_under_contention_is_said(tmp_path: Path) -> None:
     assert ("the CPU time was measured while other processes took the CPU (contended): it "
             "reads slow, and the speedup predicted against it high") in str(busy)
     assert json.loads(busy.to_json())["measured"]["contended"] is True
+
+
+def test_each_op_is_priced_by_its_class_and_a_class_not_measured_is_named(
+        tmp_path: Path) -> None:
+    """A sort and a scan, not one elementwise launch: the sort at its own class's cost,
+    the scan (the profile has none) as a reduction, and the answer says so."""
+    import dataclasses
+
+    from tests.predicting.samples import op_costs
+    partial = dataclasses.replace(synthetic(classes=True), op_classes=op_costs(("scan",)))
+    path = profile.save(partial, tmp_path)
+    f = gpuvs.predict(lambda a: torch.cumsum(torch.sort(a).values, 0), torch.rand(4096),
+                      target=str(path), budget_s=0.05, name="sorted_sum")
+    assert [(t.op_class, t.ops) for t in f.work.tallies] == [("scan", 1), ("sort", 1)]
+    text = str(f)
+    assert "1 op(s) of a scan priced as a reduction: not measured on syn" in text
+    assert "counted 0 FLOP, 96 KiB moved, 2 op(s) (1 scan, 1 sort; " in text
+    # the sort's own launch (20 µs) and a reduction's (10 µs), then the host's own cost
+    assert f.resident.seconds == pytest.approx(30e-6 + f.work.host_s)
+    doc = json.loads(f.to_json())
+    assert doc["work"]["by_class"][1] == {"op_class": "sort", "ops": 1, "bytes": 16 * 4096,
+                                          "flops": 0.0, "syncs": False}
+    assert doc["work"]["host_s"] == f.work.host_s
+    assert "1 op(s) of a scan priced as a reduction: not measured on syn" in doc["about"]

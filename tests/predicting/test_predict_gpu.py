@@ -57,9 +57,37 @@ def test_a_profile_saved_here_is_found_by_its_name(tmp_path, monkeypatch) -> Non
     assert saved.exit_code == 0, saved.output
     path = tmp_path / "profiles" / "mygpu.json"
     assert f"saved profile {path}" in saved.output
+    saved_classes = {c.op_class for c in profile.load_file(path).profile.op_classes}
+    from gpuvs.model import OP_CLASSES
+    assert saved_classes == set(OP_CLASSES)  # each class timed over its sizes
     for chosen in (["--target", "mygpu"], ["--profile", str(path)]):
         result = invoke("predict", "-w", "matmul", "-b", "torch", "-s", "1024", "-a",
                         "shape=square", *chosen, "--db", db)
         assert result.exit_code == 0, result.output
         assert "GPU predicted for mygpu" in result.output
         assert "TF32: torch's float32 products predicted at full float32" in result.output
+
+
+@pytest.mark.parametrize("op", ["elementwise", "reduction", "scan", "sort", "topk", "unique",
+                                "select", "gather", "scatter", "norm", "fft", "create",
+                                "copy", "matmul", "conv", "attention", "to_device",
+                                "to_host"])
+def test_each_op_class_probe_runs_and_checks_on_this_gpu(op: str) -> None:
+    """What `gpuvs ceilings` times for each class, at its smallest and largest sizes,
+    answers as torch on the CPU does."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    from gpuvs import backends, workloads
+    from gpuvs.analysis.ceilings import OP_CLASS_ELEMENTS, OP_CLASS_SIZES
+    from gpuvs.measuring.criteria import FixedCount
+    from gpuvs.measuring.protocol import measure
+    from gpuvs.model import Status
+
+    sizes = OP_CLASS_SIZES.get(op, OP_CLASS_ELEMENTS)
+    for size in (sizes[0], sizes[-1]):
+        case = Case("op_class", "correct", "torch", "cuda:0", "float32", size, (("op", op),))
+        b = backends.get("torch")
+        m = measure(workloads.get("op_class").prepare(b, case), case, b.clock("cuda:0"),
+                    FixedCount(n=3))
+        assert m.status is Status.OK, m.reason

@@ -7,14 +7,14 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from tests.predicting.samples import synthetic
+from tests.predicting.samples import op_costs, synthetic
 
 from gpuvs.analysis.roofline import Bound
 from gpuvs.errors import UsageError
-from gpuvs.model import Case, Ceiling
+from gpuvs.model import Case, Ceiling, OpCost
 from gpuvs.predicting import pricing
 from gpuvs.predicting.pricing import FRESH
-from gpuvs.predicting.work import Work, of_case
+from gpuvs.predicting.work import Tally, Work, of_case
 
 
 def test_a_big_product_is_compute_bound_at_the_dtype_peak() -> None:
@@ -145,3 +145,97 @@ def test_an_end_to_end_pass_copies_its_array_both_ways_and_ones_copies_nothing()
     assert (of_case(e2e).copied_in, of_case(e2e).copied_out) == ((8000.0,), (8000.0,))
     ones = Case("elementwise", "correct", "torch", "cuda:0", "float32", 1000, (("op", "ones"),))
     assert not of_case(ones).end_to_end
+
+
+# --- the user's code, op by op: each op priced by its class (samples.op_costs: 10 µs a
+# launch, 20 µs a sort's and a unique's; passes over the bytes at 2 TB/s, 4 for a sort,
+# 5 for a unique, 2 for a scan; FLOPs at 50 TFLOP/s)
+
+def _classes(*tallies: Tally, **given: object) -> Work:
+    return Work(flops=sum(t.flops for t in tallies), bytes=sum(t.bytes for t in tallies),
+                launches=sum(t.ops for t in tallies), tallies=tallies, **given)  # type: ignore[arg-type]
+
+
+def test_a_sort_is_several_passes_over_its_memory_and_a_launch_of_its_own() -> None:
+    e = pricing.estimate(_classes(Tally("sort", 1, 4e8)), synthetic(classes=True))
+    assert e.seconds == pytest.approx(4 * 4e8 / 2e12)  # 800 µs, not one 10 µs launch
+    assert e.dominant is Bound.MEMORY and e.summed
+    assert e.why == ("memory-bound: 800 µs of device work for 1 op(s), priced by class; "
+                     "most of it 1 × sort: 4 pass(es) over 381 MiB")
+    small = pricing.estimate(_classes(Tally("sort", 1, 4e3)), synthetic(classes=True))
+    assert small.seconds == pytest.approx(20e-6)  # a sort's own launch
+
+
+def test_a_small_call_pays_its_launches_by_class_and_its_hosts_own_cost() -> None:
+    work = _classes(Tally("elementwise", 3, 3e3), Tally("matmul", 1, 1e4, 2e6), host_s=50e-6)
+    e = pricing.estimate(work, synthetic(classes=True))
+    assert e.terms[Bound.LAUNCH] == pytest.approx(4 * 10e-6 + 50e-6)
+    assert e.seconds == pytest.approx(90e-6) and e.dominant is Bound.LAUNCH
+    assert e.why.startswith("launch-bound: 40 µs of launches for 4 op(s), priced by class, "
+                            "and 50 µs of the call's own host work (Python, module hooks: "
+                            "measured on this CPU) outweigh 41.5 ns of the other device "
+                            "work")
+
+
+def test_the_device_times_of_a_calls_ops_add_up() -> None:
+    """A product then a pass over memory run one after the other on the device."""
+    work = _classes(Tally("matmul", 1, 1e8, 1e11), Tally("elementwise", 1, 1e9))
+    e = pricing.estimate(work, synthetic(classes=True))
+    assert e.seconds == pytest.approx(1e11 / 50e12 + 1e9 / 2e12)  # 2 ms + 0.5 ms
+    assert e.dominant is Bound.COMPUTE
+
+
+def test_lower_precision_products_go_at_their_dtypes_peak() -> None:
+    work = _classes(Tally("matmul", 1, 1e8, 1e12), dtype="bfloat16")
+    e = pricing.estimate(work, synthetic(classes=True))
+    assert e.seconds == pytest.approx(1e12 / 800e12)  # the probe's float32 rate × 16
+
+
+def test_a_class_the_profile_did_not_measure_is_priced_as_the_nearest_and_named() -> None:
+    profile = dataclasses.replace(synthetic(classes=True), op_classes=op_costs(("scan",)))
+    e = pricing.estimate(_classes(Tally("scan", 2, 1e9)), profile)
+    assert e.seconds == pytest.approx(1e9 / 2e12)  # a reduction's one pass, not two
+    assert e.notes == ("2 op(s) of a scan priced as a reduction: not measured on syn",)
+
+
+def test_an_op_that_waits_for_the_device_overlaps_nothing() -> None:
+    work = _classes(Tally("unique", 1, 1e8, syncs=True), Tally("elementwise", 1, 1e9))
+    e = pricing.estimate(work, synthetic(classes=True))
+    assert e.waits == pytest.approx(5 * 1e8 / 2e12)  # 250 µs the host waits for
+    assert e.seconds == pytest.approx(250e-6 + 1e9 / 2e12)
+
+
+def test_copies_go_at_the_rate_measured_for_their_size_and_say_so() -> None:
+    """20 µs + bytes at 10 GB/s in, at 5 GB/s out, read off the points measured around
+    each copy's size; past 32 MiB the output lands in freshly mapped pages."""
+    work = _classes(Tally("elementwise", 1, 1e8), copied_in=(5e5,), copied_out=(5e7,))
+    e = pricing.estimate(work, synthetic(classes=True))
+    assert e.terms[Bound.TRANSFER] == pytest.approx(20e-6 + 5e5 / 10e9 + 20e-6 + 5e7 / 5e9)
+    assert e.regime == FRESH
+    assert e.notes == ("copies at the rates measured on syn for their sizes: 488 KiB in "
+                       "with .to(device), 47.7 MiB out with .cpu() into freshly mapped "
+                       "pages on every call, as gpuvs.compare's end-to-end call makes "
+                       "them",)
+
+
+def test_a_profile_without_op_classes_prices_the_users_code_by_its_totals_and_says_so(
+        ) -> None:
+    """A format 1 profile (the op classes came later) predicts as it did."""
+    work = _classes(Tally("sort", 1, 4e8))
+    e = pricing.estimate(work, synthetic())
+    assert e.seconds == pytest.approx(pricing.estimate(
+        dataclasses.replace(work, tallies=()), synthetic()).seconds)
+    assert e.notes[0].startswith("profile 'syn' has no op classes (measured before they "
+                                 "were): priced by the call's total FLOPs, bytes and "
+                                 "launches")
+
+
+def test_a_class_is_fitted_to_its_launch_and_the_slope_of_its_busy_points() -> None:
+    points = [OpCost("sort", "cuda:0", "torch", a, t, "") for a, t in
+              ((1e3, 15e-6), (1e6, 16e-6), (1e8, 220e-6), (1e9, 2020e-6))]
+    [cost] = pricing.class_costs(points, "torch").values()
+    assert cost.launch == 15e-6  # the smallest size: the device idles
+    assert cost.per_unit == pytest.approx(2e-12)  # through the two largest busy points
+    assert cost.fixed == pytest.approx(20e-6)
+    assert cost.at(5.5e8) == pytest.approx((220e-6 + 2020e-6) / 2)  # along the points
+    assert cost.at(10) == 15e-6 and cost.at(2e9) == pytest.approx(4040e-6)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from tests.helpers import invoke
-from tests.predicting.samples import synthetic
+from tests.predicting.samples import op_costs, synthetic
 
 from gpuvs.errors import UsageError
 from gpuvs.model import Ceiling, Environment, Run
@@ -51,6 +51,29 @@ def test_saved_and_loaded_by_name_it_is_the_same_profile(profiles: Path) -> None
     assert found.origin().startswith(f"profile 'mine' from {path}: Synthetic GPU, measured")
 
 
+def test_its_op_classes_round_trip_in_format_2(tmp_path: Path) -> None:
+    measured = from_run("h100-next", ceilings_run(H100_FACTS), [CEILING], op_costs())
+    path = profile.save(measured, tmp_path)
+    doc = json.loads(path.read_text())
+    assert doc["format_version"] == 2 and len(doc["op_classes"]) == len(op_costs())
+    assert doc["op_classes"][0] == {"op_class": "matmul", "device": "cuda:0",
+                                    "backend": "torch", "amount": 1e6, "seconds": 1e-5,
+                                    "source": "op_class/matmul/1e+06", "contended": False}
+    assert profile.load_file(path).profile == measured
+
+
+def test_a_profile_of_format_1_still_loads_without_op_classes(tmp_path: Path) -> None:
+    """A profile measured before the op classes (the shipped H100 one, until it is
+    measured again) loads, and is written back as it was read."""
+    old = {k: v for k, v in synthetic().to_dict().items() if k != "op_classes"} | {
+        "format_version": 1}
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(old))
+    read = profile.load_file(path).profile
+    assert read.format_version == 1 and read.op_classes == ()
+    assert read.to_dict() == old
+
+
 def test_a_file_is_read_wherever_it_is(tmp_path: Path) -> None:
     path = profile.save(synthetic("elsewhere"), tmp_path)
     assert profile.load(str(path)).where == "file"
@@ -73,7 +96,7 @@ def test_a_name_that_is_no_file_stem_is_refused(name: str, profiles: Path) -> No
 def test_another_format_version_is_refused_in_one_line(tmp_path: Path) -> None:
     path = tmp_path / "old.json"
     path.write_text(json.dumps(synthetic().to_dict() | {"format_version": 0}))
-    with pytest.raises(UsageError, match="is not a gpuvs device profile of format 1"):
+    with pytest.raises(UsageError, match="is not a gpuvs device profile of format 1 or 2"):
         profile.load(str(path))
 
 
@@ -91,7 +114,7 @@ def test_the_shipped_profiles_are_measured_ones(profiles: Path) -> None:
 
 def _hostile(change: str) -> str:
     """The synthetic profile's JSON with one thing broken, as `change` names it."""
-    doc = synthetic("bad").to_dict()
+    doc = synthetic("bad", classes=True).to_dict()
     first = doc["ceilings"][0]
     edits = {
         "value 0": lambda: first.update(value=0), "value NaN": lambda: first.update(
@@ -109,6 +132,10 @@ def _hostile(change: str) -> str:
         "libraries a string": lambda: doc.update(libraries="torch"),
         "contended a string": lambda: first.update(contended="no"),
         "format_version true": lambda: doc.update(format_version=True),
+        "an op cost's seconds 0": lambda: doc["op_classes"][0].update(seconds=0),
+        "an op cost's amount NaN": lambda: doc["op_classes"][0].update(amount=float("nan")),
+        "an op cost's class a number": lambda: doc["op_classes"][0].update(op_class=3),
+        "op_classes a string": lambda: doc.update(op_classes="fast"),
     }
     edits[change]()
     return json.dumps(doc)
@@ -131,7 +158,14 @@ HOSTILE = {
     "a ceiling a string": "ceiling 1 is 'x', not an object",
     "libraries a string": "'libraries' is not a mapping of names to versions",
     "contended a string": "has contended 'no'; it is true or false",
-    "format_version true": "is not a gpuvs device profile of format 1 (format_version True)",
+    "format_version true": "is not a gpuvs device profile of format 1 or 2 (format_version "
+                           "True)",
+    "an op cost's seconds 0": "op cost 1 ('matmul') has the seconds 0; an op cost's "
+                              "seconds is a positive, finite number",
+    "an op cost's amount NaN": "op cost 1 ('matmul') has the amount nan",
+    "an op cost's class a number": "op cost 1 (3): 'op_class' is 3; it is text",
+    "op_classes a string": "'op_classes' is 'fast'; it is a list of 0 to 10000 measured "
+                           "op costs",
 }
 
 

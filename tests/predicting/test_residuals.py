@@ -44,6 +44,32 @@ def test_code_no_validation_saw_is_calibrated_by_every_case_of_its_regime() -> N
     assert "13 launch-bound cases" in p.why()
 
 
+def test_the_users_code_is_calibrated_by_the_validated_functions_of_its_regime() -> None:
+    """`benchmarks/corpus.py` measures ordinary functions on the target: their residuals
+    (workload "") calibrate the user's code, and its interval is where they fell."""
+    functions = [("", "launch", f"corpus/f{i}/resident", x)
+                 for i, x in enumerate([2.0, 2.2, 2.4, 2.6, 2.8, 3.0])]
+    r = residuals(steady("elementwise", 0.5, series=9) + functions)
+    p = r.predict(LAUNCH, "")
+    assert p.seconds == pytest.approx(2.5 * 10e-6)  # their median, not the workloads' 0.5
+    assert "6 launch-bound validated function cases" in p.why()
+    ratios = [x for *_, x in functions]
+    own = [x / float(np.median([y for y in ratios if y != x])) for x in ratios]
+    low, high = p.interval  # type: ignore[misc]  # where they fell, each without itself
+    assert low / p.seconds == pytest.approx(float(np.quantile(own, 0.05)))
+    assert high / p.seconds == pytest.approx(float(np.quantile(own, 0.95)))
+
+
+def test_gpuvss_workloads_are_calibrated_without_the_functions() -> None:
+    """The suite's predictions stay as they were when the functions' residuals ship
+    beside the workloads'."""
+    functions = [("", "launch", f"corpus/f{i}/resident", 5.0) for i in range(20)]
+    workloads = steady("matmul", 2.0, series=3) + steady("gru", 1.0, series=3)
+    with_them, without = residuals(workloads + functions), residuals(workloads)
+    for workload in ("matmul", "elementwise"):
+        assert with_them.predict(LAUNCH, workload) == without.predict(LAUNCH, workload)
+
+
 def test_a_regime_with_too_few_cases_falls_back_to_every_case() -> None:
     r = residuals(steady("matmul", 3.0, series=2, regime="compute")
                   + steady("matmul", 1.0, series=5, regime="memory"))
@@ -105,7 +131,7 @@ def test_a_file_that_is_not_residuals_is_refused_in_one_line(tmp_path: Path) -> 
 
 
 @pytest.mark.parametrize(("content", "message"), [
-    ("[" * 100_000, "nest arrays or objects too deeply|cannot read residuals"),
+    ("[" * 100_000, "nests arrays or objects too deeply|cannot read residuals"),
     (json.dumps({"format_version": 1, "target": "syn", "runs": ["r"], "measured_at": "t",
                  "points": ["x"]}), "is not a complete residuals file"),
     (json.dumps({"format_version": 1, "target": "syn", "runs": 3, "measured_at": "t",

@@ -12,23 +12,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tests.store.samples import a_run, case
 
 import gpuvs
 from gpuvs.errors import StoreError, UsageError
-from gpuvs.model import Case, Caveat, Environment, Measurement, Run, Status
+from gpuvs.model import Caveat, Environment, Measurement, Run, Status
 from gpuvs.store import SqlStore, open_store
 
 SRC = Path(gpuvs.__file__).resolve().parents[1]
-
-
-def case(size: int = 1024, **params: str) -> Case:
-    return Case("matmul", "correct", "torch", "cuda:0", "float32", size,
-                tuple(params.items()))
-
-
-def a_run(run_id: str = "r1", started_at: str = "2026-01-01T00:00:00+0000") -> Run:
-    return Run(run_id, started_at, {"budget_s": 1.0, "sizes": [64, 128]},
-               Environment("fp-abc", {"gpu": "H100", "cuda": "12.4"}))
 
 
 @pytest.fixture

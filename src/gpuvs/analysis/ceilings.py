@@ -15,7 +15,17 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
-from gpuvs.model import OP_FAMILIES, Case, Caveat, Ceiling, Measurement, Status
+from gpuvs.model import (
+    FLOP_CLASSES,
+    OP_CLASSES,
+    OP_FAMILIES,
+    Case,
+    Caveat,
+    Ceiling,
+    Measurement,
+    OpCost,
+    Status,
+)
 
 GPU_DTYPES = ("float64", "float32", "bfloat16", "float16")
 CPU_DTYPES = ("float32", "float64")
@@ -34,6 +44,15 @@ PATH_ELEMENTS = 7 << 20
 # The ceiling a one-element op's time per call is: what launching or dispatching one op
 # costs, which decides launch-bound work.
 DISPATCH = "per-op dispatch cost"
+# The sizes each op class is timed at on a GPU (`workloads.op_classes` says what a size
+# counts): from one op's launch (the smallest) to work that keeps the device busy far
+# longer than a launch (the two largest), so that a class's launch and its cost per byte
+# (or FLOP) can each be read off. The copies run past FRESH_BYTES.
+OP_CLASS_SIZES = {"matmul": (64, 256, 1024, 4096), "conv": (1, 4, 32, 128),
+                  "attention": (64, 256, 1024, 4096),
+                  "to_device": (1 << 14, 1 << 18, 1 << 22, 1 << 24),
+                  "to_host": (1 << 14, 1 << 18, 1 << 22, 7 << 20, 1 << 26)}
+OP_CLASS_ELEMENTS = (1 << 10, 1 << 21, 1 << 24)
 
 
 def copy_name(direction: str, fresh: bool = False) -> str:
@@ -67,6 +86,7 @@ def probe_cases(backends: Iterable[str]) -> list[Case]:
         cases += [Case("peak_matmul", "correct", "torch", "cpu", dtype, CPU_MATMUL_N,
                        (("threads", "all"), ("tf32", "off"))) for dtype in CPU_DTYPES]
         cases += _gpu_probes()
+        cases += op_class_probes()
     for backend in sorted(names):
         for device in _devices(backend):
             cases += [Case("dispatch", "correct", backend, device, "float32", 1, (("mode", m),))
@@ -79,6 +99,13 @@ def probe_cases(backends: Iterable[str]) -> list[Case]:
                           for d, n in (("h2d", PATH_ELEMENTS), ("d2h", PATH_ELEMENTS),
                                        ("d2h", TRANSFER_ELEMENTS))]
     return cases
+
+
+def op_class_probes() -> list[Case]:
+    """One op of each class (`model.OP_CLASSES`) at each of its sizes, with torch on the
+    GPU: what `gpuvs predict` prices each op of the user's code by."""
+    return [Case("op_class", "correct", "torch", "cuda:0", "float32", n, (("op", c),))
+            for c in OP_CLASSES for n in OP_CLASS_SIZES.get(c, OP_CLASS_ELEMENTS)]
 
 
 def _cpu_probes() -> list[Case]:
@@ -129,6 +156,23 @@ def read(measurements: Iterable[Measurement]) -> list[Ceiling]:
         ceiling = _ceiling(m)
         if ceiling is not None:
             out.append(replace(ceiling, contended=Caveat.CONTENDED in m.caveats))
+    return out
+
+
+def op_costs(measurements: Iterable[Measurement]) -> list[OpCost]:
+    """Each finished op-class probe as one op's cost at its size: its FLOPs for a class
+    of `model.FLOP_CLASSES`, else the bytes of its tensors; marked `contended` as a
+    ceiling is."""
+    out = []
+    for m in measurements:
+        c = m.case
+        if c.workload != "op_class" or m.status is not Status.OK or m.summary is None:
+            continue
+        op = c.param("op")
+        amount = m.counters.get("flops" if op in FLOP_CLASSES else "bytes_moved")
+        if amount:
+            out.append(OpCost(op, c.device, c.backend, amount, m.summary.median, c.key,
+                              Caveat.CONTENDED in m.caveats))
     return out
 
 

@@ -8,7 +8,7 @@ where rank 0 saves and prints and the other ranks only measure.
 from __future__ import annotations
 
 import os
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -16,6 +16,9 @@ from gpuvs.cli.app import app, usage_errors
 from gpuvs.cli.options import DbOption, FormatOpt, JsonOpt, check_format, open_store, split
 from gpuvs.cli.output import check_writable, finish, listening, narration
 from gpuvs.store.output import JSON
+
+if TYPE_CHECKING:
+    from gpuvs.distributed.spec import Spec
 
 dist_app = typer.Typer(
     help="Several processes, one per device: data-parallel scaling of seed 003's CNN and "
@@ -140,7 +143,7 @@ def scaling(
     raise typer.Exit(_execute(spec, db, json_path, fmt, said))
 
 
-def _execute(spec: Any, db: str | None, json_path: Any, fmt: str = "plain",
+def _execute(spec: Spec, db: str | None, json_path: Any, fmt: str = "plain",
              said: str = "") -> int:
     """Measure (`jobs.dist`; on a rank other than 0 under --launched, only take part),
     then show. A case whose ranks the watchdog had to kill (`timeout`) fails the command,
@@ -189,7 +192,7 @@ def _took_part(info: dict[str, Any], fmt: str) -> None:
         highlight=False)
 
 
-def _energy_header(spec: Any) -> list[str]:
+def _energy_header(spec: Spec) -> list[str]:
     """What --energy does, said before the ranks start, and why a device cannot answer."""
     from gpuvs.machine import energy
 

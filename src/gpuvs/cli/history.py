@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -28,6 +28,9 @@ from gpuvs.errors import GpuvsError, UsageError
 from gpuvs.report.console import console
 from gpuvs.store.output import HTML
 
+if TYPE_CHECKING:
+    from gpuvs.store.sql import SqlStore
+
 ThresholdOpt = Annotated[str, typer.Option(
     "--threshold", metavar="PERCENT",
     help="How much slower or faster counts as a change: 5% (or 0.05).")]
@@ -42,12 +45,15 @@ def _is_export(spec: str) -> bool:
     return spec.endswith(".json") or Path(spec).is_file()
 
 
-def load(spec: str, store: Any) -> tuple[Any, list[Any]]:
+def load(spec: str, store: SqlStore | None) -> tuple[Any, list[Any]]:
     """(run, measurements) from a run id, 'latest', or a JSON export's path."""
     if _is_export(spec):
         from gpuvs.store.export import load_json
         run, ms, _ = load_json(Path(spec))
     else:
+        if store is None:
+            raise UsageError(f"no run {spec!r}: give a run id with its store (--db), or a "
+                             "JSON export's path")
         run_id = (store.latest_run_id() or spec) if spec == "latest" else spec
         run = store.get_run(run_id)
         ms = store.measurements(run.run_id)
@@ -309,7 +315,7 @@ def _gate_errors(fmt: str) -> Iterator[None]:
         raise
 
 
-def _previous(store: Any, run: Any) -> tuple[Any, list[Any]]:
+def _previous(store: SqlStore, run: Any) -> tuple[Any, list[Any]]:
     """The newest finished run before `run`."""
     seen = False
     for record in store.runs(RECENT_RUNS):

@@ -6,11 +6,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from gpuvs.errors import UsageError
+
+if TYPE_CHECKING:
+    from gpuvs.store.sql import SqlStore
 
 
 def split(values: list[str] | None, flag: str = "", accepted: str = "") -> tuple[str, ...]:
@@ -40,7 +43,7 @@ DbOption = Annotated[str | None, typer.Option(
     help="Results database (SQLite path). Default: $GPUVS_DB, else the user data directory.")]
 
 
-def open_store(db: str | None, reading: bool = False) -> Any:
+def open_store(db: str | None, reading: bool = False) -> SqlStore:
     """The results store (`--db`); a command that only reads it never creates one."""
     from gpuvs.store import open_store
     return open_store(db, reading)

@@ -7,11 +7,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpuvs.cli.app import EXIT_FAILED_RUN, usage_errors
 from gpuvs.errors import UsageError
 from gpuvs.report.console import console
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from gpuvs.jobs.recording import Done
+    from gpuvs.model import Run
 
 
 def narration(fmt: str) -> Any:
@@ -23,7 +29,7 @@ def narration(fmt: str) -> Any:
 FAILED = frozenset({"crashed", "wrong_result"})
 
 
-def wrap_up(out: Any, run: Any, measurements: list[Any], counts: Mapping[str, int],
+def wrap_up(out: Console, run: Any, measurements: list[Any], counts: Mapping[str, int],
             json_path: Path | None, report_path: Path | None = None,
             ceilings: Sequence[Any] = (), failed_statuses: frozenset[str] = FAILED) -> int:
     """After a run's tables: its JSON and its report where asked for, and the exit code —
@@ -92,7 +98,7 @@ def file_stem(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", name).lstrip(".")[:FILE_STEM_MAX] or "run"
 
 
-def write_report(path: Path, record: Any, measurements: list[Any], ceilings: list[Any],
+def write_report(path: Path, record: Run, measurements: list[Any], ceilings: list[Any],
                  db: str | None) -> None:
     """Render and write atomically; a path that cannot be written is bad usage."""
     from gpuvs.report.html import render_html
@@ -114,7 +120,7 @@ def write_file(path: Path, content: str | bytes, what: str, db: str | None) -> N
         raise UsageError(f"cannot write the {what} to {path}: {why}") from None
 
 
-def emit_tables(tables: Sequence[Any], fmt: str, out: Any,
+def emit_tables(tables: Sequence[Any], fmt: str, out: Console,
                 data: Callable[[], Mapping[str, Any]], step_summary: bool = True) -> None:
     """Print what a command answers as `fmt` asks: its tables, in plain text or markdown,
     or with `json` the document `data` builds (`report.documents`: numbers, not the
@@ -197,7 +203,7 @@ def warn_thinned(source: str, measurements: Sequence[Any]) -> None:
             markup=False, highlight=False, soft_wrap=True)
 
 
-def finish(done: Any, command: str, fmt: str, closing: Sequence[str] = (),
+def finish(done: Done, command: str, fmt: str, closing: Sequence[str] = (),
            json_path: Path | None = None, report_path: Path | None = None,
            failed_statuses: frozenset[str] = FAILED) -> int:
     """After a job (`jobs.recording.Done`): its tables as its run's kind shows them
@@ -215,7 +221,7 @@ def finish(done: Any, command: str, fmt: str, closing: Sequence[str] = (),
                    failed_statuses)
 
 
-def listening(out: Any, header: Callable[[str], Sequence[str]] = lambda run_id: ()
+def listening(out: Console, header: Callable[[str], Sequence[str]] = lambda run_id: ()
               ) -> Any:
     """How a command hears its job (`jobs.recording.Listener`): the `header` lines once the
     run has its id, a progress bar (a line per case outside a terminal) on `out`'s stream,

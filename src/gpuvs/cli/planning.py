@@ -5,13 +5,19 @@ a run measures besides time (`energy_header`)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpuvs.model import on_gpu
 from gpuvs.report.console import console
 
+if TYPE_CHECKING:
+    from gpuvs.config import RunConfig
+    from gpuvs.execute.estimate import Estimate
+    from gpuvs.model import Environment
+    from gpuvs.store.sql import SqlStore
 
-def energy_header(config: Any) -> list[str]:
+
+def energy_header(config: RunConfig) -> list[str]:
     """What a run measures besides time, said before it starts: energy where asked for,
     and on which devices a counter can answer."""
     from gpuvs.backends.base import machine_has_gpu
@@ -37,7 +43,7 @@ def energy_header(config: Any) -> list[str]:
     return lines
 
 
-def print_plan(cases: Sequence[Any], config: Any, estimated: Any) -> None:
+def print_plan(cases: Sequence[Any], config: RunConfig, estimated: Estimate) -> None:
     """What a run would measure: the case count and its estimated time, then per
     workload its backends, devices, sizes and the values of each of its axes — for
     `--dry-run`, before committing an hour to a plan."""
@@ -63,8 +69,8 @@ def print_plan(cases: Sequence[Any], config: Any, estimated: Any) -> None:
                   markup=False, highlight=False)
 
 
-def plan_estimate(cases: Sequence[Any], config: Any, store: Any = None,
-                  db: str | None = None, environment: Any = None) -> Any:
+def plan_estimate(cases: Sequence[Any], config: RunConfig, store: SqlStore | None = None,
+                  db: str | None = None, environment: Environment | None = None) -> Any:
     """How long the plan takes (`execute.estimate`): from this machine's stored cases of
     its workloads — in `store`, or at `db` if a store is there (a dry run creates none)
     — and whether the machine has been busy over the last 15 minutes."""
@@ -75,29 +81,30 @@ def plan_estimate(cases: Sequence[Any], config: Any, store: Any = None,
     return estimate(tuple(cases), config, past, busy=contention.loaded(minutes=15))
 
 
-def _past(store: Any, db: str | None, fingerprint: str, workloads: list[str]) -> list[Any]:
+def _past(store: SqlStore | None, db: str | None, fingerprint: str,
+          workloads: list[str]) -> list[Any]:
     """This set-up's stored cases of these workloads, with their runs' budget and passes."""
     from gpuvs.config import RunConfig
     from gpuvs.errors import StoreError
     from gpuvs.execute.estimate import Past
     from gpuvs.store import open_store as open_any
-    opened = store is None
-    if opened:
+    if store is not None:
+        rows = store.history(fingerprint, workloads)
+    else:
         try:
-            store = open_any(db, reading=True)
+            opened = open_any(db, reading=True)
         except StoreError:  # no store yet, or none readable: nothing is known
             return []
-    try:
-        rows = store.history(fingerprint, workloads)
-    finally:
-        if opened:
-            store.close()
+        try:
+            rows = opened.history(fingerprint, workloads)
+        finally:
+            opened.close()
     default = RunConfig()
     return [Past(m, float(cfg.get("budget_s", default.budget_s)),
                  int(cfg.get("passes", default.passes))) for cfg, m in rows]
 
 
-def estimate_line(estimated: Any, config: Any) -> str:
+def estimate_line(estimated: Estimate, config: RunConfig) -> str:
     """'about 4 min 50 s (from this machine's past runs for 40 of 54 cases; budget 1 s a
     case, 2 passes)': to 10 s below ten minutes, to the minute above."""
     seconds = estimated.seconds

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -36,6 +36,10 @@ from gpuvs.cli.output import check_writable, emit_tables, listening, narration, 
 from gpuvs.errors import UsageError
 from gpuvs.report.console import console
 from gpuvs.store.output import HTML, JSON
+
+if TYPE_CHECKING:
+    from gpuvs.config import RunConfig
+    from gpuvs.store.sql import SqlStore
 
 TargetOpt = Annotated[str | None, typer.Option(
     "--target", metavar="NAME",
@@ -94,6 +98,7 @@ def predict(
         console(stderr=True).print(f"warning: {line}", markup=False, highlight=False,
                                    soft_wrap=True)
     if from_run is None:
+        assert store is not None  # opened above: only an export is read without one
         with usage_errors():
             cpu = cpu_side.cpu_cases(store, config, fresh=fresh, began=began,
                                      listener=listening(narration(fmt)))
@@ -117,7 +122,7 @@ def _target(name: str | None, profile: Path | None) -> str | Path:
     return str(name)
 
 
-def _stored_cpu(store: Any, spec: str, workload: Any, variant: Any, backend: Any,
+def _stored_cpu(store: SqlStore | None, spec: str, workload: Any, variant: Any, backend: Any,
                 dtype: Any, sizes: Any, axis: Any, full_suite: bool
                 ) -> tuple[list[str], list[Any], Any]:
     """A stored run's finished CPU cases (`jobs.predict.stored_cpu`: `latest`, the newest
@@ -135,7 +140,7 @@ def _stored_cpu(store: Any, spec: str, workload: Any, variant: Any, backend: Any
     return said, cpu, config
 
 
-def _answer(t: Any, cpu: list[Any], config: Any, fmt: str,
+def _answer(t: Any, cpu: list[Any], config: RunConfig, fmt: str,
             outputs: tuple[Path | None, Path | None], db: str | None) -> int:
     from gpuvs.jobs import predict as cpu_side
     from gpuvs.predicting import forecast

@@ -88,9 +88,10 @@ def load_run(run_id: str | None, from_json: Path | None, db: str | None
         record, measurements, ceilings = load_json(from_json)
     else:
         store = open_store(db, reading=True)
-        if run_id == "latest":
-            run_id = store.latest_run_id() or run_id
-        record = store.get_run(run_id)
+        wanted = str(run_id)  # given: the check above refused neither
+        if wanted == "latest":
+            wanted = store.latest_run_id() or wanted
+        record = store.get_run(wanted)
         measurements = store.measurements(record.run_id)
         ceilings = machine_ceilings(store, record)
     warn_thinned(str(from_json or record.run_id), measurements)

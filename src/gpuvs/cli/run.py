@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -40,6 +40,10 @@ from gpuvs.cli.planning import energy_header, estimate_line, plan_estimate, prin
 from gpuvs.errors import UsageError
 from gpuvs.execute import plan
 from gpuvs.store.output import HTML, JSON
+
+if TYPE_CHECKING:
+    from gpuvs.config import RunConfig
+    from gpuvs.store.sql import SqlStore
 
 ReportOpt = Annotated[Path | None, typer.Option(
     "--report", metavar="PATH",
@@ -85,9 +89,10 @@ def run(
             raise UsageError(f"--resume finishes a run with the settings it was started with; "
                              f"drop {', '.join(clashing)} (or start a new run without "
                              "--resume)")
-        store = open_store(db) if resume else None  # a dry run stores nothing: no database
+        store = None  # a dry run stores nothing: no database
         resumed = None
         if resume:
+            store = open_store(db)
             resumed, config = suites.resumable(store, resume)
         else:
             config = build_config(split(workload, "-w/--workload", "the names `gpuvs list` "
@@ -134,7 +139,7 @@ def sweep(
                               factor if refine else None, fmt))
 
 
-def _dry_run_or_confirm(config: Any, dry_run: bool, yes: bool, store: Any,
+def _dry_run_or_confirm(config: RunConfig, dry_run: bool, yes: bool, store: SqlStore | None,
                         db: str | None) -> None:
     """--dry-run prints the plan, its calibration first, and its estimate (from `store`,
     or the one at `db` if it exists: a dry run creates none) and ends the command; a plan
@@ -148,7 +153,7 @@ def _dry_run_or_confirm(config: Any, dry_run: bool, yes: bool, store: Any,
     plan.confirm(cases, yes)
 
 
-def _execute(store: Any, config: Any, resumed: Any, json_path: Path | None,
+def _execute(store: SqlStore, config: RunConfig, resumed: Any, json_path: Path | None,
              report_path: Path | None, refine_factor: float | None = None,
              fmt: str = "plain") -> int:
     """The suite measured (`jobs.suite`), said as it goes, then shown."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -27,6 +27,10 @@ from gpuvs.cli.planning import energy_header, estimate_line, plan_estimate, prin
 from gpuvs.errors import UsageError
 from gpuvs.jobs.seeds import DEFAULTS
 from gpuvs.store.output import JSON
+
+if TYPE_CHECKING:
+    from gpuvs.config import RunConfig
+    from gpuvs.store.sql import SqlStore
 
 BudgetOpt = Annotated[float | None, typer.Option(
     "--budget", metavar="SECONDS",
@@ -97,8 +101,8 @@ def seeds(
     raise typer.Exit(_run(store, config, cases, chosen, options, json_path, fmt))
 
 
-def _run(store: Any, config: Any, cases: list[Any], chosen: tuple[str, ...], options: Any,
-         json_path: Path | None, fmt: str = "plain") -> int:
+def _run(store: SqlStore, config: RunConfig, cases: list[Any], chosen: tuple[str, ...],
+         options: Any, json_path: Path | None, fmt: str = "plain") -> int:
     """The posts replayed (`jobs.seeds`), said as they go, then shown."""
     import time
 

@@ -8,7 +8,7 @@ tables, the crossover and why, and saves the run like any other."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -30,6 +30,9 @@ from gpuvs.cli.options import (
 from gpuvs.cli.output import check_writable, finish, listening, narration
 from gpuvs.store.output import JSON
 from gpuvs.yours.run_file import DEFAULT_INPUTS
+
+if TYPE_CHECKING:
+    from gpuvs.store.sql import SqlStore
 
 
 @app.command(name="run-file")
@@ -95,7 +98,7 @@ def run_file(
                                fmt))
 
 
-def _recorded(store: Any, request: Any, timeout_s: float, passes: int,
+def _recorded(store: SqlStore, request: Any, timeout_s: float, passes: int,
               json_path: Path | None, fmt: str) -> int:
     """run-file's job (`jobs.own`): each case saved the moment the worker sends it, Ctrl-C
     keeping what finished, the run's JSON in the one run format; then shown."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 from gpuvs.analysis import ceilings as ceiling_probes
 from gpuvs.config import RunConfig
@@ -15,11 +15,14 @@ from gpuvs.machine import env
 from gpuvs.model import RunKind
 from gpuvs.store.runs import RunHandle, find_ceilings_run
 
+if TYPE_CHECKING:
+    from gpuvs.store.sql import SqlStore
+
 DEFAULTS = {"budget_s": 1.0, "timeout_s": 600.0}
 AGAIN = "`gpuvs ceilings --refresh` measures them again."
 
 
-def probe(store: Any, config: RunConfig, backends: Sequence[str], *, refresh: bool = False,
+def probe(store: SqlStore, config: RunConfig, backends: Sequence[str], *, refresh: bool = False,
           listener: Listener = QUIET) -> Done:
     """This machine's ceilings: the stored run of this environment if there is one (and
     not `refresh`), else the probes of `backends` measured into a new run."""

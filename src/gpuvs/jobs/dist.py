@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpuvs.distributed import launch, rank_main
 from gpuvs.distributed.spec import Spec
@@ -13,13 +13,16 @@ from gpuvs.jobs.recording import QUIET, Done, Job, Listener, Shown, record
 from gpuvs.model import RunKind
 from gpuvs.store.runs import RunHandle
 
+if TYPE_CHECKING:
+    from gpuvs.store.sql import SqlStore
+
 AGAIN = "The same `gpuvs dist` command measures every case again."
 # A case whose ranks the watchdog had to kill did not finish: it fails the command as a
 # crash does.
 FAILED = frozenset({"crashed", "wrong_result", "timeout"})
 
 
-def measure(store: Any, spec: Spec, *, listener: Listener = QUIET) -> Done:
+def measure(store: SqlStore, spec: Spec, *, listener: Listener = QUIET) -> Done:
     """Every case of `spec` on its ranks, into a new run; the notes say what the ranks
     ran with (versions, NCCL variables) and what went wrong after every case was saved."""
     from gpuvs.report.dist_tables import ranks_note

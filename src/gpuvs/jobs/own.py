@@ -5,15 +5,18 @@ the moment it arrives."""
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpuvs.execute.wire import RunFile
 from gpuvs.jobs.recording import QUIET, Done, Job, Listener, Shown, record
 from gpuvs.model import Measurement, RunKind
 from gpuvs.store.runs import RunHandle
 
+if TYPE_CHECKING:
+    from gpuvs.store.sql import SqlStore
 
-def run_file(store: Any, request: RunFile, timeout_s: float, *, passes: int = 1,
+
+def run_file(store: SqlStore, request: RunFile, timeout_s: float, *, passes: int = 1,
              listener: Listener = QUIET) -> Done:
     """The request's cases into a new run, written at its first case (a file that does
     not load leaves none behind), sampled in `passes` processes of their own; the notes

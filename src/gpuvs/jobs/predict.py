@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpuvs import backends, workloads
 from gpuvs.config import RunConfig
@@ -18,6 +18,9 @@ from gpuvs.machine.contention import Snapshot, busy_line
 from gpuvs.model import Case, Caveat, Measurement, RunKind, Status
 from gpuvs.store.runs import RunHandle, start_run
 
+if TYPE_CHECKING:
+    from gpuvs.store.sql import SqlStore
+
 # The CPU side of a prediction: one short pass is enough next to the predicted interval,
 # and `gpuvs predict -w matmul` answers in seconds. The command's defaults, through
 # `config.build` like every other's.
@@ -26,7 +29,7 @@ DEFAULTS = {"budget_s": 0.1, "passes": 1}
 RECENT_RUNS = 50
 
 
-def cpu_cases(store: Any, config: RunConfig, *, fresh: bool = False,
+def cpu_cases(store: SqlStore, config: RunConfig, *, fresh: bool = False,
               began: Snapshot | None = None, listener: Listener = QUIET
               ) -> list[Measurement]:
     """The plan's CPU cases: those this machine measured before (same environment, same
@@ -76,7 +79,7 @@ def contended(measured: Sequence[Measurement], again: str) -> list[str]:
             f"{again} measures them again"]
 
 
-def stored_cpu(store: Any, spec: str, load: Any) -> tuple[list[str], list[Measurement]]:
+def stored_cpu(store: SqlStore | None, spec: str, load: Any) -> tuple[list[str], list[Measurement]]:
     """A stored run's finished CPU cases of gpuvs's workloads, to predict from (`load`
     reads a run id or an export); `latest` is the newest run that has some, and the
     first lines name the newer ones skipped (a dist run as the latest once gave "unknown
@@ -121,7 +124,7 @@ def _unusable(run: Any, cpu: Sequence[Measurement]) -> str:
     return ""
 
 
-def _measured_before(store: Any, cases: Sequence[Case], fingerprint: str
+def _measured_before(store: SqlStore, cases: Sequence[Case], fingerprint: str
                      ) -> dict[str, tuple[str, Measurement]]:
     """Case key → (run id, its latest finished measurement) among this environment's
     recent sweeps, of the workload's current version (a changed workload never mixes),

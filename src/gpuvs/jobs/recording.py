@@ -13,10 +13,13 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpuvs.model import Ceiling, Environment, Measurement, Run, RunKind
 from gpuvs.store.runs import RunHandle, guarded, start_run
+
+if TYPE_CHECKING:
+    from gpuvs.store.sql import SqlStore
 
 # Told of each finished case, and (where the job knows it) the seconds its run has left.
 Advance = Callable[..., None]
@@ -103,7 +106,7 @@ def executed(run: RunHandle, execute: Callable[[RunHandle, Shown], Mapping[str, 
     return counts
 
 
-def record(store: Any, job: Job, listener: Listener = QUIET,
+def record(store: SqlStore, job: Job, listener: Listener = QUIET,
            resumed: RunHandle | None = None, notes: Callable[[], Sequence[str]] = tuple
            ) -> Done:
     """Start (or resume) the run, execute it guarded, finish it: what a command shows.
@@ -117,7 +120,7 @@ def record(store: Any, job: Job, listener: Listener = QUIET,
                 tuple(job.ceilings(run)), tuple(notes()))
 
 
-def machine_ceilings(store: Any, record: Run) -> list[Ceiling]:
+def machine_ceilings(store: SqlStore, record: Run) -> list[Ceiling]:
     """This machine's measured ceilings, if `gpuvs ceilings` has run on its set-up (a
     quiet machine's before a contended one's): what a run's cases are read against."""
     from gpuvs.analysis.ceilings import read

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict
-from typing import Any
+from typing import TYPE_CHECKING
 
 from gpuvs import seeds
 from gpuvs.config import RunConfig
@@ -16,6 +16,9 @@ from gpuvs.jobs.suite import calibrated
 from gpuvs.model import Case, Environment, RunKind
 from gpuvs.seeds.base import SeedOptions
 from gpuvs.store.runs import RunHandle
+
+if TYPE_CHECKING:
+    from gpuvs.store.sql import SqlStore
 
 # Sampling seconds a case: most cases meet their CI within it, and the run must fit in
 # 8 minutes on a GPU machine (docs/seeds-h100.md says where the time goes). The command's
@@ -60,7 +63,7 @@ def again(names: Sequence[str], options: SeedOptions, config: RunConfig) -> str:
     return f"`{shlex.join(words)}` measures them again."
 
 
-def replay(store: Any, config: RunConfig, names: Sequence[str], options: SeedOptions, *,
+def replay(store: SqlStore, config: RunConfig, names: Sequence[str], options: SeedOptions, *,
            environment: Environment | None = None, listener: Listener = QUIET,
            expected: Mapping[str, Sequence[float]] | None = None) -> Done:
     """The chosen posts measured into a new run; `expected`, the plan's estimate of each

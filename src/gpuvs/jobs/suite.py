@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpuvs.config import RunConfig
 from gpuvs.errors import UsageError
@@ -15,6 +15,9 @@ from gpuvs.execute import plan, runner
 from gpuvs.jobs.recording import QUIET, Done, Job, Listener, Shown, machine_ceilings, record
 from gpuvs.model import Case, Environment, Run, RunKind
 from gpuvs.store.runs import RunHandle, latest_unfinished
+
+if TYPE_CHECKING:
+    from gpuvs.store.sql import SqlStore
 
 AGAIN = "`gpuvs run --resume latest` finishes it."
 # A sweep refined around its crossovers adds at most this many rounds of sizes.
@@ -55,7 +58,7 @@ def calibrated(cases: Sequence[Case]) -> tuple[Case, ...]:
     return (*(p for p in probe_cases(cases) if p.key not in keys), *cases)
 
 
-def resumable(store: Any, resume: str) -> tuple[RunHandle, RunConfig]:
+def resumable(store: SqlStore, resume: str) -> tuple[RunHandle, RunConfig]:
     """The sweep `--resume` names (`latest`: the most recent that did not finish) and the
     config it was started with, checked again."""
     found: Run | None = (latest_unfinished(store, RunKind.SWEEP) if resume == "latest"
@@ -71,7 +74,7 @@ def resumable(store: Any, resume: str) -> tuple[RunHandle, RunConfig]:
     return RunHandle(store, found), RunConfig(**fields).validate()
 
 
-def measure(store: Any, suite: Suite, *, environment: Environment | None = None,
+def measure(store: SqlStore, suite: Suite, *, environment: Environment | None = None,
             refine_factor: float | None = None, listener: Listener = QUIET,
             expected: Mapping[str, Sequence[float]] | None = None) -> Done:
     """Measure the suite into a new run (or the one it resumes). With `refine_factor`,
@@ -100,7 +103,7 @@ def measure(store: Any, suite: Suite, *, environment: Environment | None = None,
         ceilings=lambda run: machine_ceilings(store, run.started)), listener, suite.resumed)
 
 
-def _refinement(store: Any, run_id: str, factor: float | None, rounds: int,
+def _refinement(store: SqlStore, run_id: str, factor: float | None, rounds: int,
                 listener: Listener) -> list[Case]:
     """The next round of sizes around the crossovers, or [] when done."""
     if factor is None or rounds >= MAX_REFINE_ROUNDS:

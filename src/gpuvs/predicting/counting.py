@@ -1,21 +1,28 @@
 """The work of the user's torch code, counted on the CPU: no GPU needed.
 
-One call runs under torch's `FlopCounterMode` (FLOPs of the products and convolutions,
-by torch's own formulas) and a dispatch mode that sees every aten op: each one that is
-not a view would launch a kernel on a GPU, and moves its tensor inputs and outputs
-through memory once. The arguments' tensors are what an end-to-end call copies to the
-device, the output's tensors what it brings back. A call in which no torch op ran is
-refused: nothing of it would run on a GPU.
+One call runs under a dispatch mode that sees every aten op: each is sorted into its
+class (`opclasses`: a sort, a gather, a matrix product, a view that launches nothing),
+with the bytes of its tensors (inputs and outputs) and its FLOPs by torch's own formulas
+(`torch.utils.flop_counter`; an attention's by its two products whatever kernel runs
+it). The arguments' tensors are what an end-to-end call copies to the device (a module's
+weights stay there, as `gpuvs.compare` keeps them), the output's tensors what it brings
+back. A call in which no torch op ran is refused: nothing of it would run on a GPU.
+
+The host's own cost beyond the ops' launches (Python, module hooks) is measured on the
+same CPU run (`hostcost`).
 """
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections import Counter, defaultdict
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from gpuvs.errors import UsageError
-from gpuvs.predicting.work import Work, tf32
+from gpuvs.predicting.hostcost import host_cost
+from gpuvs.predicting.opclasses import VIEW, classify, flops
+from gpuvs.predicting.tensors import moved, nbytes, tensors
+from gpuvs.predicting.work import Tally, Work, tf32
 
 # A call in which no torch op ran (NumPy code, `time.sleep`, plain Python) runs on the
 # CPU whatever the machine: it was once priced as one GPU launch, a 13,100× "speedup"
@@ -28,14 +35,13 @@ NOTHING_ON_A_GPU = ("nothing in this call runs on a GPU as written: no torch op 
 
 def count(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: Mapping[str, Any],
           backend: str = "torch") -> tuple[Work, Any]:
-    """`fn(*args, **kwargs)` run once on the CPU, counted: (its work, its output)."""
-    from torch.utils.flop_counter import FlopCounterMode
-
+    """`fn(*args, **kwargs)` run once on the CPU, counted, then a few more times for the
+    host's own cost: (its work, the first call's output)."""
     if any(t.device.type != "cpu" for t in tensors((args, kwargs))):
         raise UsageError("gpuvs.predict counts the work on the CPU: pass CPU tensors "
                          "(the GPU it predicts for is named by target=)")
     ops = _op_counter()
-    with FlopCounterMode(display=False) as flops, ops:
+    with ops:
         out = fn(*args, **kwargs)
     if not ops.seen:
         raise UsageError(NOTHING_ON_A_GPU)
@@ -44,40 +50,20 @@ def count(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: Mapping[str, An
         if t.is_floating_point():
             dtypes[str(t.dtype).removeprefix("torch.")] += t.numel()
     dtype = dtypes.most_common(1)[0][0] if dtypes else "float32"
-    total = float(flops.get_total_flops())
+    tallies = ops.tallies()
+    total = sum(t.flops for t in tallies)
     on, why = tf32(backend)  # the user's setting, now: said with the answer
     work = Work(total, float(ops.bytes), float(max(ops.launches, 1)),
-                tuple(float(_nbytes(t)) for t in tensors((args, kwargs))),
-                tuple(float(_nbytes(t)) for t in tensors(out)), dtype, backend,
-                tf32=on and bool(total) and dtype == "float32", tf32_why=why)
+                tuple(float(nbytes(t)) for t in tensors((args, kwargs), modules=False)),
+                tuple(float(nbytes(t)) for t in tensors(out)), dtype, backend,
+                tf32=on and bool(total) and dtype == "float32", tf32_why=why,
+                tallies=tallies, host_s=host_cost(fn, args, kwargs, ops.names),
+                named=tuple(dict.fromkeys(ops.named)))
     return work, out
 
 
-def tensors(tree: Any) -> list[Any]:
-    """The torch tensors in nested tuples, lists and dicts, each storage once."""
-    import torch
-    from torch.utils._pytree import tree_leaves
-
-    seen: set[int] = set()
-    found = []
-    for leaf in tree_leaves(tree):
-        if isinstance(leaf, torch.nn.Module):
-            leaves: Iterable[Any] = [*leaf.parameters(), *leaf.buffers()]
-        else:
-            leaves = [leaf]
-        for t in leaves:
-            if isinstance(t, torch.Tensor) and id(t.untyped_storage()) not in seen:
-                seen.add(id(t.untyped_storage()))
-                found.append(t)
-    return found
-
-
-def _nbytes(t: Any) -> int:
-    return int(t.numel() * t.element_size())
-
-
 def _op_counter() -> Any:
-    """A TorchDispatchMode counting the ops that would launch kernels and their bytes."""
+    """A TorchDispatchMode sorting each op into its class, with its bytes and FLOPs."""
     from torch.utils._python_dispatch import TorchDispatchMode
 
     class OpCounter(TorchDispatchMode):
@@ -86,14 +72,31 @@ def _op_counter() -> Any:
             self.seen = 0  # every torch op, views included
             self.launches = 0
             self.bytes = 0
+            self.by: dict[tuple[str, bool], list[float]] = defaultdict(lambda: [0, 0.0, 0.0])
+            self.named: list[str] = []
+            self.names: list[str] = []  # every op, in order
 
         def __torch_dispatch__(self, func: Any, types: Any, args: Any = (),
                                kwargs: Any = None) -> Any:
-            out = func(*args, **(kwargs or {}))
+            kwargs = kwargs or {}
+            out = func(*args, **kwargs)
             self.seen += 1
+            self.names.append(str(func))
             if not getattr(func, "is_view", False):
                 self.launches += 1
-                self.bytes += sum(_nbytes(t) for t in tensors((args, kwargs, out)))
+                self.bytes += moved(args, kwargs, out)
+            found = classify(func, args, out)
+            if found.op_class != VIEW:
+                tally = self.by[(found.op_class, found.syncs)]
+                tally[0] += 1
+                tally[1] += moved(args, kwargs, out)
+                tally[2] += flops(func, args, kwargs, out, found.op_class)
+            if found.said:
+                self.named.append(found.said)
             return out
+
+        def tallies(self) -> tuple[Tally, ...]:
+            return tuple(Tally(c, int(n), b, f, syncs)
+                         for (c, syncs), (n, b, f) in sorted(self.by.items()))
 
     return OpCounter()

@@ -14,7 +14,7 @@ import json
 import os
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -216,13 +216,15 @@ class CallForecast:
 
     def assumptions(self) -> tuple[str, ...]:
         """What the prediction assumes that the user may change: TF32 where the call
-        multiplies float32 matrices, and a contended CPU time."""
+        multiplies float32 matrices, and a contended CPU time; then what the model
+        assumed: each op it priced as a class nearest its own, and how the copies go."""
         said = []
         if self.work.flops and self.work.dtype == "float32":
             said.append(tf32_words(self.work.backend, self.work.tf32, self.work.tf32_why))
         if self.contended:
             said.append(CONTENDED_WORDS)
-        return tuple(said)
+        return (*said, *dict.fromkeys((*self.resident.estimate.notes,
+                                       *self.end_to_end.estimate.notes)))
 
     def __repr__(self) -> str:
         shown = "—" if self.speedup is None else units.ratio(self.speedup)
@@ -240,7 +242,8 @@ class CallForecast:
         lines = [*self.target.lines(),
                  f"{self.name}: CPU measured {_seconds(self.cpu)}; counted "
                  f"{self.work.flops:.3g} FLOP, {units.nbytes(self.work.bytes)} moved, "
-                 f"{self.work.launches:.0f} op(s)", *self.assumptions()]
+                 f"{self.work.launches:.0f} op(s){_by_class(self.work)}",
+                 *self.assumptions()]
         for data, p, speedup in (("resident", self.resident, self.speedup),
                                  ("end-to-end", self.end_to_end, self.speedup_end_to_end)):
             span = (f" [{units.seconds(p.interval[0])}, {units.seconds(p.interval[1])}]"
@@ -259,7 +262,8 @@ class CallForecast:
                              else None, "contended": self.contended},
                 "work": {"flops": self.work.flops, "bytes": self.work.bytes,
                          "launches": self.work.launches, "dtype": self.work.dtype,
-                         "tf32": self.work.tf32},
+                         "tf32": self.work.tf32, "host_s": self.work.host_s,
+                         "by_class": [asdict(t) for t in self.work.tallies]},
                 "predicted": {"resident": _predicted(self.resident, self.speedup),
                               "end_to_end": _predicted(self.end_to_end,
                                                        self.speedup_end_to_end)}}
@@ -355,6 +359,14 @@ def _predicted(p: Prediction, speedup: float | None) -> dict[str, Any]:
     return {"seconds": p.seconds, "interval_s": p.interval, "speedup": speedup,
             "bound": p.estimate.dominant.term, "why": p.why(),
             "low_confidence": p.low_confidence}
+
+
+def _by_class(work: Work) -> str:
+    """' (2 matmul, 1 sort, 3 elementwise; 38 µs of host work beyond them)'."""
+    if not work.tallies:
+        return ""
+    ops = ", ".join(f"{t.ops} {t.op_class}" for t in work.tallies)
+    return f" ({ops}; {units.seconds(work.host_s)} of host work beyond them)"
 
 
 def _seconds(m: Measurement) -> str:

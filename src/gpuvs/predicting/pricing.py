@@ -24,21 +24,35 @@ the copy then faults it in page by page: far slower than a copy into memory used
 It is priced at the backend's copy into fresh pages where the profile measured one, and
 such calls form a regime of their own (`Estimate.regime`), which the validation run
 calibrates apart.
+
+**The user's code, op by op** (`Work.tallies`, where the profile measured op classes):
+each op is priced by its class (`model.OP_CLASSES`), fitted to that class's probe on the
+target over sizes (`ClassCost`): the host pays the class's launch (its smallest size's
+time per op), the device the class's fixed cost plus its cost per byte (per FLOP for the
+products, convolutions and attention) — a sort several passes over its memory, an
+elementwise op one. The ops of a call run one after another on the device, so their
+device times add (`Estimate.summed`); the host pays their launches and the call's own
+cost beyond them (`Work.host_s`, measured on the CPU); an op that waits for the device
+(a unique, a masked selection) overlaps nothing (`Estimate.waits`). A class the profile
+did not measure is priced as the nearest one it did, and said (`Estimate.notes`). The
+copies of an end-to-end call go at the rate measured for their size on the target, as
+`gpuvs.compare` makes them (`.to(device)` in, `.cpu()` into new host memory out).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from types import MappingProxyType
 
 from gpuvs import units
 from gpuvs.analysis.ceilings import DISPATCH, FRESH_BYTES, copy_name, dispatch_name, peak_for
 from gpuvs.analysis.roofline import Bound
 from gpuvs.errors import UsageError
-from gpuvs.model import Case
+from gpuvs.model import FLOP_CLASSES, OP_CLASSES, Case, OpCost
+from gpuvs.predicting.opclasses import nearest
 from gpuvs.predicting.profile import Profile
-from gpuvs.predicting.work import Work
+from gpuvs.predicting.work import Tally, Work
 
 FRESH = "transfer-fresh"
 LATENCY = "launch + sync latency"
@@ -55,19 +69,25 @@ class Estimate:
     dominant: Bound  # the roofline's regime: the same four names as a measured case's
     why: str  # the dominant term, in words, with its numbers
     regime: str = ""  # what calibrates it: the dominant term (`Bound.term`), or FRESH
+    summed: bool = False  # ops priced one by one: their compute and memory times add
+    waits: float = 0.0    # seconds of ops that wait for the device, overlapping nothing
+    notes: tuple[str, ...] = ()  # what the estimate assumed, in words
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "terms", MappingProxyType(dict(self.terms)))
 
     @property
     def seconds(self) -> float:
-        return combine(self.terms)
+        return combine(self.terms, self.summed) + self.waits
 
 
-def combine(terms: Mapping[Bound, float]) -> float:
-    """Launches overlap the device's work, copies overlap nothing."""
-    return max(terms[Bound.COMPUTE], terms[Bound.MEMORY], terms[Bound.LAUNCH]) \
-        + terms[Bound.TRANSFER]
+def combine(terms: Mapping[Bound, float], summed: bool = False) -> float:
+    """Launches overlap the device's work, copies overlap nothing; the device's work is
+    the larger of a call's compute and memory times, or their sum where its ops were
+    priced one class at a time (each op is bound by its own)."""
+    device = (terms[Bound.COMPUTE] + terms[Bound.MEMORY] if summed
+              else max(terms[Bound.COMPUTE], terms[Bound.MEMORY]))
+    return max(device, terms[Bound.LAUNCH]) + terms[Bound.TRANSFER]
 
 
 def estimate(work: Work, profile: Profile) -> Estimate:
@@ -81,6 +101,9 @@ def estimate(work: Work, profile: Profile) -> Estimate:
         raise UsageError(_missing(profile, "GPU memory bandwidth"))
     if work.flops and "flops" not in peaks:
         raise UsageError(_missing(profile, f"{work.dtype} matrix-product peak on a GPU"))
+    costs = class_costs(profile.op_classes, work.backend)
+    if work.tallies and costs:
+        return _by_class(work, profile, costs, peaks)
     dispatch, family = _dispatch(profile, work)
     terms = {Bound.COMPUTE: work.flops / peaks["flops"] if work.flops else 0.0,
              Bound.MEMORY: work.bytes / peaks["bytes"],
@@ -99,7 +122,160 @@ def estimate(work: Work, profile: Profile) -> Estimate:
     fresh = past_fresh and dominant is Bound.TRANSFER
     why = _why(dominant, work, terms, peaks, (dispatch, family), rates) + (
         "; its output lands in freshly mapped host memory" if fresh else "")
-    return Estimate(terms, dominant, why, FRESH if fresh else dominant.term)
+    notes = (f"profile {profile.name!r} has no op classes (measured before they were): "
+             "priced by the call's total FLOPs, bytes and launches; `gpuvs ceilings "
+             f"--refresh --save-profile NAME` on {profile.device} measures them",
+             ) if work.tallies else ()
+    return Estimate(terms, dominant, why, FRESH if fresh else dominant.term, notes=notes)
+
+
+@dataclass(frozen=True)
+class ClassCost:
+    """One op class's cost per op on a profile's GPU, fitted to its probe's points: the
+    host's launch (the smallest size's time: the device is idle at that size), and the
+    device's time past it, `fixed + amount × per_unit` — a line through the two largest
+    points that kept the device busy for twice the launch or more, else through the
+    largest alone."""
+
+    op_class: str
+    launch: float
+    fixed: float
+    per_unit: float   # seconds per byte, or per FLOP for `model.FLOP_CLASSES`
+    points: tuple[tuple[float, float], ...]  # (amount, seconds per op), by amount
+
+    def device(self, ops: int, amount: float) -> float:
+        return ops * self.fixed + amount * self.per_unit
+
+    def at(self, amount: float) -> float:
+        """A copy's seconds at `amount` bytes: along its measured points, straight between
+        them, at the smallest one's below them and the largest one's rate beyond."""
+        (a0, t0), rest = self.points[0], self.points[1:]
+        if amount <= a0:
+            return t0
+        for a1, t1 in rest:
+            if amount <= a1:
+                return t0 + (t1 - t0) * (amount - a0) / (a1 - a0)
+            a0, t0 = a1, t1
+        return t0 * amount / a0
+
+
+def class_costs(measured: Sequence[OpCost], backend: str) -> dict[str, ClassCost]:
+    """Each op class `backend` was probed for on the GPU, fitted (`ClassCost`)."""
+    by: dict[str, list[tuple[float, float]]] = {}
+    for c in measured:
+        if c.backend == backend and c.device != "cpu":
+            by.setdefault(c.op_class, []).append((c.amount, c.seconds))
+    return {name: _fit(name, sorted(points)) for name, points in by.items()}
+
+
+def _fit(name: str, points: list[tuple[float, float]]) -> ClassCost:
+    launch = points[0][1]
+    busy = [(a, t) for a, t in points[1:] if t >= 2 * launch]
+    if len(busy) >= 2 and busy[-1][0] > busy[-2][0] and busy[-1][1] > busy[-2][1]:
+        (a1, t1), (a2, t2) = busy[-2:]
+        slope = (t2 - t1) / (a2 - a1)
+        return ClassCost(name, launch, max(0.0, t2 - slope * a2), slope, tuple(points))
+    a, t = points[-1]
+    return ClassCost(name, launch, 0.0, t / a, tuple(points))
+
+
+def _by_class(work: Work, profile: Profile, costs: Mapping[str, ClassCost],
+              peaks: Mapping[str, float]) -> Estimate:
+    """The user's ops priced one class at a time (the module's docstring)."""
+    terms = {Bound.COMPUTE: 0.0, Bound.MEMORY: 0.0, Bound.LAUNCH: work.host_s,
+             Bound.TRANSFER: 0.0}
+    waits, notes, busiest = 0.0, list(work.named), (0.0, "")
+    for t in work.tallies:
+        chosen = nearest(t.op_class, set(costs) - {"to_device", "to_host"})
+        if chosen is None:
+            raise UsageError(_missing(profile, f"op class {t.op_class!r} or any near it"))
+        if chosen != t.op_class:
+            notes.append(f"{t.ops} op(s) of {OP_CLASSES[t.op_class]} priced as "
+                         f"{OP_CLASSES[chosen]}: not measured on {profile.name}")
+        cost = costs[chosen]
+        flops = chosen in FLOP_CLASSES
+        device = cost.device(t.ops, t.flops * _flop_scale(chosen, work, profile)
+                             if flops else t.bytes)
+        if t.syncs:  # it waits for the device: host and device overlap nothing around it
+            waits += max(t.ops * cost.launch, device)
+            continue
+        terms[Bound.COMPUTE if flops else Bound.MEMORY] += device
+        terms[Bound.LAUNCH] += t.ops * cost.launch
+        busiest = max(busiest, (device, _part(t, cost, peaks)))
+    past_fresh = max(work.copied_out, default=0.0) > FRESH_BYTES
+    if work.end_to_end:
+        terms[Bound.TRANSFER], said = _copies(work, profile, costs)
+        notes.append(said)
+    total = combine(terms, summed=True) + waits
+    device = terms[Bound.COMPUTE] + terms[Bound.MEMORY]
+    dominant = (Bound.TRANSFER if terms[Bound.TRANSFER] >= total / 2 else Bound.LAUNCH
+                if max(terms[Bound.LAUNCH], waits) >= device else
+                max((Bound.COMPUTE, Bound.MEMORY), key=lambda b: terms[b]))
+    fresh = past_fresh and dominant is Bound.TRANSFER
+    return Estimate(terms, dominant, _class_why(dominant, work, terms, waits, busiest[1]),
+                    FRESH if fresh else dominant.term, summed=True, waits=waits,
+                    notes=tuple(notes))
+
+
+def _flop_scale(op_class: str, work: Work, profile: Profile) -> float:
+    """How much longer a FLOP of `work`'s takes than one of the probe's (float32, TF32
+    off but for a convolution's, on by cuDNN's default there too): the peaks' ratio."""
+    conv = op_class == "conv"
+
+    def peak(dtype: str, tf32: bool) -> float | None:
+        return peak_for(Case("", "", work.backend, "cuda:0", dtype, 0), profile.ceilings,
+                        tf32=tf32).get("flops")
+
+    probed, here = peak("float32", conv), peak(work.dtype, work.tf32 or conv)
+    return probed / here if probed and here else 1.0
+
+
+def _copies(work: Work, profile: Profile, costs: Mapping[str, ClassCost]
+            ) -> tuple[float, str]:
+    """An end-to-end call's copies at the rates measured for their sizes (or, where the
+    profile has none, its copy path's), and what was assumed, in words."""
+    if "to_device" not in costs or "to_host" not in costs:
+        plain = estimate(replace(work, tallies=()), profile)
+        return plain.terms[Bound.TRANSFER], ("copies priced at the copy path's rates: "
+                                            f"{profile.name} has none measured by size")
+    into, out = costs["to_device"], costs["to_host"]
+    seconds = sum(map(into.at, work.copied_in)) + sum(map(out.at, work.copied_out))
+    largest = max(work.copied_out, default=0.0)
+    pages = ("freshly mapped pages" if largest > FRESH_BYTES else "new host memory")
+    return seconds, (f"copies at the rates measured on {profile.name} for their sizes: "
+                     f"{units.nbytes(sum(work.copied_in))} in with .to(device), "
+                     f"{units.nbytes(sum(work.copied_out))} out with .cpu() into {pages} "
+                     "on every call, as gpuvs.compare's end-to-end call makes them")
+
+
+def _part(t: Tally, cost: ClassCost, peaks: Mapping[str, float]) -> str:
+    """One class's ops in words: '1 sort: 3.2 passes over 48 MiB'."""
+    what = f"{t.ops} × {OP_CLASSES[t.op_class].split(' ', 1)[1]}"
+    if t.op_class in FLOP_CLASSES:
+        return f"{what}: {t.flops:.3g} FLOP at {units.rate(1 / cost.per_unit, 'FLOP/s')}"
+    passes = cost.per_unit * peaks["bytes"]
+    return f"{what}: {passes:.2g} pass(es) over {units.nbytes(t.bytes)}"
+
+
+def _class_why(dominant: Bound, work: Work, terms: Mapping[Bound, float], waits: float,
+               busiest: str) -> str:
+    ops = sum(t.ops for t in work.tallies)
+    device = terms[Bound.COMPUTE] + terms[Bound.MEMORY]
+    if dominant is Bound.TRANSFER:
+        return (f"transfer-bound: {units.seconds(terms[Bound.TRANSFER])} of copies "
+                f"(the work on the device: {units.seconds(device)})")
+    if dominant is Bound.LAUNCH:
+        parts = [f"{units.seconds(terms[Bound.LAUNCH] - work.host_s)} of launches for "
+                 f"{ops} op(s), priced by class",
+                 f"{units.seconds(work.host_s)} of the call's own host work (Python, "
+                 "module hooks: measured on this CPU)"]
+        if waits:
+            parts.insert(0, f"{units.seconds(waits)} of ops that wait for the device "
+                            "(their work overlaps nothing)")
+        return (f"launch-bound: {', '.join(parts[:-1])}, and {parts[-1]} outweigh "
+                f"{units.seconds(device)} of the other device work")
+    return (f"{dominant.value}: {units.seconds(device)} of device work for {ops} op(s), "
+            f"priced by class; most of it {busiest}")
 
 
 def scaled(measured_s: float, work: Work, source: Profile, target: Profile

@@ -34,14 +34,16 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from gpuvs.errors import UsageError
-from gpuvs.model import Ceiling, Run
+from gpuvs.model import Ceiling, OpCost, Run
 from gpuvs.store.export import shorten
 from gpuvs.store.output import write_atomic
 
 if TYPE_CHECKING:
     from importlib.resources.abc import Traversable
 
-FORMAT_VERSION = 1
+# 2 added `op_classes` (each op class timed over sizes); a format 1 profile still loads
+# and predicts as it did (the user's code by its total FLOPs, bytes and launches).
+FORMAT_VERSION, READABLE = 2, (1, 2)
 ENV_VAR = "GPUVS_PROFILES"
 SUFFIX = ".json"
 # Beside a profile, the residuals of its validation run (`gpuvs.predicting.residuals`).
@@ -67,6 +69,7 @@ class Profile:
     fingerprint: str     # the environment fingerprint of its ceilings run
     run_id: str
     ceilings: tuple[Ceiling, ...]
+    op_classes: tuple[OpCost, ...] = ()  # each op class's cost per op over sizes
     format_version: int = FORMAT_VERSION
 
     def __post_init__(self) -> None:
@@ -90,18 +93,21 @@ class Profile:
                 "device": self.device, "measured_at": self.measured_at,
                 "driver": self.driver, "libraries": dict(self.libraries),
                 "fingerprint": self.fingerprint, "run_id": self.run_id,
-                "ceilings": [asdict(c) for c in self.ceilings]}
+                "ceilings": [asdict(c) for c in self.ceilings]} | (
+            {"op_classes": [asdict(c) for c in self.op_classes]}
+            if self.format_version >= 2 else {})
 
     @classmethod
     def from_dict(cls, d: Any, where: str) -> Profile:
         """A profile from its JSON; UsageError naming `where` and the first field that
         is not what gpuvs writes there."""
         version = d.get("format_version") if isinstance(d, Mapping) else None
-        if not isinstance(d, Mapping) or version != FORMAT_VERSION or isinstance(version,
-                                                                                 bool):
+        if not isinstance(d, Mapping) or version not in READABLE or isinstance(version,
+                                                                               bool):
             raise UsageError(f"{where} is not a gpuvs device profile of format "
-                             f"{FORMAT_VERSION} (format_version {shorten(repr(version))}); "
-                             "`gpuvs ceilings --save-profile NAME` writes one")
+                             f"{' or '.join(map(str, READABLE))} (format_version "
+                             f"{shorten(repr(version))}); `gpuvs ceilings --save-profile "
+                             "NAME` writes one")
         try:
             name = _text(d, "name")
             if not _NAME.match(name):
@@ -113,7 +119,9 @@ class Profile:
                 raise ValueError("'libraries' is not a mapping of names to versions")
             return cls(name, _text(d, "device"), _text(d, "measured_at"),
                        _text(d, "driver", ""), libraries, _text(d, "fingerprint", ""),
-                       _text(d, "run_id", ""), _ceilings(d.get("ceilings")))
+                       _text(d, "run_id", ""), _ceilings(d.get("ceilings")),
+                       _op_costs(d.get("op_classes", [])) if version >= 2 else (),
+                       int(version))
         except (KeyError, ValueError) as err:
             what = f"no {err.args[0]!r}" if isinstance(err, KeyError) else str(err)
             raise UsageError(f"{where} is not a device profile gpuvs can use: {what}"
@@ -129,31 +137,45 @@ def _text(d: Mapping[str, Any], key: str, default: str | None = None) -> str:
 
 
 def _ceilings(found: Any) -> tuple[Ceiling, ...]:
-    """Each ceiling of a profile as gpuvs writes them: text fields, a positive finite
-    value (the model divides by it), an optional `contended` flag."""
-    if not isinstance(found, list) or not 0 < len(found) <= MAX_ITEMS:
-        raise ValueError(f"'ceilings' is {shorten(repr(found))}; it is a list of 1 to "
-                         f"{MAX_ITEMS} measured ceilings")
-    texts = [f.name for f in fields(Ceiling) if f.name not in ("value", "contended")]
-    ceilings = []
+    """Each ceiling of a profile as gpuvs writes them (at least one)."""
+    return _entries(found, ("ceilings", "ceiling"), Ceiling, ("value",), least=1)
+
+
+def _op_costs(found: Any) -> tuple[OpCost, ...]:  # each op class's measured points
+    return _entries(found, ("op_classes", "op cost"), OpCost, ("amount", "seconds"))
+
+
+def _entries(found: Any, names: tuple[str, str], kind: Any, numbers: tuple[str, ...],
+             least: int = 0) -> tuple[Any, ...]:
+    """A list of `kind` as gpuvs writes them: text fields, the `numbers` positive and
+    finite (the model divides by them), an optional `contended` flag."""
+    key, one = names
+    if not isinstance(found, list) or not least <= len(found) <= MAX_ITEMS:
+        raise ValueError(f"{key!r} is {shorten(repr(found))}; it is a list of {least} to "
+                         f"{MAX_ITEMS} measured {one}s")
+    texts = [f.name for f in fields(kind) if f.name not in (*numbers, "contended")]
+    out = []
     for i, c in enumerate(found, 1):
         if not isinstance(c, Mapping):
-            raise ValueError(f"ceiling {i} is {shorten(repr(c))}, not an object")
-        value, contended = c.get("value"), c.get("contended", False)
-        label = f"ceiling {i} ({shorten(repr(c.get('name')), 40)})"
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
-                math.isfinite(value) and value > 0):
-            raise ValueError(f"{label} has the value {shorten(repr(value))}; a ceiling's "
-                             "value is a positive, finite number")
+            raise ValueError(f"{one} {i} is {shorten(repr(c))}, not an object")
+        label = f"{one} {i} ({shorten(repr(c.get(texts[0])), 40)})"
+        for name in numbers:
+            value = c.get(name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
+                    math.isfinite(value) and value > 0):
+                raise ValueError(f"{label} has the {name} {shorten(repr(value))}; "
+                                 f"{'an' if one[0] in 'aeiou' else 'a'} {one}'s {name} is "
+                                 "a positive, finite number")
+        contended = c.get("contended", False)
         if not isinstance(contended, bool):
             raise ValueError(f"{label} has contended {shorten(repr(contended))}; it is "
                              "true or false")
         try:
-            ceilings.append(Ceiling(**{k: _text(c, k) for k in texts},
-                                    value=float(value), contended=contended))
+            out.append(kind(**{k: _text(c, k) for k in texts},
+                            **{k: float(c[k]) for k in numbers}, contended=contended))
         except ValueError as err:
             raise ValueError(f"{label}: {err}") from None
-    return tuple(ceilings)
+    return tuple(out)
 
 
 @dataclass(frozen=True)
@@ -187,8 +209,10 @@ class Catalog:
     skipped: tuple[str, ...] = ()
 
 
-def from_run(name: str, run: Run, ceilings: Sequence[Ceiling]) -> Profile:
-    """The profile of a ceilings run: its ceilings and the machine they were read on."""
+def from_run(name: str, run: Run, ceilings: Sequence[Ceiling],
+             op_classes: Sequence[OpCost] = ()) -> Profile:
+    """The profile of a ceilings run: its ceilings, its op classes' costs, and the
+    machine they were read on."""
     check_name(name)
     if not ceilings:
         raise UsageError(f"ceilings run {run.run_id} has no finished ceiling to save "
@@ -200,14 +224,16 @@ def from_run(name: str, run: Run, ceilings: Sequence[Ceiling]) -> Profile:
     driver = " / CUDA ".join(str(facts[k]) for k in ("driver", "cuda_driver")
                              if facts.get(k))
     return Profile(name, device, run.started_at, driver, dict(facts.get("libraries", {})),
-                   run.environment.fingerprint, run.run_id, tuple(ceilings))
+                   run.environment.fingerprint, run.run_id, tuple(ceilings),
+                   tuple(op_classes))
 
 
 def save_from_run(name: str, run: Run, store: Any) -> Path:
     """`gpuvs ceilings --save-profile NAME`: the ceilings run `run`, as profile NAME in
     the user's profile directory."""
-    from gpuvs.analysis.ceilings import read
-    return save(from_run(name, run, read(store.measurements(run.run_id))))
+    from gpuvs.analysis.ceilings import op_costs, read
+    measured = store.measurements(run.run_id)
+    return save(from_run(name, run, read(measured), op_costs(measured)))
 
 
 def check_name(name: str) -> str:
@@ -359,16 +385,23 @@ def _shipped() -> Traversable:
 
 def _read(path: Traversable, where: str) -> Found:
     """A profile file, read within MAX_BYTES; one line for anything else."""
+    doc = read_bounded(path, "profile")
+    return Found(Profile.from_dict(doc, f"profile {path}"), where, path)
+
+
+def read_bounded(path: Traversable, what: str) -> Any:
+    """The JSON of a file gpuvs reads but did not necessarily write (a profile, its
+    residuals): at most MAX_BYTES, nested no deeper than Python's parser allows; one line
+    naming `what` and the file for anything else."""
     try:
         with path.open("rb") as f:
             data = f.read(MAX_BYTES + 1)
         if len(data) > MAX_BYTES:
-            raise UsageError(f"profile {path} is larger than {MAX_BYTES // 1024} KiB: no "
-                             "profile gpuvs writes is")
-        doc = json.loads(data.decode("utf-8"))
+            raise UsageError(f"{what} {path} is larger than {MAX_BYTES // 1024} KiB: no "
+                             f"{what} gpuvs writes is")
+        return json.loads(data.decode("utf-8"))
     except RecursionError:
-        raise UsageError(f"profile {path} nests arrays or objects too deeply: it is no "
-                         "device profile") from None
+        raise UsageError(f"{what} {path} nests arrays or objects too deeply: it is no "
+                         f"{what} gpuvs writes") from None
     except (OSError, ValueError) as err:
-        raise UsageError(f"cannot read profile {path}: {shorten(str(err))}") from None
-    return Found(Profile.from_dict(doc, f"profile {path}"), where, path)
+        raise UsageError(f"cannot read {what} {path}: {shorten(str(err))}") from None

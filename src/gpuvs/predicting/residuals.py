@@ -33,7 +33,7 @@ import numpy as np
 
 from gpuvs.errors import UsageError
 from gpuvs.predicting.pricing import Estimate
-from gpuvs.predicting.profile import MAX_BYTES, RESIDUALS_SUFFIX, Found
+from gpuvs.predicting.profile import RESIDUALS_SUFFIX, Found, read_bounded
 from gpuvs.store.export import shorten
 from gpuvs.store.output import write_atomic
 
@@ -102,14 +102,19 @@ class Residuals:
         if found is None:
             return Prediction(estimate)
         factor, basis = found
-        spread = self._spread(estimate.regime, leave_out)
+        spread = self._spread(workload, estimate.regime, leave_out)
         return Prediction(estimate, factor, spread, basis,
                           self.low_confidence(workload, estimate.regime))
 
     def low_confidence(self, workload: str, regime: str) -> str:
         """Why `workload`'s predictions are weak on this target, or "" (for the user's
-        code, the cases of its regime stand for it)."""
-        key = workload if workload != USERS else f"{regime}-bound"
+        code, the validated functions of its regime stand for it, else every case of its
+        regime)."""
+        key = workload
+        if workload == USERS:
+            key = _yours(regime)
+            if self.errors.get(key, (0.0, 0))[1] < MIN_GROUP:
+                key = f"{regime}-bound"
         error = self.errors.get(key)
         if error is None or error[0] <= TARGET_ERROR:
             return ""
@@ -122,7 +127,8 @@ class Residuals:
         (`{regime}-bound`): |predicted − measured| ÷ measured."""
         by: dict[str, list[float]] = {}
         for p, q in zip(self.points, self._cross_validated, strict=True):
-            for key in (p.workload, f"{p.regime}-bound"):
+            for key in (_yours(p.regime) if p.workload == USERS else p.workload,
+                        f"{p.regime}-bound"):
                 by.setdefault(key, []).append(abs(1 / q - 1))
         return {k: (float(np.median(v)), len(v)) for k, v in by.items()}
 
@@ -137,12 +143,15 @@ class Residuals:
             out.append(p.ratio / found[0] if found else 1.0)
         return tuple(out)
 
-    def _spread(self, regime: str, leave_out: str) -> tuple[float, float]:
-        """5th and 95th percentile of the cross-validated ratios of `regime`'s cases
-        (of every case, where the regime has too few)."""
+    def _spread(self, workload: str, regime: str, leave_out: str) -> tuple[float, float]:
+        """5th and 95th percentile of the cross-validated ratios of `regime`'s cases —
+        the validated functions' first, for the user's code — (of every case, where the
+        regime has too few)."""
         pairs = [(p, q) for p, q in zip(self.points, self._cross_validated, strict=True)
-                 if p.series != leave_out]
-        qs = [q for p, q in pairs if p.regime == regime]
+                 if p.series != leave_out and (workload == USERS or p.workload != USERS)]
+        qs = [q for p, q in pairs if p.regime == regime and p.workload == USERS]
+        if workload != USERS or len(qs) < MIN_GROUP:
+            qs = [q for p, q in pairs if p.regime == regime]
         if len(qs) < MIN_GROUP:
             qs = [q for _, q in pairs]
         return float(np.quantile(qs, LOW_Q)), float(np.quantile(qs, HIGH_Q))
@@ -167,11 +176,20 @@ class Residuals:
                              f"{shorten(str(err))}") from None
 
 
+def _yours(regime: str) -> str:
+    """The key of the validated functions of `regime` (`benchmarks/corpus.py`'s)."""
+    return f"{regime}-bound functions"
+
+
 def _factor(points: Sequence[Residual], workload: str, regime: str
             ) -> tuple[float, str] | None:
     """The median ratio of the narrowest group of like cases with MIN_GROUP of them (the
-    widest, all cases, with any), and the group in words."""
-    groups = ((f"{regime}-bound {workload} cases",
+    widest, all cases, with any), and the group in words. gpuvs's workloads are
+    calibrated by their cases alone; the user's code by the validated functions of its
+    regime first (`benchmarks/corpus.py`: ordinary functions measured on the target)."""
+    if workload != USERS:
+        points = [p for p in points if p.workload != USERS]
+    groups = ((f"{regime}-bound {workload or 'validated function'} cases",
                [p.ratio for p in points if p.workload == workload and p.regime == regime]),
               (f"{regime}-bound cases", [p.ratio for p in points if p.regime == regime]),
               ("validated cases", [p.ratio for p in points]))
@@ -198,15 +216,5 @@ def beside(found: Found) -> Residuals | None:
     path = found.sibling(RESIDUALS_SUFFIX)
     if not path.is_file():
         return None
-    try:  # untrusted as a profile is: bounded in size and nesting, one line if bad
-        with path.open("rb") as f:
-            data = f.read(MAX_BYTES + 1)
-        if len(data) > MAX_BYTES:
-            raise UsageError(f"residuals {path} are larger than {MAX_BYTES // 1024} KiB: no "
-                             "residuals gpuvs writes are")
-        doc = json.loads(data.decode("utf-8"))
-    except RecursionError:
-        raise UsageError(f"residuals {path} nest arrays or objects too deeply") from None
-    except (OSError, ValueError) as err:
-        raise UsageError(f"cannot read residuals {path}: {shorten(str(err))}") from None
-    return Residuals.from_dict(doc, str(path))
+    # untrusted as a profile is: bounded in size and nesting, one line if bad
+    return Residuals.from_dict(read_bounded(path, "residuals"), str(path))

@@ -63,9 +63,24 @@ def tf32_words(backend: str, on: bool, why: str) -> str:
 
 
 @dataclass(frozen=True)
+class Tally:
+    """The ops of one class (`model.OP_CLASSES`) in a call: how many, the bytes of their
+    tensors, their FLOPs, and whether they wait for the device (`opclasses.SYNCING_CLASSES`)."""
+
+    op_class: str
+    ops: int
+    bytes: float
+    flops: float = 0.0
+    syncs: bool = False
+
+
+@dataclass(frozen=True)
 class Work:
     """One call's counted work: device arithmetic and memory traffic, the kernels (ops)
-    the host launches for it, and the host↔device copies of an end-to-end call."""
+    the host launches for it, and the host↔device copies of an end-to-end call. The
+    user's code is also counted op by op (`tallies`, priced by class where a profile
+    measured them), with the host's own cost beyond its ops (`host_s`: Python, module
+    hooks) and the ops it priced by a nearest class, in words (`named`)."""
 
     flops: float = 0.0
     bytes: float = 0.0           # device memory traffic, each input read and output written
@@ -78,6 +93,9 @@ class Work:
     tf32_why: str = ""           # the setting that decided it, when it was counted
     workload: str = ""           # whose calibration applies; "" for the user's code
     op_family: str = ""          # what each launch costs the host (`model.OP_FAMILIES`)
+    tallies: tuple[Tally, ...] = ()  # the user's ops by class; () for a workload's case
+    host_s: float = 0.0          # the host's own seconds per call beyond its ops
+    named: tuple[str, ...] = ()  # ops priced as the nearest class, in words
 
     @property
     def end_to_end(self) -> bool:

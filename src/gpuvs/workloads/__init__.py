@@ -1,6 +1,6 @@
 """What is measured: the workload registry, one file a workload that registers itself with
 `@register` (`matmul`, `elementwise`, `gru`, `cnn` with `cifar`, `jacobian`, the
-ceiling `probes` and a run's `calibration`), each a `base.Workload`."""
+ceiling `probes` and `op_classes`, and a run's `calibration`), each a `base.Workload`."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from gpuvs.workloads.base import SizeAxis, Workload
 REGISTRY: Registry[Workload] = Registry(
     "workload",
     ("gpuvs.workloads.matmul", "gpuvs.workloads.elementwise", "gpuvs.workloads.probes",
+     "gpuvs.workloads.op_classes",
      "gpuvs.workloads.gru", "gpuvs.workloads.cnn",
      "gpuvs.workloads.jacobian", "gpuvs.workloads.calibration"),
 )

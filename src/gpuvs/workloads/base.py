@@ -274,6 +274,11 @@ class Workload(ABC):
 _REFERENCES: ContextVar[bool] = ContextVar("references", default=True)
 
 
+def reference_wanted() -> bool:
+    """Whether the case being prepared needs its reference built (`references`)."""
+    return _REFERENCES.get()
+
+
 @contextmanager
 def references(wanted: bool) -> Iterator[None]:
     """Inside, `place` builds the reference and checks against it only if `wanted`."""

@@ -1,0 +1,39 @@
+"""The torch tensors a call holds, and their bytes: what the counting of the user's code
+(`counting`) and the timing of its host's own cost (`hostcost`) both read."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+
+def tensors(tree: Any, modules: bool = True) -> list[Any]:
+    """The torch tensors in nested tuples, lists and dicts, each storage once (a sparse
+    one as its indices and values); a module's parameters and buffers too, unless not
+    `modules`."""
+    import torch
+    from torch.utils._pytree import tree_leaves
+
+    seen: set[int] = set()
+    found = []
+    for leaf in tree_leaves(tree):
+        if isinstance(leaf, torch.nn.Module):
+            leaves: Iterable[Any] = [*leaf.parameters(), *leaf.buffers()] if modules else []
+        elif isinstance(leaf, torch.Tensor) and leaf.is_sparse:  # its indices and values
+            leaves = [leaf._indices(), leaf._values()]
+        else:
+            leaves = [leaf]
+        for t in leaves:
+            if isinstance(t, torch.Tensor) and id(t.untyped_storage()) not in seen:
+                seen.add(id(t.untyped_storage()))
+                found.append(t)
+    return found
+
+
+def nbytes(t: Any) -> int:
+    return int(t.numel() * t.element_size())
+
+
+def moved(args: Any, kwargs: Any, out: Any) -> int:
+    """The bytes of one op's tensors, inputs and outputs, each storage once."""
+    return sum(nbytes(t) for t in tensors((args, kwargs, out)))

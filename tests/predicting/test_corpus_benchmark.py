@@ -1,0 +1,108 @@
+"""benchmarks/corpus.py: on a machine without a GPU its measuring mode still predicts and
+records each function (compare's GPU cases unavailable); its tables, from records whose
+GPU times are set here, calibrate the user's code with the fit functions and judge the
+held-out ones against the issue's bar."""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("torch")
+
+from tests.helpers import REPO  # noqa: E402
+from tests.predicting.samples import synthetic  # noqa: E402
+
+from gpuvs.predicting import profile  # noqa: E402
+
+SCRIPT = REPO / "benchmarks" / "corpus.py"
+
+
+def _bench() -> Any:
+    spec = importlib.util.spec_from_file_location("corpus_script", SCRIPT)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def measured(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """The measuring mode here, on two functions with a synthetic profile: real
+    predictions (the CPU measured, the work counted), no GPU to compare with."""
+    where = tmp_path_factory.mktemp("corpus")
+    target = profile.save(synthetic("syn", classes=True), where)
+    bench = _bench()
+    assert bench.main(["measure", "--out", str(where / "out"), "--profile", str(target),
+                       "--only", "topk", "--only", "rms_norm", "--budget", "0.02"]) == 0
+    return where / "out" / "corpus.json", target
+
+
+def test_measuring_records_each_function_at_both_sizes(measured: tuple[Path, Path]) -> None:
+    doc = json.loads(measured[0].read_text())
+    records = doc["records"]
+    assert [(r["name"], r["split"], r["size"]) for r in records] == [
+        ("rms_norm", "fit", 16), ("rms_norm", "fit", 16_384), ("topk", "held_out", 4),
+        ("topk", "held_out", 256)]
+    for r in records:
+        assert r["cpu_s"] > 0 and r["predicted"]["resident"]["seconds"] > 0
+        assert {t["op_class"] for t in r["work"]["tallies"]} in (
+            {"elementwise", "reduction"}, {"topk"})
+        assert {r["measured"][d]["status"] for d in ("resident", "end_to_end")} == {
+            "unavailable"}  # no GPU here
+
+
+def _with_gpu_times(doc: dict[str, Any], target: Path) -> dict[str, Any]:
+    """The records as if measured on the GPU: each placement at 2× the model on the fit
+    functions and 2.2× on the held-out ones (made up here, to check the arithmetic)."""
+    bench = _bench()
+    found = profile.load_file(target).profile
+    out = copy.deepcopy(doc)
+    for r in out["records"]:
+        work = bench._work(r["work"])
+        for data in ("resident", "end_to_end"):
+            placed = work if data == "end_to_end" else bench.replace(work, copied_in=(),
+                                                                     copied_out=())
+            model = bench.pricing.estimate(placed, found).seconds
+            factor = 2.0 if r["split"] == "fit" else 2.2
+            r["measured"][data] = {"seconds": factor * model, "status": "ok"}
+    return out
+
+
+def test_the_tables_calibrate_with_the_fit_functions_and_judge_the_held_out(
+        measured: tuple[Path, Path], tmp_path: Path) -> None:
+    corpus, target = measured
+    source = tmp_path / "corpus.json"
+    source.write_text(json.dumps(_with_gpu_times(json.loads(corpus.read_text()), target)))
+    written = tmp_path / "syn.residuals.json"
+    bench = _bench()
+    assert bench.main(["tables", "--from", str(source), "--profile", str(target),
+                       "--write-residuals", str(written),
+                       "--markdown", str(tmp_path / "t.md")]) == 0
+    text = (tmp_path / "t.md").read_text()
+    rows = [line for line in text.splitlines() if line.startswith("| topk |")]
+    assert len(rows) == 4  # two sizes, resident and end-to-end
+    for row in rows:  # calibrated at 2× (the fit functions'), measured at 2.2×
+        assert "| 9% |" in row
+    held = next(line for line in text.splitlines()
+                if line.startswith("| held_out | resident |"))
+    assert "| 2 | 9.1% | 54.5% |" in held  # calibrated, and the model alone
+    saved = json.loads(written.read_text())
+    assert {p["series"] for p in saved["points"]} == {
+        "corpus/rms_norm/resident", "corpus/rms_norm/end_to_end"}
+    assert all(p["workload"] == "" and p["ratio"] == pytest.approx(2.0)
+               for p in saved["points"])
+
+
+def test_the_tables_without_a_gpu_measurement_say_there_is_nothing_to_judge(
+        measured: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    corpus, target = measured
+    assert _bench().main(["tables", "--from", str(corpus), "--profile", str(target)]) == 2
+    assert "has a GPU measured: nothing to judge" in capsys.readouterr().err

@@ -1,0 +1,165 @@
+"""Each op of the user's code sorted into its class, counted on the CPU: every function of
+the validation corpus by what it is, attention's FLOPs whatever kernel runs it, an op
+gpuvs does not know named, and the op-class probes counted as the user's ops are."""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from tests.helpers import REPO  # noqa: E402
+
+from gpuvs import backends, workloads  # noqa: E402
+from gpuvs.analysis.ceilings import OP_CLASS_ELEMENTS, OP_CLASS_SIZES  # noqa: E402
+from gpuvs.model import FLOP_CLASSES, OP_CLASSES, Case  # noqa: E402
+from gpuvs.predicting.counting import count  # noqa: E402
+from gpuvs.predicting.opclasses import NEAREST, TABLE, nearest  # noqa: E402
+
+
+def _corpus() -> object:
+    import importlib.util
+    import sys
+    spec = importlib.util.spec_from_file_location("corpus_bench",
+                                                  REPO / "benchmarks" / "corpus.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module.functions()
+
+
+CORPUS = _corpus()
+# What each corpus function is, by the classes of its ops at its small size.
+EXPECTED = {
+    "sdpa": {"attention"}, "sdpa_causal": {"attention"},
+    "sdpa_masked": {"attention", "elementwise"},
+    "manual_attention": {"matmul", "norm", "elementwise"},
+    "mha": {"attention", "matmul", "copy", "elementwise"},
+    "layer_norm": {"norm"}, "rms_norm": {"elementwise", "reduction"},
+    "batch_norm": {"norm"}, "group_norm": {"norm"}, "softmax_layer_norm": {"norm"},
+    "mlp_block": {"matmul", "elementwise"}, "mlp_small": {"matmul", "elementwise"},
+    "transformer_ffn": {"norm", "matmul", "elementwise"},
+    "conv_block": {"conv", "norm", "elementwise", "reduction"},
+    "conv_stack": {"conv", "elementwise", "reduction", "matmul"},
+    "depthwise_conv": {"conv", "elementwise"},
+    "resnet_block": {"conv", "norm", "elementwise"},
+    "embedding": {"gather"}, "embedding_mean": {"gather", "reduction"},
+    "cross_entropy": {"norm", "reduction"},
+    "smoothed_cross_entropy": {"norm", "reduction", "elementwise"},
+    "regression_losses": {"elementwise", "reduction"},
+    "sort": {"sort"}, "argsort_rows": {"sort"}, "topk": {"topk"}, "unique": {"unique"},
+    "unique_counts": {"unique"}, "cumsum_rows": {"scan"}, "logcumsumexp": {"scan"},
+    "rfft2": {"fft", "elementwise"}, "fft_convolve": {"fft", "copy", "elementwise"},
+    "gather_rows": {"gather"}, "take_along": {"gather"},
+    "index_add": {"create", "scatter"}, "segment_sum": {"create", "scatter"},
+    "masked_fill": {"elementwise", "reduction"},
+    "boolean_select": {"elementwise", "select"}, "bincount": {"scatter"},
+    "sparse_mm": {"create", "gather"},
+}
+
+
+def test_the_corpus_holds_thirty_functions_or_more_split_by_function() -> None:
+    names = [f.name for f in CORPUS.FUNCTIONS]
+    assert len(names) == len(set(names)) >= 30
+    assert set(names) == set(EXPECTED)
+    assert {f.split for f in CORPUS.FUNCTIONS} == {"fit", "held_out"}
+    held_out = sum(f.split == "held_out" for f in CORPUS.FUNCTIONS)
+    assert held_out >= len(names) / 2  # most are judged, fewer calibrate
+
+
+@pytest.mark.parametrize("function", CORPUS.FUNCTIONS, ids=lambda f: f.name)
+def test_each_corpus_function_is_priced_by_what_its_ops_are(function: object) -> None:
+    """No function is one elementwise launch unless it is one: a sort is a sort, an
+    attention an attention with its FLOPs, and the one op gpuvs has no class of its own
+    for (a sparse product) is named."""
+    fn, args = function.build(function.sizes[0])
+    work, _ = count(fn, args, {})
+    classes = {t.op_class for t in work.tallies}
+    assert classes == EXPECTED[function.name]
+    assert classes <= set(OP_CLASSES)
+    assert classes & set(FLOP_CLASSES) == set() or work.flops > 0
+    if function.name == "sparse_mm":
+        assert work.named == ("aten._sparse_addmm.default (a sparse product) priced as a "
+                              "gather: gpuvs has no class of its own for it",)
+    elif function.name == "smoothed_cross_entropy":
+        assert work.named == ()  # masked_fill_ is an elementwise op gpuvs lists
+    else:
+        assert work.named == ()
+
+
+def test_the_ops_that_wait_for_the_device_are_marked() -> None:
+    waits = {f.name: [t.op_class for t in count(*f.build(f.sizes[0]), {})[0].tallies
+                      if t.syncs]
+             for f in CORPUS.FUNCTIONS if f.name in ("unique", "boolean_select", "bincount",
+                                                     "sort")}
+    assert waits == {"unique": ["unique"], "boolean_select": ["select"],
+                     "bincount": ["scatter"], "sort": []}
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_attention_counts_its_two_products_on_the_cpus_kernel(causal: bool) -> None:
+    """On the CPU, SDPA runs a kernel torch's FLOP formulas do not know (it was counted
+    0 FLOP): its QKᵀ and (QKᵀ)V, halved where causal (the GPU's kernels skip the masked
+    half)."""
+    b, h, length, e = 2, 4, 128, 64
+    q = torch.rand(b, h, length, e)
+    work, _ = count(lambda x: torch.nn.functional.scaled_dot_product_attention(
+        x, x, x, is_causal=causal), (q,), {})
+    full = 4 * b * h * length * length * e
+    assert work.flops == (full / 2 if causal else full)
+    assert [t.op_class for t in work.tallies] == ["attention"]
+
+
+def test_the_same_attention_written_out_counts_the_same_flops() -> None:
+    q = torch.rand(2, 4, 128, 64)
+    written, _ = count(lambda x: torch.softmax(x @ x.transpose(-1, -2), -1) @ x, (q,), {})
+    fused, _ = count(lambda x: torch.nn.functional.scaled_dot_product_attention(x, x, x),
+                     (q,), {})
+    assert written.flops == fused.flops
+
+
+def test_an_op_no_table_or_tag_knows_is_priced_by_its_shapes_and_named() -> None:
+    work, _ = count(lambda x: torch.histogram(x, bins=8).hist, (torch.rand(1000),), {})
+    [tally] = work.tallies
+    assert tally.op_class == "reduction"  # 1000 values in, 8 bins out
+    assert work.named == ("aten.histogram.bin_ct priced as a reduction: not in gpuvs's op "
+                          "table",)
+
+
+def test_views_and_allocations_launch_nothing() -> None:
+    work, _ = count(lambda x: torch.empty(10).copy_(x.view(-1)[:10].t()), (torch.rand(4, 5),),
+                    {})
+    assert [(t.op_class, t.ops) for t in work.tallies] == [("copy", 1)]
+
+
+def test_each_class_has_nearer_classes_ending_at_an_elementwise_op() -> None:
+    priced = set(OP_CLASSES) - {"to_device", "to_host"}
+    assert set(NEAREST) == priced
+    assert nearest("scan", {"reduction", "elementwise"}) == "reduction"
+    assert nearest("scan", {"elementwise"}) == "elementwise"
+    assert nearest("sort", set()) is None
+    assert set(TABLE.values()) <= priced | {"view"}
+
+
+@pytest.mark.parametrize("op", sorted(OP_CLASSES))
+def test_each_class_probe_declares_what_counting_counts_of_its_op(op: str) -> None:
+    """A class's cost per byte (per FLOP) fitted to its probe prices the user's ops by
+    their bytes (FLOPs) as counted: the probe's own op, counted on the CPU, must declare
+    the same. Run on the CPU here (on a GPU by `gpuvs ceilings`), at its smallest size,
+    its answer checked against torch's."""
+    size = OP_CLASS_SIZES.get(op, OP_CLASS_ELEMENTS)[0]
+    case = Case("op_class", "correct", "torch", "cpu", "float32", size, (("op", op),))
+    probe = workloads.get("op_class")
+    prepared = probe.prepare(backends.get("torch"), case)
+    prepared.check(prepared.call())
+    if op in ("to_device", "to_host"):  # a copy: its bytes are the array's
+        assert probe.bytes_moved(size, case.params, "float32") == 4 * size
+        return
+    work, _ = count(probe.prepare(backends.get("torch"), case).call, (), {})
+    [tally] = [t for t in work.tallies if t.op_class == op]
+    if op in FLOP_CLASSES:
+        assert tally.flops == probe.flops(size, case.params)
+    else:
+        assert tally.bytes == pytest.approx(probe.bytes_moved(size, case.params, "float32"))
+    assert probe.applies(case) is False  # timed on a GPU only
