@@ -112,8 +112,12 @@ def test_compare_sets_the_two_calibrations_side_by_side_before_the_cases(
     (case,) = one["cases"]
     if case["contended"]:
         pytest.skip("other processes held this machine's CPU through every try")
-    assert case["machine_probe"] == "CPU arithmetic, 1 thread (numpy cpu)"
-    assert case["residual"] == pytest.approx(case["ratio"] / case["machine_ratio"])
+    probe = next(p for p in one["calibration"] if p["probe"] == PROBES[1])
+    if probe["verdict"] == "ambiguous":  # its own change unknown: it explains nothing
+        assert case["machine_probe"] is None and case["verdict"] == "slower"
+    else:
+        assert case["machine_probe"] == PROBES[1]
+        assert case["residual"] == pytest.approx(case["ratio"] / case["machine_ratio"])
 
 
 def test_a_planted_slowdown_on_the_same_machine_still_fails_the_gate(
@@ -126,11 +130,12 @@ def test_a_planted_slowdown_on_the_same_machine_still_fails_the_gate(
         pytest.skip(f"other processes held this machine's CPU through {ATTEMPTS} tries")
     assert checked.output.index("the machines: ") < checked.output.index("case by case")
     said = re.search(rf"FAILED: 1 case\(s\) slower by more than 10 % with the whole 95 % CI "
-                     rf"above it: {CASE} \(([\d.]+)×\) against the machine's CPU arithmetic, "
-                     r"1 thread \(numpy cpu\) ([\d.]+)×", checked.output)
+                     rf"above it: {CASE} \(([\d.]+)×\)( against the machine's CPU "
+                     r"arithmetic, 1 thread \(numpy cpu\) ([\d.]+)×)?", checked.output)
     assert said is not None, checked.output
-    # the factor planted, measured, and called slower with the machine's probe in hand:
-    # whatever that probe moved between the two runs (on the shared box, up to 1.5×
-    # minutes apart) does not explain it
+    # the factor planted, measured, and called slower; where the machine's probe moved
+    # measurably between the two runs (on the shared box, up to 1.5× minutes apart), with
+    # that probe in hand: what it moved does not explain the case's change
     assert float(said[1]) == pytest.approx(PLANTED, rel=0.1)
-    assert float(said[1]) / float(said[2]) > 1.1
+    if said[2]:
+        assert float(said[1]) / float(said[3]) > 1.1
