@@ -383,6 +383,19 @@ class Planted(_TestWorkload):
 
 
 @workloads.register
+class PlantedArithmetic(Planted):
+    """The planted call, counting its work: a busy loop on one core is arithmetic that
+    moves no bytes, the bound of the calibration's CPU probe (on one thread where the run
+    holds its BLAS to one), so that `compare` and `check` set it against that probe."""
+
+    name = "test_planted_arithmetic"
+    description = "size µs a call of counted arithmetic, times $GPUVS_PLANTED_SLOWDOWN"
+
+    def flops(self, size: int, params: Params) -> float:
+        return 1e3 * size
+
+
+@workloads.register
 class LateImport(_TestWorkload):
     """Imports a module no other code imports, as seed 000's inputs import torch in a NumPy
     worker."""

@@ -20,7 +20,7 @@ QUICK = ["--budget", "0.1", "--backend", "numpy", "--device", "cpu"]
 
 @pytest.mark.parametrize(("args", "message"), [
     (["run", "-w", "matmull"],
-     "unknown workload 'matmull'; known: cnn, copy, dispatch, elementwise"),
+     "unknown workload 'matmull'; known: calibration, cnn, copy, dispatch"),
     (["run", "-b", "cpy"], "unknown backend 'cpy'; known: cupy, jax, numpy, sim, torch"),
     (["run", "--dtype", "float8"], "unknown dtype 'float8'; known: float16, bfloat16"),
     (["run", "-s", "1.5"], "size '1.5' is not a positive integer"),
@@ -60,7 +60,10 @@ def test_run_measures_saves_and_prints_a_table_then_show_prints_it_again(db, tmp
     doc = json.loads(out_json.read_text())
     assert doc["run"]["run_id"] == run_id
     assert {m["status"] for m in doc["measurements"]} == {"ok"}
-    assert len(doc["measurements"]) == 4  # both shapes (seed000's 1×k×100, square) at 2 sizes
+    # the calibration's four probes first (NumPy's launch, its product on one thread and
+    # all, a copy), then both shapes (seed000's 1×k×100, square) at 2 sizes
+    workloads = [m["case"]["workload"] for m in doc["measurements"]]
+    assert workloads == ["calibration"] * 4 + ["matmul"] * 4
     shown = invoke("show", run_id, "--db", db)
     assert shown.exit_code == 0 and "Square matrix product, float32" in shown.output
 
@@ -76,8 +79,9 @@ def test_a_plan_measured_before_is_estimated_from_what_it_cost(db) -> None:
     larger = invoke("run", "-s", "64,128,256", *args, "--dry-run")
     assert "from this machine's past runs;" in larger.output, larger.output
     other = invoke("run", "-w", "elementwise", "-s", "1e3", "-b", "numpy", "-d", "cpu",
-                   "--db", db, "--dry-run")
-    assert "a model: no past run of these cases" in other.output, other.output
+                   "--db", db, "--dry-run")  # its calibration was measured before, not it
+    assert "from this machine's past runs for 4 of 7 cases" in other.output, other.output
+    assert "calibration: 4 cases; numpy on cpu" in other.output
 
 
 @pytest.mark.usefixtures("worker_env")
@@ -181,9 +185,11 @@ def test_export_writes_json_that_round_trips_and_a_tidy_csv(db, tmp_path) -> Non
     assert invoke("export", "latest", "-f", "csv", "--db", db, "-o", str(as_csv)).exit_code == 0
     doc = json.loads(as_json.read_text())
     again = [Measurement.from_dict(m) for m in doc["measurements"]]
-    assert [m.case.size for m in again] == [100, 200] and all(m.samples for m in again)
-    rows = list(csv.DictReader(as_csv.open()))
-    assert [r["size"] for r in rows] == ["100", "200"]
+    assert all(m.samples for m in again)
+    assert [m.case.size for m in again if not m.case.calibrates] == [100, 200]
+    assert [m.case.workload for m in again[:4]] == ["calibration"] * 4  # the probes first
+    rows = list(csv.DictReader(as_csv.open()))  # a row per case, the probes' first
+    assert [r["size"] for r in rows if r["workload"] == "test_spin"] == ["100", "200"]
     assert {r["started_at"] for r in rows} == {doc["run"]["started_at"]}  # rows line up in time
     assert float(rows[0]["median_s"]) == pytest.approx(again[0].summary.median)
     bad = invoke("export", "latest", "-f", "xml", "--db", db)
@@ -225,5 +231,5 @@ def test_run_with_a_machine_format_writes_only_tables_on_stdout(fmt, tmp_path) -
         assert isinstance(case["caveats"], list) and doc["run"]["status"] == "finished"
     else:
         assert proc.stdout.startswith("**") and "| size |" in proc.stdout
-    assert "[1/1] matmul/correct/numpy/cpu/float32/64" in proc.stderr
-    assert " finished: 1 ok" in proc.stderr and " finished: 1 ok" not in proc.stdout
+    assert "[5/5] matmul/correct/numpy/cpu/float32/64" in proc.stderr  # after 4 probes
+    assert " finished: 5 ok" in proc.stderr and " finished: 5 ok" not in proc.stdout

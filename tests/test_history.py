@@ -44,8 +44,9 @@ UNJUDGED = "FAILED: cannot judge: "
 def _contended(store: str | Path, run: str) -> bool:
     from gpuvs.model import Caveat
     from gpuvs.store import open_store
-    with open_store(str(store)) as opened:
-        return any(Caveat.CONTENDED in m.caveats for m in opened.measurements(run))
+    with open_store(str(store)) as opened:  # a case's: a probe is no case of the gate
+        return any(Caveat.CONTENDED in m.caveats and not m.case.calibrates
+                   for m in opened.measurements(run))
 
 
 def gate_said(db: str, *runs: str) -> tuple[int, str]:
@@ -335,7 +336,8 @@ def test_runs_are_listed_newest_first_and_filtered(db: str, two_runs: tuple[str,
     doc = json.loads(gpuvs(db, "runs", "--format", "json").stdout)
     listed_ids = [r["run_id"] for r in doc["runs"]]  # with any run made again (`suite_store`)
     assert listed_ids.index(b) < listed_ids.index(a)
-    assert all((r["ok"], r["failed"], r["statuses"]) == (2, 0, {"ok": 2}) for r in doc["runs"])
+    # two cases, after the calibration's four probes (cases of the run too)
+    assert all((r["ok"], r["failed"], r["statuses"]) == (6, 0, {"ok": 6}) for r in doc["runs"])
 
 
 @pytest.mark.usefixtures("worker_env")
@@ -348,7 +350,8 @@ def test_the_csv_groups_runs_by_machine_and_goes_to_standard_output(
     a, _ = two_runs
     result = CliRunner().invoke(app, ["export", a, "-f", "csv", "-o", "-", "--db", db])
     assert result.exit_code == 0, result.output
-    rows = list(csv.DictReader(io.StringIO(result.stdout)))
+    rows = [r for r in csv.DictReader(io.StringIO(result.stdout))
+            if r["workload"] != "calibration"]  # the probes' rows come first
     assert len(rows) == 2 and rows[0]["run_id"] == a
     assert rows[0]["machine"] == platform.node() and rows[0]["numpy"]
     assert rows[0]["fingerprint"] and "wrote" not in result.stdout

@@ -25,9 +25,13 @@ def test_a_suite_is_measured_and_recorded_without_the_command_line(tmp_path: Pat
                              listener=Listener(started=lambda run_id: said.append(run_id)))
         assert said == [done.run_id]  # heard once, when the run existed
         assert done.record.kind is RunKind.SWEEP and done.record.status == "finished"
-        assert [m.case.size for m in done.measurements] == [100, 200]
+        # the calibration's probes first (the launch of NumPy's one-element op, a product
+        # on one thread and on all, a copy past the caches), then the plan's cases
+        probes = [m.case.param("bound") for m in done.measurements if m.case.calibrates]
+        assert probes == ["launch", "cpu", "cpu", "host_memory"]
+        assert [m.case.size for m in done.measurements[len(probes):]] == [100, 200]
         assert all(m.status is Status.OK for m in done.measurements)
-        assert done.counts == {"ok": 2}
+        assert done.counts == {"ok": 6}
         assert [r.run_id for r in store.runs(10)] == [done.run_id]
     finally:
         store.close()

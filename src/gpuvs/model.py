@@ -26,6 +26,16 @@ Params = tuple[tuple[str, str], ...]
 # and the magic time is `yours:NAME`, what the pytest fixture times `pytest:TEST`. Their
 # version is a hash of the function's source, so a new version is the code changed.
 YOURS_PREFIX, PYTEST_PREFIX = "yours:", "pytest:"
+# The workload of a run's calibration: one short fixed probe per bound, measured first in
+# the run's own workers (`workloads.calibration`), read by `analysis.calibration`, kept
+# out of every sweep, answer and crossover, and set beside another run's by `compare`.
+CALIBRATION = "calibration"
+# Its probes, one per bound a case's time can follow: the host issuing one op (`launch`,
+# on every backend and device of the run), the CPU's arithmetic (`cpu`, on one thread and
+# on all), the host's memory, the device's arithmetic and memory, and a round trip of
+# host↔device copies (`transfer`).
+CALIBRATION_BOUNDS = ("launch", "cpu", "host_memory", "device_compute", "device_memory",
+                      "transfer")
 
 
 def on_gpu(device: str) -> bool:
@@ -100,6 +110,12 @@ class Case:
         """Whether the case times the user's own code (`YOURS_PREFIX`, `PYTEST_PREFIX`):
         a new version of it is what a gate judges, not a reason to refuse."""
         return self.workload.startswith((YOURS_PREFIX, PYTEST_PREFIX))
+
+    @property
+    def calibrates(self) -> bool:
+        """Whether the case is one of its run's calibration probes (`CALIBRATION`): it
+        describes the machine, not the work, and is shown and judged apart."""
+        return self.workload == CALIBRATION
 
     @property
     def backend_device(self) -> str:

@@ -92,6 +92,23 @@ def ceilings_probes() -> list[Measurement]:
     return out
 
 
+def calibration(factor: float = 1.0) -> list[Measurement]:
+    """The calibration a run of numpy on the CPU and torch on cuda:0 carries, each probe
+    with the counters its workload gives it and a time near a real machine's, `factor`
+    times it."""
+    from gpuvs.workloads.calibration import probe
+    cases = [probe("launch", "numpy", "cpu"), probe("launch", "torch", GPU),
+             probe("cpu", "numpy", "cpu", "1"), probe("cpu", "numpy", "cpu", "all"),
+             probe("host_memory", "numpy", "cpu"), probe("device_compute", "torch", GPU),
+             probe("device_memory", "torch", GPU), probe("transfer", "torch", GPU)]
+    seconds = (1e-6, 1.5e-5, 5e-4, 3e-4, 1e-2, 3e-4, 9e-5, 3e-3)
+    calibrating = workloads.get("calibration")
+    return [Measurement(case, Status.OK, samples=tuple(factor * t * (1 + 0.001 * k)
+                                                       for k in range(-5, 6)),
+                        counters=calibrating.counters(case), workload_version="v1")
+            for case, t in zip(cases, seconds, strict=True)]
+
+
 def gpu_twins(cpu: list[Measurement]) -> list[Case]:
     """The GPU cases (torch on cuda:0, resident and end-to-end) of NumPy's CPU cases: what
     `gpuvs predict` predicts beside them."""

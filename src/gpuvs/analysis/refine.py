@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 
+from gpuvs.analysis.calibration import cases_of
 from gpuvs.analysis.crossover import Crossover, GroupKey, crossovers, group_key
 from gpuvs.model import Case, Measurement
 
@@ -38,7 +39,9 @@ def next_sizes(found: Iterable[Crossover], factor: float) -> dict[GroupKey, set[
 
 
 def refined_cases(measurements: Sequence[Measurement], factor: float) -> list[Case]:
-    """New cases at the midpoints, for every series of each group that needs them."""
+    """New cases at the midpoints, for every series of each group that needs them (the
+    run's calibration has no crossover to refine)."""
+    measurements = cases_of(measurements)
     wanted = next_sizes(crossovers(measurements), factor)
     done = {m.case.key for m in measurements}
     series = {m.case.series for m in measurements if group_key(m.case) in wanted}

@@ -17,6 +17,15 @@ by the CI, never by the point estimate (as nvbench's compare script does):
 Per workload, the geometric mean of the ratios, with a CI from resampling the cases
 (with one case, that case's own CI).
 
+Where both runs carry a calibration, its probes are set side by side (`machine`) and each
+case against its bound's probe (`analysis.calibration`): a case slower or faster, or
+ambiguous beyond the threshold, whose ratio over the probe's (the residual) lies within
+the threshold is **machine**; one whose residual lies beyond it keeps its word where the
+residual's whole CI agrees, else is ambiguous. The machine explains a change, never makes
+one: a case the same in both stays `same`; a case measured under contention, one whose
+probe was or whose probe's own change is ambiguous, and every case of a run without a
+calibration, is judged on its own.
+
 `gate` is `gpuvs check`'s decision, and the pytest fixture's, and it fails closed: beyond
 a clear slowdown, a case of the judged run that did not end `ok` (crashed, timeout, out of
 memory, wrong result) fails it, as does one the baseline measured and the judged run no
@@ -31,11 +40,12 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from gpuvs import stats
+from gpuvs.analysis import calibration
 from gpuvs.analysis.roofline import busy_seconds
 from gpuvs.model import Caveat, Measurement, Status
 
@@ -49,7 +59,7 @@ DEFAULT_THRESHOLD = 0.05
 # (and the timer's repeat spread, `model.REPEAT_SPREAD`) already hold that.
 HOST_BOUND_RUN_SPREAD = 0.15
 DEVICE_BOUND = 0.8
-VERDICTS = ("slower", "ambiguous", "faster", "same")
+VERDICTS = ("slower", "ambiguous", "faster", "same", "machine")
 # Statuses that say a case went wrong, not that it could not run here (unavailable, skipped).
 FAILED = (Status.CRASHED, Status.TIMEOUT, Status.OOM, Status.WRONG_RESULT)
 PASS, FAIL, ERROR = "pass", "fail", "error"  # a gate's verdicts; exit codes 0, 1, 2
@@ -57,7 +67,9 @@ PASS, FAIL, ERROR = "pass", "fail", "error"  # a gate's verdicts; exit codes 0, 
 
 @dataclass(frozen=True)
 class Change:
-    """One case in two runs: B's statistic over A's, with its CI and what it means."""
+    """One case in two runs: B's statistic over A's, with its CI and what it means;
+    `case_verdict` is what its own ratio says, `verdict` what is said once its bound's
+    calibration (`machine`, where both runs have one) is set against it."""
 
     key: str
     workload: str
@@ -72,6 +84,8 @@ class Change:
     verdict: str
     contended: bool  # either side measured on a busy machine
     code_changed: bool = False  # the user's own code, at another version in B
+    case_verdict: str = ""
+    machine: calibration.Machine | None = None
 
 
 @dataclass(frozen=True)
@@ -106,7 +120,8 @@ class NotMeasured:
 @dataclass(frozen=True)
 class Gate:
     """The judged run (B) against its baseline (A): the verdict, pass, fail or error, and
-    in one sentence why; every case compared, every case not compared and why."""
+    in one sentence why; every case compared, every case not compared and why; and the
+    two calibrations side by side (`machine`, empty where either run has none)."""
 
     verdict: str
     exit_reason: str
@@ -114,6 +129,7 @@ class Gate:
     changes: tuple[Change, ...]
     not_measured: tuple[NotMeasured, ...]
     unmatched: tuple[Unmatched, ...]
+    machine: tuple[Change, ...] = ()
 
     @property
     def slower(self) -> tuple[Change, ...]:
@@ -151,7 +167,12 @@ def unjudged(c: Change, threshold: float) -> str:
     CI reaches back below: the runs cannot show that it is not)."""
     if c.contended:
         return "measured under contention"
-    if c.verdict == "ambiguous" and c.ratio > 1 + threshold:
+    if c.verdict == "ambiguous" and c.machine is not None \
+            and c.machine.residual > 1 + threshold:
+        return (f"{c.machine.residual:.3g}× slower than the machine's {c.machine.probe} "
+                f"({c.ratio:.3g}× against {c.machine.ratio:.3g}×), its 95 % CI reaching "
+                f"below {1 + threshold:.3g}")
+    if c.verdict == "ambiguous" and c.machine is None and c.ratio > 1 + threshold:
         return f"{c.ratio:.3g}× slower by its ratio, its 95 % CI reaching below {1 + threshold:.3g}"
     return ""
 
@@ -196,16 +217,54 @@ def change(a: Measurement, b: Measurement, threshold: float = DEFAULT_THRESHOLD,
                        c.dtype, *(f"{k}={v}" for k, v in c.params)])
     return Change(c.key, c.workload, series, c.size, float(f(a.samples)), float(f(b.samples)),
                   ratio, low, high, p, word, contended,
-                  c.users_code and a.workload_version != b.workload_version)
+                  c.users_code and a.workload_version != b.workload_version, word)
+
+
+def machine(a: Sequence[Measurement], b: Sequence[Measurement],
+            threshold: float = DEFAULT_THRESHOLD, statistic: str = "median"
+            ) -> list[Change]:
+    """The two runs' calibrations side by side: each probe both measured (ok, at one
+    version), B ÷ A with its CI, judged as a case is, its `series` the probe's label;
+    empty where either has none."""
+    first = {m.case.key: m for m in calibration.split(a)[0]
+             if m.status is Status.OK and m.samples}
+    return [replace(change(first[m.case.key], m, threshold, statistic),
+                    series=calibration.label(m.case))
+            for m in calibration.split(b)[0]
+            if m.status is Status.OK and m.samples and m.case.key in first
+            and first[m.case.key].workload_version == m.workload_version]
+
+
+def explained(c: Change, probe: Change, label: str, threshold: float) -> Change:
+    """`c` judged against its bound's probe in the two runs (`probe`, from `machine`):
+    its residual, and the verdict the module's docstring sets out."""
+    m = calibration.Machine.against(label, probe.key, (probe.ratio, probe.low, probe.high),
+                                    (c.ratio, c.low, c.high))
+    up, down = 1 + threshold, 1 / (1 + threshold)
+    slower = c.verdict == "slower" or c.verdict == "ambiguous" and c.ratio > up
+    faster = c.verdict == "faster" or c.verdict == "ambiguous" and c.ratio < down
+    word = c.verdict
+    if slower or faster:
+        within = m.residual <= up if slower else m.residual >= down
+        beyond = verdict(m.residual_low, m.residual_high, threshold)
+        word = ("machine" if within
+                else beyond if beyond == ("slower" if slower else "faster") else "ambiguous")
+    return replace(c, machine=m, verdict=word)
 
 
 def compare(a: Sequence[Measurement], b: Sequence[Measurement],
             threshold: float = DEFAULT_THRESHOLD, force: bool = False,
-            statistic: str = "median") -> tuple[list[Change], list[Unmatched]]:
-    """Every case finished in both runs, matched on its key and workload version. With
-    `force`, cases of a registered workload whose versions differ are compared anyway (and
-    still listed as unmatched, so the output can say so); the user's own code is compared
-    at any version, its `Change` saying whether the code changed."""
+            statistic: str = "median", probes: Sequence[Change] | None = None
+            ) -> tuple[list[Change], list[Unmatched]]:
+    """Every case finished in both runs, matched on its key and workload version, each
+    judged against its bound's calibration where both runs have one (`probes`: `machine`'s
+    side by side, made here if not given). With `force`, cases of a registered workload
+    whose versions differ are compared anyway (and still listed as unmatched, so the
+    output can say so); the user's own code is compared at any version, its `Change`
+    saying whether the code changed."""
+    if probes is None:
+        probes = machine(a, b, threshold, statistic)
+    (found, a), (_, b) = calibration.split(a), calibration.split(b)
     first = {m.case.key: m for m in a if m.status is Status.OK and m.samples}
     changes, unmatched = [], []
     for m in b:
@@ -224,7 +283,15 @@ def compare(a: Sequence[Measurement], b: Sequence[Measurement],
         changes.append(change(base, m, threshold, statistic))
     seen = {m.case.key for m in b}
     unmatched += [Unmatched(k, "only in A") for k in first if k not in seen]
-    return changes, unmatched
+    # Each judged against its bound's probe, where A's calibration tells its bound, the
+    # probe's own change is known (not ambiguous: a probe's noise explains nothing) and
+    # neither the probe nor the case was measured under contention.
+    usable = {p.key: p for p in probes if not p.contended and p.verdict != "ambiguous"}
+    bound = calibration.bounds(a, found) if usable else {}
+    pairs = [(c, bound.get(c.key)) for c in changes]
+    return [explained(c, usable[p.case.key], calibration.label(p.case), threshold)
+            if p is not None and p.case.key in usable and not c.contended else c
+            for c, p in pairs], unmatched
 
 
 def gate(a: Sequence[Measurement], b: Sequence[Measurement],
@@ -235,7 +302,9 @@ def gate(a: Sequence[Measurement], b: Sequence[Measurement],
     did not end ok — failed, or unavailable or skipped where A measured it — and on a B
     that stopped early (`unfinished` says how). With no case in common, the verdict is an
     error: nothing was checked."""
-    changes, unmatched = compare(a, b, threshold, force, statistic)
+    probes = machine(a, b, threshold, statistic)
+    changes, unmatched = compare(a, b, threshold, force, statistic, probes)
+    a, b = calibration.cases_of(a), calibration.cases_of(b)  # a probe is no case to gate
     measured_in_a = {m.case.key for m in a if m.status is Status.OK and m.samples}
     not_measured = tuple(
         NotMeasured(m.case.key, m.status.value, m.reason,
@@ -244,7 +313,7 @@ def gate(a: Sequence[Measurement], b: Sequence[Measurement],
     failing = [n for n in not_measured if n.failing]
     if not changes and not failing:
         return Gate(ERROR, _nothing_in_common(a, b), threshold, (), not_measured,
-                    tuple(unmatched))
+                    tuple(unmatched), tuple(probes))
     reasons = _slower(changes, threshold)
     if failing and not allow_failed:
         reasons.append(f"{len(failing)} case(s) did not end ok: " + ", ".join(
@@ -254,19 +323,24 @@ def gate(a: Sequence[Measurement], b: Sequence[Measurement],
         reasons.append(unfinished)
     if reasons:
         return Gate(FAIL, "; ".join(reasons), threshold, tuple(changes), not_measured,
-                    tuple(unmatched))
+                    tuple(unmatched), tuple(probes))
     allowed = (f"; allowed (--allow-failed): {len(failing)} case(s) that did not end ok"
                if failing else "") + (f"; allowed (--allow-failed): {unfinished}"
                                       if unfinished else "")
-    return Gate(PASS, f"no case slower by more than {100 * threshold:g} %{allowed}", threshold,
-                tuple(changes), not_measured, tuple(unmatched))
+    explained = sum(c.verdict == "machine" for c in changes)
+    by_machine = (f" beyond what the machine explains ({explained} case(s) machine)"
+                  if explained else "")
+    return Gate(PASS, f"no case slower by more than {100 * threshold:g} %{by_machine}"
+                f"{allowed}", threshold, tuple(changes), not_measured, tuple(unmatched),
+                tuple(probes))
 
 
 def _slower(changes: Sequence[Change], threshold: float) -> list[str]:
     slower = [c for c in changes if c.verdict == "slower"]
     return [f"{len(slower)} case(s) slower by more than {100 * threshold:g} % with the whole "
-            "95 % CI above it: " + ", ".join(f"{c.key} ({c.ratio:.3f}×)" for c in slower)
-            ] if slower else []
+            "95 % CI above it: " + ", ".join(f"{c.key} ({c.ratio:.3f}×)" + (
+                f" against the machine's {c.machine.probe} {c.machine.ratio:.3f}×"
+                if c.machine else "") for c in slower)] if slower else []
 
 
 def _cannot_judge(changes: Sequence[Change], threshold: float) -> list[str]:

@@ -59,17 +59,18 @@ class Finding:
 def findings(measurements: Sequence[Measurement], ceilings: Sequence[Ceiling]
              ) -> dict[str, Finding]:
     """A finding per case key, for the cases the ceilings allow to classify."""
-    resident = {_resident_key(m.case): m for m in measurements
-                if m.status is Status.OK and m.case.param("data", "resident") == "resident"}
+    resident = resident_of(measurements)
     out = {}
     for m in measurements:
-        found = classify(m, ceilings, resident.get(_resident_key(m.case)))
+        found = classify(m, ceilings, resident.get(resident_key(m.case)))
         if found is not None:
             out[m.case.key] = found
     return out
 
 
-def _resident_key(case: Case) -> str:
+def resident_key(case: Case) -> str:
+    """The case's key without its data axis: an end-to-end case and its resident twin
+    share it."""
     return Case(case.workload, case.variant, case.backend, case.device, case.dtype, case.size,
                 tuple(p for p in case.params if p[0] != "data")).key
 
@@ -81,28 +82,62 @@ def classify(m: Measurement, ceilings: Iterable[Ceiling],
     ceilings = list(ceilings)
     t = m.summary.median
     busy = busy_seconds(m)
-    if busy is not None and m.case.param("data") != "end_to_end":
-        if busy < BUSY_SHARE * t:
+    issued = busy_says_launch(m)
+    if issued is not None:
+        if issued:
             return Finding(m.case, Bound.LAUNCH, (
-                f"GPU busy {units.seconds(busy)} of {units.seconds(t)} a call; the rest is "
-                "the host issuing the work: more work per call, batching, fusion or a "
-                "CUDA graph is what helps"))
+                f"GPU busy {units.seconds(busy or 0.0)} of {units.seconds(t)} a call; the "
+                "rest is the host issuing the work: more work per call, batching, fusion or "
+                "a CUDA graph is what helps"))
         return _by_intensity(m, t, ceilings)
     launches = m.counters.get("launches", 1.0)
     dispatch = _dispatch(m.case, ceilings)
-    if dispatch is not None and t <= LAUNCH_FACTOR * dispatch * launches:
+    if dispatch is not None and on_dispatch_floor(m, dispatch):
         return Finding(m.case, Bound.LAUNCH, (
             f"{units.seconds(min(t, dispatch * launches))} of {units.seconds(t)} per call is "
             f"the dispatch floor ({launches:.0f} op(s) × {units.seconds(dispatch)}); more "
             "work per call, batching or fusion is what helps"))
-    if m.case.param("data") == "end_to_end" and resident is not None and resident.summary:
-        share = 1 - resident.summary.median / t
-        if share > TRANSFER_SHARE:
-            return Finding(m.case, Bound.TRANSFER, (
-                f"{share:.0%} of the {units.seconds(t)} call is host↔device copying"
-                f"{_copies(m)} (the work alone takes {units.seconds(resident.summary.median)}"
-                "); keep the data on the device"))
+    share = copy_share(m, resident)
+    if share is not None and share > TRANSFER_SHARE and resident and resident.summary:
+        return Finding(m.case, Bound.TRANSFER, (
+            f"{share:.0%} of the {units.seconds(t)} call is host↔device copying"
+            f"{_copies(m)} (the work alone takes {units.seconds(resident.summary.median)}"
+            "); keep the data on the device"))
     return _by_intensity(m, t, ceilings)
+
+
+def busy_says_launch(m: Measurement) -> bool | None:
+    """Rule 1 where the GPU's busy time decides it (a resident case whose busy time was
+    measured): whether the host issuing the work sets the call's time; None where the
+    busy time cannot say (none measured, or an end-to-end call, whose copies keep the
+    device idle)."""
+    busy = busy_seconds(m)
+    if busy is None or m.summary is None or m.case.param("data") == "end_to_end":
+        return None
+    return busy < BUSY_SHARE * m.summary.median
+
+
+def on_dispatch_floor(m: Measurement, dispatch_s: float) -> bool:
+    """Rule 1 where no busy time decides it: the call takes no more than LAUNCH_FACTOR
+    times the ops it launches at `dispatch_s` each."""
+    return (m.summary is not None
+            and m.summary.median <= LAUNCH_FACTOR * dispatch_s * m.counters.get("launches", 1.0))
+
+
+def copy_share(m: Measurement, resident: Measurement | None) -> float | None:
+    """Rule 2's measure: the share of an end-to-end call spent copying, against the same
+    case with its data resident; None for a resident case or without that case."""
+    if (m.case.param("data") != "end_to_end" or m.summary is None or resident is None
+            or resident.summary is None):
+        return None
+    return 1 - resident.summary.median / m.summary.median
+
+
+def resident_of(measurements: Sequence[Measurement]) -> dict[str, Measurement]:
+    """Each finished resident case by its key without the data axis: what rule 2 sets
+    an end-to-end case against (`resident_key`)."""
+    return {resident_key(m.case): m for m in measurements
+            if m.status is Status.OK and m.case.param("data", "resident") == "resident"}
 
 
 def busy_seconds(m: Measurement) -> float | None:

@@ -173,15 +173,16 @@ def compare(
         base_run, base_ms = loaded[0]
         results = []
         for run, ms in loaded[1:]:
-            changes, unmatched = regression.compare(base_ms, ms, t, force)
+            probes = regression.machine(base_ms, ms, t)
+            changes, unmatched = regression.compare(base_ms, ms, t, force, probes=probes)
             refused = [u for u in unmatched if u.why.startswith("workload version")]
             if refused and not force:
                 raise UsageError(f"{len(refused)} case(s) ran at other workload versions "
                                  f"(e.g. {refused[0].key}: {refused[0].why}); their numbers "
                                  "measure different code — pass --force to compare anyway")
-            results.append((run, ms, changes, unmatched))
+            results.append((run, ms, probes, changes, unmatched))
         if report_path is not None:
-            _page(report_path, base_run, results, t, db)
+            _page(report_path, base_run, base_ms, results, t, db)
     _print(base_run, base_ms, results, t, force, fmt)
 
 
@@ -200,28 +201,42 @@ def _print(base_run: Any, base_ms: list[Any], results: list[Any], t: float, forc
     )
 
     out = console()
-    measured = {run.run_id: ms for run, ms, _, _ in results}
-    compared = [(run, changes, unmatched, geometric_means(changes),
-                 (_clock(base_ms), _clock(ms))) for run, ms, changes, unmatched in results]
+    compared = [(run, probes, changes, unmatched, geometric_means(changes),
+                 (_clock(base_ms), _clock(ms)))
+                for run, ms, probes, changes, unmatched in results]
     if fmt == "json":
         emit_tables([], fmt, out, lambda: compare_document(base_run, compared, t))
         return
-    for run, changes, unmatched, means, clocks in compared:
+    for (run, probes, changes, unmatched, means, clocks), (_, ms, *_) in zip(
+            compared, results, strict=True):
         names = (base_run.run_id, run.run_id)
         lines = (environment_diff(base_run, run, clocks) + code_changed_lines(changes)
-                 + one_process_lines(base_ms, measured[run.run_id])
+                 + one_process_lines(base_ms, ms)
                  + unmatched_lines(unmatched, force))
-        tables = [change_table(changes, t, names), means_table(means)]
-        for line in lines:
+        said_first, first = _calibration(base_ms, ms, probes, names)
+        for line in (*lines, *said_first):
             out.print(said(line, fmt), markup=False, highlight=False)
-        emit_tables(tables, fmt, out, dict)
+        emit_tables([*first, change_table(changes, t, names), means_table(means)], fmt, out,
+                    dict)
         out.print(said(f"B ({run.run_id}) against A ({base_run.run_id}): "
                        f"{verdict_counts(changes)}", fmt), markup=False, highlight=False)
 
 
-def _page(path: Path, base_run: Any, results: list[Any], t: float, db: str | None) -> None:
+def _calibration(a_ms: list[Any], b_ms: list[Any], probes: list[Any],
+                 names: tuple[str, str]) -> tuple[list[str], list[Any]]:
+    """(lines, tables) shown before any case: the two runs' calibrations side by side,
+    what of a change the machine explains; or the line that says why there are none."""
+    from gpuvs.report.calibration import missing_line, side_by_side
+    missing = missing_line(a_ms, b_ms)
+    if missing:
+        return [missing], []
+    return [], [side_by_side(probes, names)] if probes else []
+
+
+def _page(path: Path, base_run: Any, base_ms: list[Any], results: list[Any], t: float,
+          db: str | None) -> None:
     from gpuvs.report.pages import render_compare
-    write_file(path, render_compare(base_run, results, t), "comparison", db)
+    write_file(path, render_compare(base_run, base_ms, results, t), "comparison", db)
 
 
 AllowFailedOpt = Annotated[bool, typer.Option(
@@ -331,7 +346,9 @@ def _judged(base: tuple[Any, list[Any]], judged: tuple[Any, list[Any]], gate: An
     from gpuvs.report.markdown import to_markdown
     (a, a_ms), (b, b_ms) = base, judged
     out, clocks = console(), (_clock(a_ms), _clock(b_ms))
-    tables = [change_table(gate.changes, gate.threshold, (a.run_id, b.run_id))]
+    names = (a.run_id, b.run_id)
+    said_first, first = _calibration(a_ms, b_ms, list(gate.machine), names)
+    tables = [*first, change_table(gate.changes, gate.threshold, names)]
     verdict = (f"FAILED: {gate.exit_reason}" if gate.verdict == "fail"
                else f"passed: {gate.exit_reason}")
     code = EXIT_FAILED_RUN if gate.verdict == "fail" else 0
@@ -343,7 +360,7 @@ def _judged(base: tuple[Any, list[Any]], judged: tuple[Any, list[Any]], gate: An
     lines = [*environment_diff(a, b, clocks, across=ACCEPTED), *code_changed_lines(gate.changes),
              *one_process_lines(a_ms, b_ms),
              *unmatched_lines(gate.unmatched, allowed[0]),
-             *not_measured_lines(gate, allowed[1])]
+             *not_measured_lines(gate, allowed[1]), *said_first]
     for line in lines:
         out.print(said(line, fmt), markup=False, highlight=False)
     emit_tables(tables, fmt, out, dict, step_summary=False)

@@ -141,12 +141,14 @@ def sweep(
 
 def _dry_run_or_confirm(config: RunConfig, dry_run: bool, yes: bool, store: SqlStore | None,
                         db: str | None) -> None:
-    """--dry-run prints the plan and its estimate (from `store`, or the one at `db` if it
-    exists: a dry run creates none) and ends the command; a plan too large needs --yes (a
-    resumed run was confirmed when it started)."""
+    """--dry-run prints the plan, its calibration first, and its estimate (from `store`,
+    or the one at `db` if it exists: a dry run creates none) and ends the command; a plan
+    too large needs --yes (a resumed run was confirmed when it started)."""
+    from gpuvs.jobs.suite import calibrated
     cases = plan.expand(config)
     if dry_run:
-        print_plan(cases, config, plan_estimate(cases, config, store, db))
+        measured = calibrated(cases)
+        print_plan(measured, config, plan_estimate(measured, config, store, db))
         raise typer.Exit(0)
     plan.confirm(cases, yes)
 
@@ -168,8 +170,12 @@ def _execute(store: SqlStore, config: RunConfig, resumed: Any, json_path: Path |
     def header(run_id: str) -> list[str]:
         busy = contention.busy_line(since=began)
         lines = [busy] if busy else []
-        lines.append(f"run {run_id}: {len(planned.todo)} cases ({len(planned.skip)} already "
-                     f"recorded)" if planned.skip else f"run {run_id}: {len(planned.cases)} cases")
+        probes = sum(c.calibrates for c in planned.todo)
+        first = f", the {probes} probes of its calibration first" if probes else ""
+        recorded = sum(c.key in planned.skip and not c.calibrates for c in planned.cases)
+        lines.append(f"run {run_id}: {len(planned.todo)} cases ({recorded} already "
+                     f"recorded{first})" if planned.skip
+                     else f"run {run_id}: {len(planned.cases)} cases{first}")
         if plan.first_answer(config):
             lines.append("the first-answer suite: square matrix products and x *= 5 over "
                          "sizes; `gpuvs run --all` runs every workload")

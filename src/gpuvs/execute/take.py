@@ -5,7 +5,8 @@ observation's part timed alone, run-file's worker, or the caller's own process
 Each of those once built the same five arguments by hand — the clock, the case, the
 parsed criterion, the budget, the standard watches — and each could drift from the
 others. Here they are chosen once: the device's clock (`backends.clock_for`), the
-criterion and the budget from the case's `Sampling` (the wire's), the watches every case
+criterion and the budget from the case's `Sampling` (the wire's; a workload that fixes
+its own seconds, the calibration's, keeps them: `own_sampling`), the watches every case
 is timed inside (`machine.sensors.standard`), the protocol's retry policy
 (`measuring.protocol.measure_watched`), and what a case that raised is recorded as
 (`execute.policy.failure`).
@@ -15,9 +16,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from gpuvs import backends
+from gpuvs import backends, workloads
 from gpuvs.backends.base import Backend
 from gpuvs.execute import policy
 from gpuvs.execute.wire import Sampling
@@ -62,6 +63,7 @@ def take(case: Case, make: Callable[[], Prepared], sampling: Sampling, *,
     recorded by the case policy (`crashed(e)` words a crash, else the error's tail),
     unless `raising`: then the exception is the caller's (`gpuvs.measure`: the user's
     function raised)."""
+    sampling = own_sampling(case, sampling)
     standard = sensors.standard(case.device, threads, hold, backend, sampling.power)
     try:
         chosen = clock or backends.clock_for(case.device, backend)
@@ -75,3 +77,15 @@ def take(case: Case, make: Callable[[], Prepared], sampling: Sampling, *,
                                        crashed=crashed(e) if crashed else None)
         return Taken(failed, None, fatal)
     return Taken(m, prepared)
+
+
+def own_sampling(case: Case, sampling: Sampling) -> Sampling:
+    """`sampling`, with the seconds a workload samples whatever the run's budget where it
+    fixes them (`Workload.sampling_s`: the calibration's probes, the same in every run,
+    and never stretched to an energy counter's window: a probe's energy is no answer)."""
+    if case.users_code:
+        return sampling
+    found = workloads.find(case.workload)
+    fixed = found.sampling_s if found is not None else None
+    return sampling if fixed is None else replace(sampling, budget_s=fixed,
+                                                        min_sampling_s=0.0)

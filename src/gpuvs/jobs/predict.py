@@ -107,10 +107,11 @@ def stored_cpu(store: SqlStore | None, spec: str, load: Any) -> tuple[list[str],
 
 def _cpu_cases(ms: Sequence[Measurement]) -> list[Measurement]:
     """The finished CPU cases of gpuvs's own workloads: what a prediction sets the GPU
-    against (a dist run's collectives or your own function are no workload it counts)."""
+    against (a dist run's collectives, your own function or a run's calibration are no
+    workload it counts)."""
     known = set(workloads.names())
     return [m for m in ms if m.case.device == "cpu" and m.summary is not None
-            and m.case.workload in known]
+            and m.case.workload in known and not m.case.calibrates]
 
 
 def _unusable(run: Any, cpu: Sequence[Measurement]) -> str:

@@ -12,6 +12,7 @@ from gpuvs import seeds
 from gpuvs.config import RunConfig
 from gpuvs.execute import runner
 from gpuvs.jobs.recording import QUIET, Done, Job, Listener, Shown, record
+from gpuvs.jobs.suite import calibrated
 from gpuvs.model import Case, Environment, RunKind
 from gpuvs.seeds.base import SeedOptions
 from gpuvs.store.runs import RunHandle
@@ -35,10 +36,11 @@ def chosen(names: Sequence[str]) -> tuple[str, ...]:
 
 
 def cases(names: Sequence[str], options: SeedOptions, devices: Sequence[str]) -> list[Case]:
-    """Every chosen post's cases on the devices asked for (cuda means cuda:0)."""
+    """Every chosen post's cases on the devices asked for (cuda means cuda:0), after the
+    probes that calibrate them (`suite.calibrated`)."""
     kinds = {d.partition(":")[0] for d in devices}
-    return [c for name in names for c in seeds.get(name).cases(options)
-            if c.device.partition(":")[0] in kinds]
+    return list(calibrated([c for name in names for c in seeds.get(name).cases(options)
+                            if c.device.partition(":")[0] in kinds]))
 
 
 def again(names: Sequence[str], options: SeedOptions, config: RunConfig) -> str:

@@ -40,12 +40,22 @@ class Suite:
 
 
 def planned(config: RunConfig, resumed: RunHandle | None = None) -> Suite:
-    """The suite `config` asks for; with a resumed run, the cases it has not finished (a
-    case stored after one pass of two is measured again)."""
-    cases = plan.expand(config)
+    """The suite `config` asks for, its calibration first (`calibrated`); with a resumed
+    run, the cases it has not finished (a case stored after one pass of two is measured
+    again)."""
+    cases = calibrated(plan.expand(config))
     skip = frozenset(m.case.key for m in resumed.measurements()
                      if runner.complete(m, config.passes)) if resumed else frozenset()
     return Suite(config, cases, skip, resumed)
+
+
+def calibrated(cases: Sequence[Case]) -> tuple[Case, ...]:
+    """`cases` after the probes that calibrate them (`workloads.calibration`): measured
+    first, in the same workers, so that `compare` and `check` can tell what of a change
+    the machine explains. A plan that names the calibration itself runs it once."""
+    from gpuvs.workloads.calibration import probe_cases
+    keys = {c.key for c in cases}
+    return (*(p for p in probe_cases(cases) if p.key not in keys), *cases)
 
 
 def resumable(store: SqlStore, resume: str) -> tuple[RunHandle, RunConfig]:

@@ -18,6 +18,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from gpuvs.analysis.calibration import split
 from gpuvs.analysis.ceilings import peak_for
 from gpuvs.analysis.crossover import Crossover, crossovers, group_key
 from gpuvs.analysis.regression import ERROR, FAILED, Change, Gate, Mean, Unmatched, unjudged
@@ -26,11 +27,15 @@ from gpuvs.analysis.speedup import best_cpu_by_size
 from gpuvs.analysis.speedup import of as speedup_of
 from gpuvs.machine.env import setup_changes
 from gpuvs.model import Caveat, Ceiling, Measurement, Run, Status
-from gpuvs.report import history, views
+from gpuvs.report import calibration, history, views
 from gpuvs.report.layout import sweep_title
 from gpuvs.report.verdict import verdict_table
 
 SCHEMA = "gpuvs.output/1"
+# One comparison of `compare`: B, the probes side by side, the cases, those not
+# compared, the geometric means, and the SM clocks of A and B.
+Compared = tuple[Run, Sequence[Change], Sequence[Change], Sequence[Unmatched],
+                 Sequence[Mean], tuple[str, str]]
 
 
 def schema() -> str:
@@ -74,13 +79,14 @@ def run_record(run: Run) -> dict[str, Any]:
 def cases_document(command: str, measurements: Iterable[Measurement],
                    ceilings: Sequence[Ceiling] = (), run: Run | None = None
                    ) -> dict[str, Any]:
-    """A run's cases (every command that makes a run, and `show`): each case's
-    numbers, the crossovers of each sweep, the answer per sweep, and what the run's kind
-    adds (`views.View.extras`)."""
-    ms = list(measurements)
+    """A run's cases (every command that makes a run, and `show`): its calibration's
+    probes first, then each case's numbers, the crossovers of each sweep, the answer per
+    sweep, and what the run's kind adds (`views.View.extras`)."""
+    probes, ms = split(measurements)
     view = views.of(run.kind) if run is not None else views.SWEEPS
     body: dict[str, Any] = {
         "run": run_record(run) if run is not None else None,
+        "calibration": calibration.records(probes),
         "cases": case_records(ms, ceilings, view),
         "crossovers": [crossover_record(c) for c in crossovers(ms)],
         "answers": [{"sweep": sweep, "answer": answer}
@@ -178,10 +184,23 @@ def runs_document(found: Sequence[tuple[Run, Sequence[Measurement]]]) -> dict[st
 
 
 def change_record(c: Change) -> dict[str, Any]:
+    """One case in two runs: its ratio, its verdict and whose it is (`case_verdict`, its
+    ratio's alone; `verdict` "machine" where its bound's probe explains it), and the probe
+    it was set against, with the probe's ratio and the case's over it (null where either
+    run has no calibration, or its bound none)."""
+    m = c.machine
     return {"key": c.key, "workload": c.workload, "series": c.series, "size": c.size,
             "a_s": c.a, "b_s": c.b, "ratio": c.ratio, "ratio_low": c.low,
             "ratio_high": c.high, "p_value": c.p_value, "verdict": c.verdict,
-            "contended": c.contended, "code_changed": c.code_changed}
+            "case_verdict": c.case_verdict or c.verdict,
+            "contended": c.contended, "code_changed": c.code_changed,
+            "machine_probe": m.probe if m else None, "machine_key": m.key if m else None,
+            "machine_ratio": m.ratio if m else None,
+            "machine_ratio_low": m.low if m else None,
+            "machine_ratio_high": m.high if m else None,
+            "residual": m.residual if m else None,
+            "residual_low": m.residual_low if m else None,
+            "residual_high": m.residual_high if m else None}
 
 
 def mean_record(m: Mean) -> dict[str, Any]:
@@ -206,18 +225,18 @@ def environment_record(a: Run, b: Run, clocks: tuple[str, str] = ("", "")
             "same": [what for what, va, vb in rows if va == vb]}
 
 
-def compare_document(base: Run, results: Sequence[tuple[Run, Sequence[Change],
-                                                        Sequence[Unmatched],
-                                                        Sequence[Mean], tuple[str, str]]],
-                     threshold: float) -> dict[str, Any]:
-    """`gpuvs compare`: each run (B) against the first (A), case by case."""
+def compare_document(base: Run, results: Sequence[Compared], threshold: float
+                     ) -> dict[str, Any]:
+    """`gpuvs compare`: each run (B) against the first (A): the two calibrations side by
+    side, then case by case."""
     return document("compare", threshold=threshold, a=run_record(base), comparisons=[
         {"b": run_record(run), "environment": environment_record(base, run, clocks),
+         "calibration": calibration.machine_records(probes),
          "counts": dict(Counter(c.verdict for c in changes)),
          "cases": [change_record(c) for c in changes],
          "geometric_means": [mean_record(m) for m in means],
          "unmatched": [unmatched_record(u) for u in unmatched]}
-        for run, changes, unmatched, means, clocks in results])
+        for run, probes, changes, unmatched, means, clocks in results])
 
 
 def check_document(base: Run, run: Run, gate: Gate, clocks: tuple[str, str] = ("", "")
@@ -228,6 +247,7 @@ def check_document(base: Run, run: Run, gate: Gate, clocks: tuple[str, str] = ("
         "check", verdict=gate.verdict, exit_reason=gate.exit_reason,
         threshold=gate.threshold, a=run_record(base), b=run_record(run),
         environment=environment_record(base, run, clocks),
+        calibration=calibration.machine_records(gate.machine),
         counts=dict(Counter(c.verdict for c in gate.changes)),
         cases=[change_record(c) for c in gate.changes],
         cannot_judge=[{"key": c.key, "why": unjudged(c, gate.threshold)}

@@ -108,13 +108,32 @@ def change_table(changes: Sequence[Change], threshold: float, names: tuple[str, 
     order = sorted(changes, key=lambda c: (c.workload, -c.ratio))
     rows = tuple((c.key, units.seconds(c.a), units.seconds(c.b),
                   f"{c.ratio:.3f} [{c.low:.3f}, {c.high:.3f}]", f"{c.p_value:.2g}",
-                  c.verdict + (" (contended)" if c.contended else "")) for c in order)
+                  verdict_cell(c)) for c in order)
     t = 100 * threshold
+    machine = (("machine: the case's change is within the threshold of its bound's "
+                "calibration probe's (B ÷ A of the probe beside it): the machine's, not the "
+                "code's; a word with a probe beside it was judged by the case's ratio over "
+                "that probe's",) if any(c.machine for c in changes) else ())
     return Table(f"B ({names[1]}) against A ({names[0]}), case by case", CHANGE_COLUMNS, rows,
                  notes=(f"slower / faster: the whole CI above {1 + threshold:.3g} / below "
                         f"{1 / (1 + threshold):.3g} (threshold {t:g} %); same: the whole CI "
-                        "within them; ambiguous: the CI straddles a threshold",
-                        "rank test: Mann–Whitney U on the two runs' samples, two-sided"))
+                        "within them; ambiguous: the CI straddles a threshold", *machine,
+                        "rank test: Mann–Whitney U on the two runs' samples, two-sided"),
+                 wrapping=frozenset({"verdict"}))
+
+
+def verdict_cell(c: Change) -> str:
+    """The verdict, and whose it is: 'machine (launch (torch cuda:0) 1.35×)' where the
+    case's bound's probe explains it; 'slower (1.21× over launch (numpy cpu) at 1.00×)'
+    where it was judged by its ratio over that probe's; the word alone where no probe
+    was set against it."""
+    m = c.machine
+    contended = " (contended)" if c.contended else ""
+    if m is None or c.verdict == "same":
+        return c.verdict + contended
+    if c.verdict == "machine":
+        return f"machine ({m.probe} {m.ratio:.3f}×)"
+    return f"{c.verdict} ({m.residual:.3f}× over {m.probe} at {m.ratio:.3f}×)"
 
 
 def means_table(means: Sequence[Mean]) -> Table:
@@ -171,5 +190,6 @@ def not_measured_lines(gate: Gate, allow_failed: bool) -> list[str]:
 
 def verdict_counts(changes: Sequence[Change]) -> str:
     counts = Counter(c.verdict for c in changes)
-    return ", ".join(f"{counts[v]} {v}" for v in ("slower", "faster", "same", "ambiguous")
+    return ", ".join(f"{counts[v]} {v}" for v in ("slower", "faster", "same", "ambiguous",
+                                                   "machine")
                      if counts[v]) or "no case in common"

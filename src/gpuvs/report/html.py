@@ -16,12 +16,14 @@ from dataclasses import replace
 from typing import Any
 
 from gpuvs import units
+from gpuvs.analysis.calibration import cases_of
 from gpuvs.analysis.cost import Prices
 from gpuvs.analysis.crossover import group_key
 from gpuvs.machine import env
 from gpuvs.measuring.caveats import ADVICE
 from gpuvs.model import Caveat, Ceiling, Measurement, Run, Status
 from gpuvs.report import views
+from gpuvs.report.calibration import table as calibration_table
 from gpuvs.report.layout import result_tables, sweep_title
 from gpuvs.report.plots import ENERGY, ROOFLINE, all_plots
 from gpuvs.report.sections import (
@@ -87,6 +89,8 @@ def _page(run: Run, ms: list[Measurement], ceilings: Sequence[Ceiling]) -> dict[
     it (`views.of`): a kind that draws its own sections has no CPU-against-GPU verdict,
     sweep plots or roofline, and none is computed or drawn for it."""
     shown = views.of(run.kind)
+    calibration = calibration_table(ms)  # first; every other part is the run's cases'
+    ms = cases_of(ms)
     answers = shown.verdict
     prices = Prices.of(run.config.get("prices"))
     plots: dict[str, list[Figure]] = {}
@@ -96,6 +100,7 @@ def _page(run: Run, ms: list[Measurement], ceilings: Sequence[Ceiling]) -> dict[
     return {
         "run": run,
         "kind": run.kind.value,
+        "calibration": view(calibration) if calibration is not None else None,
         "answers": answers,
         "summary": _summary(run, ms),
         "first": view(first) if first is not None else None,

@@ -39,16 +39,21 @@ class Section:
     tables: tuple[TableView, ...] = ()
 
 
-def render_compare(base: Run, results: Sequence[tuple[Run, list[Measurement], list[Change],
-                                                      list[Any]]], threshold: float) -> str:
-    """B, C… against A: per pair the environment diff, a plot of each case's ratio with
-    its CI per workload, and the case and workload tables."""
+def render_compare(base: Run, base_ms: Sequence[Measurement],
+                   results: Sequence[tuple[Run, list[Measurement], list[Change], list[Change],
+                                           list[Any]]], threshold: float) -> str:
+    """B, C… against A: per pair the environment diff, the two calibrations side by side,
+    a plot of each case's ratio with its CI per workload, and the case and workload
+    tables."""
+    from gpuvs.report.calibration import missing_line, side_by_side
     sections = []
-    for run, _, changes, unmatched in results:
+    for run, ms, probes, changes, unmatched in results:
         names = (base.run_id, run.run_id)
+        missing = missing_line(base_ms, ms)
         lines = (*environment_diff(base, run), *unmatched_lines(unmatched, False),
-                 f"B against A: {verdict_counts(changes)}")
-        tables = (view(change_table(changes, threshold, names)),
+                 *([missing] if missing else []), f"B against A: {verdict_counts(changes)}")
+        tables = (*([view(side_by_side(probes, names))] if probes and not missing else []),
+                  view(change_table(changes, threshold, names)),
                   view(means_table(geometric_means(changes))))
         sections.append(Section(f"{run.run_id} (B) against {base.run_id} (A)", lines,
                                 tuple(_ratio_figures(changes, threshold, run.run_id)), tables))

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from gpuvs import units
 from gpuvs.analysis import speedup
+from gpuvs.analysis.calibration import cases_of
 from gpuvs.analysis.ceilings import peak_for
 from gpuvs.analysis.crossover import (
     Crossover,
@@ -87,8 +88,9 @@ class Plot:
 
 def all_plots(measurements: Iterable[Measurement], ceilings: Sequence[Ceiling] = ()
               ) -> list[Plot]:
-    """Every plot of the report, in its order: per sweep time and speedup, then rooflines."""
-    ms = [m for m in measurements if m.status is Status.OK and m.summary is not None]
+    """Every plot of the report, in its order: per sweep time and speedup, then rooflines
+    (a run's calibration is no sweep: its probes are in none)."""
+    ms = [m for m in cases_of(measurements) if m.status is Status.OK and m.summary is not None]
     groups: dict[GroupKey, list[Measurement]] = defaultdict(list)
     for m in ms:
         groups[group_key(m.case)].append(m)

@@ -7,6 +7,9 @@ command, `show`, the page and the document ask `of(run.kind)`, and nothing else 
 report/ names a kind's own tables (a seeds run's posts, a dist run's bandwidths and
 scaling): those modules know their tables, not when they are drawn.
 
+Every view shows the run's calibration first, and hands its own parts the run's cases
+without the calibration's probes (`calibrated`): a probe describes the machine.
+
 `gpuvs predict` makes no run of its own (its CPU cases are a sweep's): its tables, page
 and document are `report.predicted`'s.
 """
@@ -15,8 +18,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, TypeVar
 
+from gpuvs.analysis.calibration import cases_of
 from gpuvs.analysis.cost import Prices
 from gpuvs.model import Ceiling, Measurement, Run, RunKind
 from gpuvs.report.sections import Sweep
@@ -154,5 +158,36 @@ _BY_KIND = {RunKind.CEILINGS: CEILINGS, RunKind.SEEDS: SEEDS, RunKind.DIST: DIST
 
 
 def of(kind: RunKind) -> View:
-    """The view of a run of `kind`."""
-    return _BY_KIND.get(kind, SWEEPS)
+    """The view of a run of `kind`, calibrated (`calibrated`)."""
+    return calibrated(_BY_KIND.get(kind, SWEEPS))
+
+
+def calibrated(view: View) -> View:
+    """`view` with the run's calibration table first among its tables, and each of its
+    parts given the run's cases without the calibration's probes: a probe describes the
+    machine, and is in no sweep, answer, post or crossover."""
+    from gpuvs.report.calibration import table
+
+    def tables(run: Run, ms: Sequence[Measurement], ceilings: Sequence[Ceiling]
+               ) -> list[Table]:
+        first = table(ms)
+        return [*([first] if first else []), *view.tables(run, cases_of(ms), ceilings)]
+
+    more = view.more
+    sections = view.sections
+    return replace(
+        view, tables=tables,
+        more=None if more is None else lambda run, ms, ceilings: more(run, cases_of(ms),
+                                                                      ceilings),
+        first_screen=_of_cases(view.first_screen), own_tables=_of_cases(view.own_tables),
+        sections=None if sections is None else _of_cases(sections),
+        extras=_of_cases(view.extras),
+        case_numbers=lambda m, ms: view.case_numbers(m, cases_of(ms)))
+
+
+R = TypeVar("R")
+
+
+def _of_cases(part: Callable[[Sequence[Measurement]], R]
+              ) -> Callable[[Sequence[Measurement]], R]:
+    return lambda ms: part(cases_of(ms))

@@ -1,6 +1,6 @@
 """What is measured: the workload registry, one file a workload that registers itself with
-`@register` (`matmul`, `elementwise`, `gru`, `cnn` with `cifar`, `jacobian`, and the
-ceiling `probes` and `op_classes`), each a `base.Workload`."""
+`@register` (`matmul`, `elementwise`, `gru`, `cnn` with `cifar`, `jacobian`, the
+ceiling `probes` and `op_classes`, and a run's `calibration`), each a `base.Workload`."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ REGISTRY: Registry[Workload] = Registry(
     ("gpuvs.workloads.matmul", "gpuvs.workloads.elementwise", "gpuvs.workloads.probes",
      "gpuvs.workloads.op_classes",
      "gpuvs.workloads.gru", "gpuvs.workloads.cnn",
-     "gpuvs.workloads.jacobian"),
+     "gpuvs.workloads.jacobian", "gpuvs.workloads.calibration"),
 )
 register = REGISTRY.register
 get = REGISTRY.get

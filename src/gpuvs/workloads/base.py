@@ -160,6 +160,10 @@ class Workload(ABC):
     # Whose tables cite counted kernels (a post's launches): profiled whatever the call's
     # length. Others are profiled only when short, where launches can decide the time.
     counts_kernels: ClassVar[bool] = False
+    # Seconds each process samples a case of this workload, whatever the run's budget
+    # (None: the run's). The calibration's probes sample the same short time in every run,
+    # so that two runs' calibrations compare and a run pays a few seconds for its own.
+    sampling_s: ClassVar[float | None] = None
 
     def param_sets(self) -> tuple[Params, ...]:
         """The non-size axes of this workload, one tuple of (name, value) pairs each."""
