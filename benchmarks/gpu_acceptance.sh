@@ -18,6 +18,8 @@
 #               magic, the fixture, observation, memory, predict's profiles
 #   versions    docs/your-code.md's three versions of a row softmax side by side
 #   default     the default `gpuvs run`, timed and exported to $OUT/default.json
+#   calibration the GPU tests of the calibration's probes
+#   twice       the first-answer suite on NumPy and torch twice, then check and compare
 #   (these run only when named: bash benchmarks/gpu_acceptance.sh energy seed3 …)
 # Outputs go to $OUT (or ./out). From the repository root:
 #   PYTHONPATH=src bash benchmarks/gpu_acceptance.sh [STEP...]
@@ -114,6 +116,30 @@ step_default() {
   local t0=$SECONDS
   gpuvs run --db "$DB" --json "$OUT/default.json" >"$OUT/default.txt" 2>&1
   echo "the default run took $((SECONDS - t0)) s"; tail -3 "$OUT/default.txt"
+}
+
+step_calibration() {
+  python3 -m pytest -m gpu -p no:cacheprovider -q tests/workloads/test_calibration_probes.py \
+    >"$OUT/pytest-calibration.log" 2>&1
+  grep -E "FAILED|ERROR|passed|failed" "$OUT/pytest-calibration.log" | tail -8
+}
+step_twice() {
+  # The first-answer suite on NumPy and torch, twice back to back into one store, then
+  # the gate and the comparison between them (issue 40's "the same machine, twice").
+  local t0 run_a run_b
+  for r in a b; do
+    t0=$SECONDS
+    gpuvs run -b numpy,torch --budget "${TWICE_BUDGET:-0.3}" --db "$OUT/twice.sqlite" \
+      --json "$OUT/twice-$r.json" >"$OUT/twice-$r.txt" 2>&1
+    echo "run $r took $((SECONDS - t0)) s"; tail -1 "$OUT/twice-$r.txt"
+  done
+  run_a=$(python3 -c "import json;print(json.load(open('$OUT/twice-a.json'))['run']['run_id'])")
+  run_b=$(python3 -c "import json;print(json.load(open('$OUT/twice-b.json'))['run']['run_id'])")
+  gpuvs check --baseline "$run_a" --run "$run_b" --db "$OUT/twice.sqlite" >"$OUT/twice-check.txt" 2>&1
+  echo "check exit $?"; tail -2 "$OUT/twice-check.txt"
+  gpuvs compare "$run_a" "$run_b" --db "$OUT/twice.sqlite" --format json >"$OUT/twice-compare.json" 2>/dev/null
+  gpuvs compare "$run_a" "$run_b" --db "$OUT/twice.sqlite" >"$OUT/twice-compare.txt" 2>&1
+  tail -1 "$OUT/twice-compare.txt"
 }
 
 for step in "${@:-tests env matmul sweep elementwise kill}"; do

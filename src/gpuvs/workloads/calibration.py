@@ -187,12 +187,15 @@ def _ran(bound: str, params: Params) -> _Ran | None:
 
 def _copy(backend: Backend, case: Case) -> Prepared:
     """`dst[...] = src` on the case's device, as the ceiling probe `copy` does, from a
-    source of one value (see COPY_ELEMENTS)."""
+    source of one value (see COPY_ELEMENTS). JAX's arrays cannot be written into: there
+    the copy is a new array (`src.copy()`), which reads and writes the same bytes."""
     src = backend.from_numpy(np.full(case.size, COPY_VALUE, dtype=case.dtype), case.device,
                              case.dtype)
     dst = backend.ones((case.size,), case.dtype, case.device)
 
     def copy() -> Any:
+        if backend.name == "jax":
+            return src.copy()
         dst[...] = src
         return dst
 
