@@ -145,8 +145,10 @@ class Case:
 # the next repeat's median lands from this one's, relative, which no CI from one
 # process's samples can show. A CI is never narrower. CUDA events: big kernels on an H100
 # (a 4096³ float32 product, x.mul_ and CuPy x *= 5 on 10⁸ elements, a bf16 product at the
-# power cap), ten repeats each; elsewhere not measured, so no floor is claimed.
-REPEAT_SPREAD: Mapping[str, float] = MappingProxyType({"cuda_events": 0.005})
+# power cap) stayed within 0.5 % over ten repeats in one session; two whole runs two
+# minutes apart (2026-11-27) put the 1024² and 2048² products and the 2048² probe 0.52 %,
+# 0.63 % and 0.68 % apart, so 1 %. Elsewhere not measured, so no floor is claimed.
+REPEAT_SPREAD: Mapping[str, float] = MappingProxyType({"cuda_events": 0.01})
 
 
 def _frozen_mapping(m: Mapping[str, float] | None) -> Mapping[str, float]:

@@ -27,12 +27,22 @@ BOOTSTRAP_SEED = 20230219
 # between them too (a cluster bootstrap), not only that between single samples.
 STRETCHES = 8
 MIN_STRETCH = 5
+# Student's t at 97.5 % by degrees of freedom (a case's processes less one, at most
+# config.MAX_PASSES − 1): the repeat interval's quantile, without importing SciPy for
+# every summary. Past the table, SciPy's.
+T_975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365}
+# How much more a median of K values varies than their mean, for normal values (its
+# asymptotic efficiency, π/2): the figure is the median of the processes' medians.
+MEDIAN_VARIANCE = math.pi / 2
+# From this many processes, a case's CI reaches where a repeat's figure may land
+# (`repeat_interval`); with two, the t quantile (12.7) makes an interval of no use.
+REPEAT_FROM_PROCESSES = 3
 # Resampled values held in memory at once: bounds every bootstrap's footprint.
 _CHUNK_VALUES = 4_000_000
 # What `summarize` computes, named in every key of a kept summary (`summary_key`): a
 # summary kept under another method is computed again. Bump the number when `summarize`
 # changes what it returns for the same samples.
-SUMMARY_METHOD = (f"summarize/2 confidence={CONFIDENCE} resamples={BOOTSTRAP_RESAMPLES} "
+SUMMARY_METHOD = (f"summarize/3 confidence={CONFIDENCE} resamples={BOOTSTRAP_RESAMPLES} "
                   f"seed={BOOTSTRAP_SEED} stretches={STRETCHES}x{MIN_STRETCH}")
 
 
@@ -74,7 +84,10 @@ def summarize(samples: Sequence[float], groups: Sequence[int] = (),
     hierarchical: the figure is the median of the processes' medians (each process one
     vote, however many samples it took), and the CI covers every process's median, since
     a repeat's processes land anywhere among them — where the processes agree it stays as
-    tight as the samples allow, where they differ it shows how far. `floor_rel` is a
+    tight as the samples allow, where they differ it shows how far. From
+    REPEAT_FROM_PROCESSES processes on, it also reaches where a repeat's figure may land
+    (`repeat_interval`): the range of K processes alone held another run's figure for
+    only 72 % of the cases of two runs on one H100 (docs/accuracy.md). `floor_rel` is a
     half-width the CI is never narrower than: the run-to-run spread measured for that
     kind of case, which samples from one process cannot show."""
     a = np.asarray(samples, dtype=float)
@@ -87,6 +100,9 @@ def summarize(samples: Sequence[float], groups: Sequence[int] = (),
         median = float(np.median(medians))
     for m in medians:
         ci_low, ci_high = min(ci_low, m), max(ci_high, m)
+    if len(medians) >= REPEAT_FROM_PROCESSES:
+        low, high = repeat_interval(medians, float(median))
+        ci_low, ci_high = min(ci_low, low), max(ci_high, high)
     ci_low = min(ci_low, float(median) * (1 - floor_rel))
     ci_high = max(ci_high, float(median) * (1 + floor_rel))
     return Summary(
@@ -152,6 +168,25 @@ def split_groups(samples: Sequence[float] | np.ndarray, groups: Sequence[int]
         return []
     a = np.asarray(samples, dtype=float)
     return np.split(a, np.cumsum(groups)[:-1])
+
+
+def repeat_interval(medians: Sequence[float], figure: float) -> tuple[float, float]:
+    """Where another run's figure (the median of its own processes' medians) lands, 95 %
+    of the time, around this run's `figure`: a Student-t prediction interval on the
+    logarithms of the processes' medians. The two figures differ by the error of both,
+    each a median of K: half-width t(K−1) · s · √(2 · MEDIAN_VARIANCE / K), s the
+    processes' spread. It assumes the processes of a repeat are drawn as these were;
+    a machine whose processes fall in two groups makes s large, and the interval with it,
+    which is what a repeat there does."""
+    logs = np.log(np.asarray(medians, dtype=float))
+    k = logs.size
+    spread = float(np.std(logs, ddof=1))
+    quantile = T_975.get(k - 1)
+    if quantile is None:
+        from scipy.stats import t
+        quantile = float(t.ppf(0.975, k - 1))
+    half = quantile * spread * math.sqrt(2 * MEDIAN_VARIANCE / k)
+    return figure * math.exp(-half), figure * math.exp(half)
 
 
 def group_medians(samples: Sequence[float] | np.ndarray, groups: Sequence[int]

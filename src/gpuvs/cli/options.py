@@ -92,10 +92,10 @@ ColdOpt = Annotated[bool, typer.Option(
 PassesOpt = Annotated[int | None, typer.Option(
     "--passes", metavar="N",
     help="Sample each case in N processes, in turns, each a fresh worker with 1/N of the "
-         "budget, and summarise over them (each process's median, the CI covering every "
-         "one), so that the CI covers what a new process gives. Default: 5 on a machine "
-         "with a GPU, 2 without; a case longer than 200 µs whose first two processes "
-         "agree takes two. 1 for one process.")]
+         "budget, and summarise over them (the median of the processes' medians; from 3 "
+         "processes the CI reaches where a repeat's figure may land). Default: 5 on a "
+         "machine with a GPU, 2 without; a GPU call of 200 µs or more with its data "
+         "resident, whose first two processes agree, takes two. 1 for one process.")]
 ResumeOpt = Annotated[str | None, typer.Option(
     "--resume", metavar="RUN_ID|latest",
     help="Finish an interrupted run: skip its recorded cases, run the rest. `latest`: the "

@@ -28,7 +28,7 @@ from gpuvs.execute.wire import Again, Measured, Message, Observe, Observed, Prel
 from gpuvs.machine import energy, memory
 from gpuvs.machine.energy import EnergyOptions
 from gpuvs.measuring import caveats
-from gpuvs.model import REPEAT_SPREAD, Case, Caveat, Measurement, Params, Status
+from gpuvs.model import REPEAT_SPREAD, Case, Caveat, Measurement, Params, Status, on_gpu
 
 # A fresh worker imports its framework and initialises the device before its first case.
 # A case whose call took longer than this (a seconds-long Jacobian) is sampled in one
@@ -40,9 +40,13 @@ DEFAULT_PASS_OVERHEAD_S = 0.3
 # How much the countdown trusts the plan's estimate before the run has shown its pace:
 # as if this share of the estimate had already run as estimated (`Pace.prior_s`).
 PACE_PRIOR_SHARE = 0.1
-# A case is sampled in more than two processes where its call is shorter than this (the
-# host issuing it sets its pace, and the host's pace is decided per process) or where its
-# processes' medians so far lie further apart than PROCESSES_AGREE.
+# A case is sampled in more than two processes unless the device sets its pace: a GPU
+# case with its data resident, whose call takes at least this long and whose processes'
+# medians so far lie within PROCESSES_AGREE. Where the host sets the pace — a short GPU
+# call, copies, every CPU case — its pace is decided per process, and two processes that
+# agree say nothing of a third: on two runs of one H100 (2026-11-27) the cases stopped at
+# two agreeing processes (NumPy's 512² and 1024² products, torch's 1024² on the CPU, a
+# 512² product end to end) held the other run's figure in none of four.
 MORE_PROCESSES_BELOW_S = 200e-6
 PROCESSES_AGREE = 0.02
 # Counters of what the parent waited for a case, which merged passes add up.
@@ -386,9 +390,8 @@ def complete(m: Measurement, passes: int) -> bool:
 
 def _again(m: Measurement) -> bool:
     """Whether a case is measured again in the next pass, in a process of its own. Every
-    case that can afford it runs in two; a third and later only where the processes may
-    set its speed: a call short enough that the host issuing it decides its pace (the
-    regimes per process were seen on launch-bound loops), or processes that disagreed."""
+    case that can afford it runs in two; a third and later unless the device sets its
+    pace (see MORE_PROCESSES_BELOW_S)."""
     # What the case cost: the worker's whole case where it says, else its samples' time
     # (the user's own code, timed in its own process, does not say).
     cost = m.counters.get("case_s", sum(m.samples) * m.loops)
@@ -397,8 +400,9 @@ def _again(m: Measurement) -> bool:
         return False
     if len(m.passes) < 2 or m.summary is None:
         return True
-    return (m.summary.median < MORE_PROCESSES_BELOW_S
-            or m.counters.get("passes_apart", 0.0) > PROCESSES_AGREE)
+    device_paced = (on_gpu(m.case.device) and m.case.param("data") != "end_to_end"
+                    and m.summary.median >= MORE_PROCESSES_BELOW_S)
+    return not device_paced or m.counters.get("passes_apart", 0.0) > PROCESSES_AGREE
 
 
 def merged(first: Measurement, later: Measurement) -> Measurement:
