@@ -123,3 +123,24 @@ def test_the_default_count_of_processes_follows_the_machine(monkeypatch) -> None
     assert RunConfig().passes == PASSES_WITH_GPU
     monkeypatch.setattr(base, "machine_has_gpu", lambda: False)
     assert RunConfig().passes == PASSES_WITHOUT_GPU == 2
+
+
+def test_two_runs_of_the_same_code_compare_over_their_processes_without_a_false_verdict(
+        ) -> None:
+    """The one-thread CPU probe of two runs on one H100: A's five processes in both
+    groups, B's all in the fast one. Welch's t alone read B "faster" (0.69 [0.50, 0.95]);
+    over processes worst to worst, the ratio's interval holds 1."""
+    a = _processes(349e-6, 244e-6, 381e-6, 362e-6, 250e-6)
+    b = _processes(241e-6, 231e-6, 238e-6, 245e-6, 236e-6)
+    found = stats.ratio_over_processes(b, (40,) * 5, a, (40,) * 5)
+    assert found is not None
+    ratio, low, high = found
+    assert ratio == pytest.approx(238e-6 / 349e-6, rel=0.02) and low < 1 < high
+
+
+def test_processes_that_agree_in_both_runs_give_a_tight_ratio() -> None:
+    a = _processes(*[56.25e-6 * (1 + d) for d in (0, 1e-3, -1e-3, 5e-4, 0)])
+    b = _processes(*[55.96e-6 * (1 + d) for d in (0, 1e-3, -1e-3, 5e-4, 0)])
+    ratio, low, high = stats.ratio_over_processes(b, (40,) * 5, a, (40,) * 5) or (0, 0, 0)
+    assert high - low < 0.01 and low <= ratio <= high
+    assert stats.ratio_over_processes(b, (100, 100), a, (40,) * 5) is None  # two: no t

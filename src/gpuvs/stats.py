@@ -189,6 +189,41 @@ def repeat_interval(medians: Sequence[float], figure: float) -> tuple[float, flo
     return figure * math.exp(-half), figure * math.exp(half)
 
 
+def ratio_over_processes(numerator: Sequence[float], numerator_groups: Sequence[int],
+                         denominator: Sequence[float], denominator_groups: Sequence[int]
+                         ) -> tuple[float, float, float] | None:
+    """Two cases each sampled in REPEAT_FROM_PROCESSES processes or more: the ratio of
+    their figures (each the median of its processes' medians) with a 95 % interval over
+    processes — Welch's t on the logarithms of the processes' medians, each side's
+    figure varying as a median of K (MEDIAN_VARIANCE), and never narrower than the two
+    sides' processes allow worst to worst (B's slowest over A's fastest, and the other
+    way): processes in two groups break Welch's normal logarithms, and a run whose five
+    processes all fell in the fast group read "faster" against one of the same code on
+    an H100. Two runs' own intervals, each reaching where the other run may land, would
+    count the repeat twice. None where either side has fewer processes: its interval is
+    all there is to go on."""
+    a = group_medians(np.asarray(numerator, dtype=float), numerator_groups)
+    b = group_medians(np.asarray(denominator, dtype=float), denominator_groups)
+    if min(len(a), len(b)) < REPEAT_FROM_PROCESSES:
+        return None
+    la, lb = np.log(a), np.log(b)
+    va, vb = (MEDIAN_VARIANCE * float(np.var(x, ddof=1)) / x.size for x in (la, lb))
+    centre = float(np.log(np.median(a)) - np.log(np.median(b)))
+    half = 0.0
+    if va + vb > 0:
+        # Welch–Satterthwaite degrees of freedom, rounded down: the table's quantile is
+        # then never smaller than the exact one.
+        df = (va + vb) ** 2 / (va ** 2 / (la.size - 1) + vb ** 2 / (lb.size - 1))
+        quantile = T_975.get(max(1, int(df)))
+        if quantile is None:
+            from scipy.stats import t
+            quantile = float(t.ppf(0.975, df))
+        half = quantile * math.sqrt(va + vb)
+    low = min(math.exp(centre - half), min(a) / max(b))
+    high = max(math.exp(centre + half), max(a) / min(b))
+    return math.exp(centre), low, high
+
+
 def group_medians(samples: Sequence[float] | np.ndarray, groups: Sequence[int]
                   ) -> list[float]:
     """The median of each consecutive group of `samples` (`split_groups`)."""

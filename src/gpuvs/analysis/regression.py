@@ -47,7 +47,7 @@ import numpy as np
 from gpuvs import stats
 from gpuvs.analysis import calibration
 from gpuvs.analysis.roofline import busy_seconds
-from gpuvs.model import Caveat, Measurement, Status
+from gpuvs.model import REPEAT_SPREAD, Caveat, Measurement, Status
 
 DEFAULT_THRESHOLD = 0.05
 # How far apart two runs put the median of a GPU case whose time is the host's (the GPU
@@ -193,21 +193,32 @@ def noise_floor(m: Measurement) -> float:
 
 def change(a: Measurement, b: Measurement, threshold: float = DEFAULT_THRESHOLD,
            statistic: str = "median") -> Change:
-    """B against A for one case (both must have samples). For the median, the ratio's
-    interval is never narrower than the two cases' own intervals allow (B's over A's,
-    worst to worst): those cover each case's passes, each a fresh process, and the
-    run-to-run spread of its timer (`model.REPEAT_SPREAD`), which a bootstrap of the
-    pooled samples cannot see. And it is never narrower than ± the run-to-run spread
-    measured on cases of its kind (`noise_floor`): a GPU case the host sets the pace of
-    moves 15 % between runs at the median, more than any one run's passes show."""
+    """B against A for one case (both must have samples). For the median, the ratio is
+    of the two figures (each the median of its processes' medians), and its interval
+    is over processes: where both sides were sampled in three processes or more,
+    Welch's t over their processes' medians (`stats.ratio_over_processes`); else never
+    narrower than the two cases' own intervals allow (B's over A's, worst to worst), which
+    cover each case's passes. Either way never narrower than the run-to-run spread of its
+    timer (`model.REPEAT_SPREAD`), which a bootstrap of the pooled samples cannot see,
+    nor than ± the run-to-run spread measured on cases of its kind (`noise_floor`): a GPU
+    case the host sets the pace of moved 15 % between two-process runs at the median."""
     ratio, low, high = stats.ratio_ci(b.samples, a.samples, statistic=statistic)
+    f = stats.STATISTICS[statistic]
+    fa, fb = float(f(a.samples)), float(f(b.samples))
     sa, sb = a.summary, b.summary
     if statistic == "median" and sa is not None and sb is not None and sa.ci_low > 0:
-        low, high = min(low, sb.ci_low / sa.ci_high), max(high, sb.ci_high / sa.ci_low)
+        fa, fb, ratio = sa.median, sb.median, sb.median / sa.median
+        over = stats.ratio_over_processes(b.samples, b.passes, a.samples, a.passes)
+        if over is not None:  # it holds the samples' own noise: each process's median does
+            low, high = over[1], over[2]
+        else:
+            low = min(low, ratio, sb.ci_low / sa.ci_high)
+            high = max(high, ratio, sb.ci_high / sa.ci_low)
+    timer = max(REPEAT_SPREAD.get(a.timer, 0.0), REPEAT_SPREAD.get(b.timer, 0.0))
+    low, high = min(low, ratio / (1 + timer)), max(high, ratio * (1 + timer))
     floor = max(noise_floor(a), noise_floor(b))
     low, high = min(low, ratio / (1 + floor)), max(high, ratio * (1 + floor))
     _, p = stats.mann_whitney_u(b.samples, a.samples)
-    f = stats.STATISTICS[statistic]
     contended = Caveat.CONTENDED in a.caveats or Caveat.CONTENDED in b.caveats
     word = verdict(low, high, threshold)
     if contended and word in ("slower", "faster"):
@@ -215,8 +226,8 @@ def change(a: Measurement, b: Measurement, threshold: float = DEFAULT_THRESHOLD,
     c = a.case
     series = " ".join([*([c.variant] if c.variant != "correct" else []), c.backend, c.device,
                        c.dtype, *(f"{k}={v}" for k, v in c.params)])
-    return Change(c.key, c.workload, series, c.size, float(f(a.samples)), float(f(b.samples)),
-                  ratio, low, high, p, word, contended,
+    return Change(c.key, c.workload, series, c.size, fa, fb, ratio, low, high, p, word,
+                  contended,
                   c.users_code and a.workload_version != b.workload_version, word)
 
 
