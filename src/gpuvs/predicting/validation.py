@@ -80,9 +80,11 @@ class ErrorRow:
 
 
 def judged(measurements: Iterable[Measurement]) -> list[Measurement]:
-    """The GPU cases a validation judges: finished, timed per call, not a replay."""
+    """The GPU cases a validation judges: finished, timed per call, not a replay, nor a
+    probe of its run's calibration (it describes the machine, as the profile does)."""
     return [m for m in measurements if m.case.device != "cpu" and m.status is Status.OK
-            and m.summary is not None and m.case.variant != "as_written"]
+            and m.summary is not None and m.case.variant != "as_written"
+            and not m.case.calibrates]
 
 
 def residuals_of(measurements: Iterable[Measurement], profile: Profile, runs: Sequence[str],
