@@ -145,12 +145,11 @@ def _dry_run_or_confirm(config: RunConfig, dry_run: bool, yes: bool, store: SqlS
     or the one at `db` if it exists: a dry run creates none) and ends the command; a plan
     too large needs --yes (a resumed run was confirmed when it started)."""
     from gpuvs.jobs.suite import calibrated
-    cases = plan.expand(config)
+    measured = calibrated(plan.expand(config))  # what the run measures: the count it says
     if dry_run:
-        measured = calibrated(cases)
         print_plan(measured, config, plan_estimate(measured, config, store, db))
         raise typer.Exit(0)
-    plan.confirm(cases, yes)
+    plan.confirm(measured, yes)
 
 
 def _execute(store: SqlStore, config: RunConfig, resumed: Any, json_path: Path | None,
