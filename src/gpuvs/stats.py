@@ -170,6 +170,16 @@ def split_groups(samples: Sequence[float] | np.ndarray, groups: Sequence[int]
     return np.split(a, np.cumsum(groups)[:-1])
 
 
+def t_975(df: float) -> float:
+    """Student's t at 97.5 % for `df` degrees of freedom: T_975's, at `df` rounded down
+    (never smaller than the exact quantile), where the table holds it; else SciPy's."""
+    found = T_975.get(max(1, int(df)))
+    if found is not None:
+        return found
+    from scipy.stats import t
+    return float(t.ppf(0.975, df))
+
+
 def repeat_interval(medians: Sequence[float], figure: float) -> tuple[float, float]:
     """Where another run's figure (the median of its own processes' medians) lands, 95 %
     of the time, around this run's `figure`: a Student-t prediction interval on the
@@ -181,11 +191,7 @@ def repeat_interval(medians: Sequence[float], figure: float) -> tuple[float, flo
     logs = np.log(np.asarray(medians, dtype=float))
     k = logs.size
     spread = float(np.std(logs, ddof=1))
-    quantile = T_975.get(k - 1)
-    if quantile is None:
-        from scipy.stats import t
-        quantile = float(t.ppf(0.975, k - 1))
-    half = quantile * spread * math.sqrt(2 * MEDIAN_VARIANCE / k)
+    half = t_975(k - 1) * spread * math.sqrt(2 * MEDIAN_VARIANCE / k)
     return figure * math.exp(-half), figure * math.exp(half)
 
 
@@ -211,14 +217,9 @@ def ratio_over_processes(numerator: Sequence[float], numerator_groups: Sequence[
     centre = float(np.log(np.median(a)) - np.log(np.median(b)))
     half = 0.0
     if va + vb > 0:
-        # Welch–Satterthwaite degrees of freedom, rounded down: the table's quantile is
-        # then never smaller than the exact one.
+        # Welch–Satterthwaite degrees of freedom
         df = (va + vb) ** 2 / (va ** 2 / (la.size - 1) + vb ** 2 / (lb.size - 1))
-        quantile = T_975.get(max(1, int(df)))
-        if quantile is None:
-            from scipy.stats import t
-            quantile = float(t.ppf(0.975, df))
-        half = quantile * math.sqrt(va + vb)
+        half = t_975(df) * math.sqrt(va + vb)
     low = min(math.exp(centre - half), min(a) / max(b))
     high = max(math.exp(centre + half), max(a) / min(b))
     return math.exp(centre), low, high

@@ -214,9 +214,8 @@ def change(a: Measurement, b: Measurement, threshold: float = DEFAULT_THRESHOLD,
         else:
             low = min(low, ratio, sb.ci_low / sa.ci_high)
             high = max(high, ratio, sb.ci_high / sa.ci_low)
-    timer = max(REPEAT_SPREAD.get(a.timer, 0.0), REPEAT_SPREAD.get(b.timer, 0.0))
-    low, high = min(low, ratio / (1 + timer)), max(high, ratio * (1 + timer))
-    floor = max(noise_floor(a), noise_floor(b))
+    floor = max(noise_floor(a), noise_floor(b), REPEAT_SPREAD.get(a.timer, 0.0),
+                REPEAT_SPREAD.get(b.timer, 0.0))
     low, high = min(low, ratio / (1 + floor)), max(high, ratio * (1 + floor))
     _, p = stats.mann_whitney_u(b.samples, a.samples)
     contended = Caveat.CONTENDED in a.caveats or Caveat.CONTENDED in b.caveats
