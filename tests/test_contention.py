@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 
+import psutil
 import pytest
 from tests.test_runner import Collected
 
 from gpuvs.config import RunConfig
 from gpuvs.execute.runner import execute
-from gpuvs.machine import contention
+from gpuvs.machine import contention, sensors
 from gpuvs.machine.contention import Snapshot
 from gpuvs.model import Case, Caveat, Status
 
@@ -109,3 +111,61 @@ def test_a_load_begun_just_before_the_run_is_named_though_the_load_average_lags(
             h.wait()
     assert line is not None and line.startswith("this machine is busy: other processes took ")
     assert contention.busy_line(since=contention.snapshot()) is None  # an instant: no evidence
+
+
+def _busy(seconds: float) -> None:
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
+
+
+def _hogs(n: int) -> list[subprocess.Popen[bytes]]:
+    """`n` other processes at full speed. They are reaped only after the watch has read
+    the CPU times: a reaped child's time counts as this process's own."""
+    return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
+
+
+def _stop(hogs: list[subprocess.Popen[bytes]]) -> None:
+    for h in hogs:
+        h.kill()
+
+
+def _reap(hogs: list[subprocess.Popen[bytes]]) -> None:
+    for h in hogs:
+        h.kill()
+        h.wait()
+
+
+def test_what_others_ran_before_the_sampling_began_is_not_contention() -> None:
+    """A thread pool of the case measured just before, in another process, spinning on
+    while this case builds its inputs, takes nothing from its samples."""
+    cores = psutil.cpu_count() or 1
+    watch = sensors.Contention(demand=cores)
+    watch.case_started()
+    hogs = _hogs(cores)
+    try:
+        _busy(0.6)  # inputs built, first call, warm-up: none of it timed
+        _stop(hogs)
+        time.sleep(0.05)
+        watch.sampling_started()
+        _busy(0.6)
+        watch.sampling_ended(calls=1)
+        seen = watch.case_ended()
+    finally:
+        _reap(hogs)
+    assert Caveat.CONTENDED not in seen.caveats, seen.counters
+
+
+def test_what_others_ran_while_the_samples_were_taken_is() -> None:
+    cores = psutil.cpu_count() or 1
+    watch = sensors.Contention(demand=cores)
+    watch.case_started()
+    watch.sampling_started()
+    hogs = _hogs(cores)
+    try:
+        _busy(0.6)
+        watch.sampling_ended(calls=1)
+        seen = watch.case_ended()
+    finally:
+        _reap(hogs)
+    assert Caveat.CONTENDED in seen.caveats, seen.counters

@@ -191,6 +191,18 @@ def test_two_groups_of_samples_are_measured_again_longer_and_then_named() -> Non
 
 
 @pytest.mark.usefixtures("worker_env")
+def test_two_groups_in_a_case_sampled_by_three_processes_are_left_to_the_processes() -> None:
+    """Three times the budget in each of five processes was most of a GPU run's time;
+    where other processes sample the case, they are where a repeat looks."""
+    sink = Collected()
+    execute(sink, [case("test_bimodal", 3000)], RunConfig(budget_s=0.6, timeout_s=60,
+                                                          passes=3))
+    (m,) = sink.saved
+    assert m.status is Status.OK and "remeasured" not in m.counters
+    assert len(m.passes) == 3
+
+
+@pytest.mark.usefixtures("worker_env")
 def test_a_second_pass_in_fresh_processes_merges_its_samples_and_replays_run_once() -> None:
     """A CI from one process covers only that process; two passes, each in its own
     workers, put both in the samples. A post's replay is its single timing: run once."""

@@ -72,3 +72,10 @@ def test_a_runs_budget_is_shared_over_its_passes_in_one_place() -> None:
 def test_fixed_loops_make_every_sample_hold_exactly_that_many_calls() -> None:
     budget = wire.Sampling(0.2, loops=10).budget()
     assert budget.max_loops == 10 and budget.target_sample_s >= 1e6
+
+
+def test_a_budget_shared_by_three_processes_or_more_is_not_stretched_in_one() -> None:
+    alone, two, five = (wire.Sampling(budget_s=1.0).shared(n) for n in (1, 2, 5))
+    assert alone.budget().remeasure and two.budget().remeasure
+    assert not five.budget().remeasure and five.budget().seconds == pytest.approx(0.2)
+    assert wire.decode(wire.encode(wire.Take(CASE, five))) == wire.Take(CASE, five)

@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, TypeVar
 
+from gpuvs import stats
 from gpuvs.machine.energy import NOT_ASKED, EnergyOptions
 from gpuvs.measuring.protocol import Budget
 from gpuvs.model import Case, Measurement
@@ -37,13 +38,19 @@ class Sampling:
     """How to sample one case in one process: `budget_s` seconds of sampling after the
     first call, until `criterion` is met (or at least `min_sampling_s`, an energy
     counter's window), the case's energy watch told `power`, and with `loops` every
-    sample holds exactly that many calls (else the protocol calibrates them)."""
+    sample holds exactly that many calls (else the protocol calibrates them).
+    `processes` is how many processes share the case's budget (`shared`): from
+    `stats.REPEAT_FROM_PROCESSES` on, a case whose samples drift or fall in groups is not
+    sampled again for longer in one process (`Budget.remeasure`) — the other processes
+    are where a repeat looks, and three times the budget in each was most of a GPU run's
+    time (docs/accuracy.md)."""
 
     budget_s: float = 1.0
     criterion: str = "median-ci"
     min_sampling_s: float = 0.0
     power: EnergyOptions = NOT_ASKED
     loops: int | None = None
+    processes: int = 1
 
     @classmethod
     def of(cls, config: Any, passes: int = 1) -> Sampling:
@@ -54,11 +61,13 @@ class Sampling:
 
     def shared(self, parts: int) -> Sampling:
         """This sampling's budget divided over `parts` processes."""
-        return replace(self, budget_s=self.budget_s / max(parts, 1))
+        parts = max(parts, 1)
+        return replace(self, budget_s=self.budget_s / parts, processes=parts)
 
     def budget(self) -> Budget:
         """The protocol's budget for this sampling."""
-        budget = Budget(seconds=self.budget_s, min_sampling_s=self.min_sampling_s)
+        budget = Budget(seconds=self.budget_s, min_sampling_s=self.min_sampling_s,
+                        remeasure=self.processes < stats.REPEAT_FROM_PROCESSES)
         if self.loops is not None:
             return replace(budget, target_sample_s=FIXED_LOOPS_TARGET_S, max_loops=self.loops)
         return budget
@@ -67,6 +76,7 @@ class Sampling:
         p = self.power
         return {"budget_s": self.budget_s, "criterion": self.criterion,
                 "min_sampling_s": self.min_sampling_s, "loops": self.loops,
+                "processes": self.processes,
                 "power": {"asked": p.asked, "idle_w": p.idle_w, "declared_w": p.declared_w}}
 
     @classmethod
@@ -75,7 +85,8 @@ class Sampling:
         return cls(float(d["budget_s"]), str(d["criterion"]), float(d["min_sampling_s"]),
                    EnergyOptions(bool(p.get("asked")), _opt_float(p.get("idle_w")),
                                  _opt_float(p.get("declared_w"))),
-                   None if d.get("loops") is None else int(d["loops"]))
+                   None if d.get("loops") is None else int(d["loops"]),
+                   int(d.get("processes", 1)))
 
 
 def _opt_float(value: Any) -> float | None:

@@ -49,19 +49,33 @@ class Telemetry(Watch):
 
 
 class Contention(Watch):
-    """Other processes' CPU time over the case, against the cores it asked for (`demand`:
-    its threads on the CPU, the one thread that launches work on a GPU)."""
+    """Other processes' CPU time while the case was sampled, against the cores it asked
+    for (`demand`: its threads on the CPU, the one thread that launches work on a GPU).
+
+    The window is the sampling's, not the case's: building inputs, the first call and
+    the warm-up are not timed, and on the H100 host the thread pools of the case just
+    measured in another worker (OpenBLAS's, XLA's) spun on for a moment after it, which
+    took every core while the next case built its inputs. Over the whole case, torch's
+    CPU products at 16 threads read contended in one case in three, each then paused 2 s
+    and measured again, with others taking 0–1 % of the CPU on the second try."""
 
     def __init__(self, demand: float) -> None:
         self.demand = demand
         self.before: contention.Snapshot | None = None
+        self.after: contention.Snapshot | None = None
 
     def case_started(self) -> None:
-        self.before = contention.snapshot()
+        self.before, self.after = contention.snapshot(), None
+
+    def sampling_started(self) -> None:
+        self.before, self.after = contention.snapshot(), None
+
+    def sampling_ended(self, calls: int) -> None:
+        self.after = contention.snapshot()
 
     def case_ended(self) -> Seen:
         assert self.before is not None
-        after = contention.snapshot()
+        after = self.after or contention.snapshot()
         share = contention.others_share(self.before, after, self.demand)
         busy = contention.contended(self.before, after, self.demand)
         return Seen((Caveat.CONTENDED,) if busy else (), {"others_cpu_share": share})

@@ -188,6 +188,9 @@ class Budget:
     max_warmups: int = 50
     target_sample_s: float = 0.002  # one sample ≥ this: far above timer resolution
     max_loops: int = 100_000
+    # Samples that drift or fall in groups are taken again for longer (`Tries.remeasure`);
+    # not where other processes sample the case too (`execute.wire.Sampling.processes`).
+    remeasure: bool = True
 
 
 @dataclass(frozen=True)
@@ -257,7 +260,8 @@ def measure_watched(make: Callable[[], Prepared], case: Case, clock: Clock,
     The watches start before the inputs are built (`make`), hold what they hold while
     the protocol runs, and add their caveats and counters at the end. Samples in two
     groups, or drifting, are taken again on fresh inputs with REMEASURE_BUDGET_FACTOR
-    times the budget (counter `remeasured`): look longer before calling it a number. A
+    times the budget (counter `remeasured`): look longer before calling it a number —
+    unless `budget.remeasure` is off, where other processes sample the case too. A
     case that other processes contended is measured again after CONTENDED_PAUSE_S, at
     most CONTENDED_RETRIES times (counter `contended_retries`); if it stays contended it
     is kept with the caveat; `again()` is told before each new try (a worker tells its
@@ -287,7 +291,7 @@ def _split_measured_again(make: Callable[[], Prepared], case: Case, clock: Clock
     prepared = replace(make(), watches=watches)
     with watches.timing():
         m = measure(prepared, case, clock, new_criterion(), budget)
-    if not Tries().remeasure(m.caveats):
+    if not budget.remeasure or not Tries().remeasure(m.caveats):
         return m, prepared
     del prepared  # its inputs go before the fresh ones are made
     gc.collect()
