@@ -20,7 +20,8 @@
 #   default     the default `gpuvs run`, timed and exported to $OUT/default.json
 #   calibration the GPU tests of the calibration's probes
 #   twice       the first-answer suite on NumPy and torch twice, then check and compare
-#               (TWICE="" for the default run twice; TWICE names its arguments)
+#               (TWICE="" for the default run twice; TWICE names its arguments;
+#               PROFILED=1 keeps each run's parent process's profile, parent-a.prof)
 #   (these run only when named: bash benchmarks/gpu_acceptance.sh energy seed3 …)
 # Outputs go to $OUT (or ./out). From the repository root:
 #   PYTHONPATH=src bash benchmarks/gpu_acceptance.sh [STEP...]
@@ -131,7 +132,8 @@ step_twice() {
   for r in a b; do
     t0=$SECONDS
     # shellcheck disable=SC2086  # TWICE is a list of arguments
-    gpuvs run ${TWICE--b numpy,torch --budget 0.3} --db "$OUT/twice.sqlite" \
+    python3 ${PROFILED:+-m cProfile -o "$OUT/parent-$r.prof"} -m gpuvs run \
+      ${TWICE--b numpy,torch --budget 0.3} --db "$OUT/twice.sqlite" \
       --json "$OUT/twice-$r.json" >"$OUT/twice-$r.txt" 2>&1
     echo "run $r took $((SECONDS - t0)) s"; tail -1 "$OUT/twice-$r.txt"
   done
