@@ -65,3 +65,12 @@ def test_too_few_samples_for_two_stretches_use_the_ordinary_bootstrap() -> None:
     a = [1.0, 1.1, 0.9, 1.05, 0.95, 1.0, 1.02, 0.98, 1.01]
     assert stats.stretch_median_ci(a) is None
     assert stats.honest_median_ci(a) == stats.bootstrap_median_ci(a)
+
+
+def test_a_summary_or_a_ratio_asked_twice_is_computed_once_and_is_the_same() -> None:
+    a, b = [1.0, 1.1, 0.9, 1.05, 0.95] * 20, [2.0, 2.1, 1.9] * 30
+    assert stats.summarize(a, (50, 50)) is stats.summarize(list(a), (50, 50))
+    assert stats.summarize(a, (50, 50), floor_rel=0.2) != stats.summarize(a, (50, 50))
+    assert stats.ratio_ci(a, b) == stats.ratio_ci(a, b)
+    # the same values split otherwise between the two sides are another ratio
+    assert stats.ratio_ci(a + b[:1], b[1:]) != stats.ratio_ci(a, b)

@@ -11,7 +11,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -79,6 +79,33 @@ class Summary:
 
 def summarize(samples: Sequence[float], groups: Sequence[int] = (),
               floor_rel: float = 0.0) -> Summary:
+    """The summary of `samples`, in time order (`_summarize`), computed once in a process
+    for the same samples, groups and floor: a run's parent asked for the summary of each
+    case's merged samples three times a pass, and those bootstraps were a third of a
+    default run's time on an H100 (docs/accuracy.md)."""
+    return _kept(summary_key(samples, groups, floor_rel),
+                 lambda: _summarize(samples, groups, floor_rel))
+
+
+# Results kept in a process by `summarize` and `ratio_ci`, the oldest dropped first: more
+# than a run's cases and their speedups.
+KEPT_RESULTS = 2048
+_KEPT: dict[str, Any] = {}
+_T = TypeVar("_T")
+
+
+def _kept(key: str, compute: Callable[[], _T]) -> _T:
+    """`compute()`, once per `key` in this process (a pure function of what `key` digests)."""
+    if key not in _KEPT:
+        _KEPT[key] = compute()
+        if len(_KEPT) > KEPT_RESULTS:
+            _KEPT.pop(next(iter(_KEPT)))
+    found: _T = _KEPT[key]
+    return found
+
+
+def _summarize(samples: Sequence[float], groups: Sequence[int] = (),
+               floor_rel: float = 0.0) -> Summary:
     """The summary of `samples`, in time order. `groups` are the lengths of consecutive
     groups taken in separate processes (a case's passes). Over processes the summary is
     hierarchical: the figure is the median of the processes' medians (each process one
@@ -294,7 +321,8 @@ def honest_median_ci(samples: Sequence[float] | np.ndarray, confidence: float = 
     return min(lo, between[0]), max(hi, between[1])
 
 
-def median_ci(samples: Sequence[float], confidence: float = CONFIDENCE) -> tuple[float, float]:
+def median_ci(samples: Sequence[float] | np.ndarray, confidence: float = CONFIDENCE
+              ) -> tuple[float, float]:
     """Distribution-free CI of the median from order statistics (binomial).
 
     Cheap enough to call after every sample, which is what the stopping criterion does;
@@ -324,7 +352,21 @@ def ratio_ci(numerator: Sequence[float], denominator: Sequence[float],
              statistic: str = "median") -> tuple[float, float, float]:
     """Ratio of a statistic (the median by default) with a bootstrap CI: (estimate,
     low, high). Used for speedups: `ratio_ci(cpu_samples, gpu_samples)` > 1 means the GPU
-    is faster; and for changes between runs."""
+    is faster; and for changes between runs. Computed once in a process for the same
+    samples (`_kept`): a default run's tables asked for each speedup two or three times,
+    at about 0.1 s each."""
+    import hashlib
+
+    digest = hashlib.blake2b(np.asarray(numerator, dtype=np.float64).tobytes(), digest_size=12)
+    digest.update(np.asarray(denominator, dtype=np.float64).tobytes())
+    digest.update(repr(("ratio_ci", len(numerator), confidence, resamples, statistic,
+                        BOOTSTRAP_SEED)).encode())
+    return _kept(digest.hexdigest(),
+                 lambda: _ratio_ci(numerator, denominator, confidence, resamples, statistic))
+
+
+def _ratio_ci(numerator: Sequence[float], denominator: Sequence[float], confidence: float,
+              resamples: int, statistic: str) -> tuple[float, float, float]:
     f = STATISTICS[statistic]
     a = np.asarray(numerator, dtype=float)
     b = np.asarray(denominator, dtype=float)

@@ -79,11 +79,12 @@ MIN_SAMPLES_FOR_SHAPE = 10
 
 
 def detect(samples: Sequence[float], first_call_s: float | None,
-           criterion_met: bool) -> tuple[Caveat, ...]:
-    """The caveats that the samples themselves reveal."""
+           criterion_met: bool, summary: stats.Summary | None = None) -> tuple[Caveat, ...]:
+    """The caveats that the samples themselves reveal, from their `summary` where the
+    caller has one (else it is computed: a bootstrap, tens of ms for a thousand samples)."""
     if not samples:
         return ()
-    s = stats.summarize(samples)
+    s = summary or stats.summarize(samples)
     found: list[Caveat] = []
     if s.median > 0 and s.ci_halfwidth_rel > UNSTABLE_CI_REL:
         found.append(Caveat.UNSTABLE)
@@ -134,7 +135,9 @@ def of_passes(samples: Sequence[float], passes: Sequence[int], first_call_s: flo
     an H100, judging the merged samples as one run flagged 77 of 176 cases, 56 of them
     `drifting` across the join of two passes."""
     s = stats.summarize(samples, passes, floor_rel)
-    found: list[Caveat] = [c for c in detect(samples, first_call_s, criterion_met)
+    # the merged samples' own summary would differ only in what is left out here: its
+    # interval (`unstable` is judged over processes below) and the shape of one process
+    found: list[Caveat] = [c for c in detect(samples, first_call_s, criterion_met, s)
              if c not in WITHIN_A_PASS and c is not Caveat.UNSTABLE]
     if s.median > 0 and s.ci_halfwidth_rel > UNSTABLE_CI_REL:
         found.append(Caveat.PROCESS_DEPENDENT if process_dependent(samples, passes)
@@ -145,9 +148,10 @@ def of_passes(samples: Sequence[float], passes: Sequence[int], first_call_s: flo
 
 def process_dependent(samples: Sequence[float], passes: Sequence[int]) -> bool:
     """Whether the passes, each in a process of its own, disagree beyond what each saw of
-    itself: no pass's median lies inside another pass's own CI."""
+    itself: no pass's median lies inside another pass's own CI (its order-statistic CI:
+    a bootstrap of each pass, at each pass of each case, was seconds of a run's parent)."""
     groups = stats.split_groups(samples, passes)
     medians = [float(np.median(g)) for g in groups]
-    own = [stats.honest_median_ci(g) for g in groups]
+    own = [stats.median_ci(g) for g in groups]
     return len(groups) > 1 and not any(lo <= m <= hi for i, (lo, hi) in enumerate(own)
                                        for j, m in enumerate(medians) if i != j)
