@@ -129,7 +129,7 @@ def test_a_planted_slowdown_on_the_same_machine_still_fails_the_gate(
         assert "cannot judge: " in checked.output, checked.output  # never a pass
         pytest.skip(f"other processes held this machine's CPU through {ATTEMPTS} tries")
     assert checked.output.index("the machines: ") < checked.output.index("case by case")
-    said = re.search(rf"FAILED: 1 case\(s\) slower by more than 10 % with the whole 95 % CI "
+    said = re.search(rf"FAILED: 1 case\(s\) slower by more than 10 % with the whole CI "
                      rf"above it: {CASE} \(([\d.]+)×\)( against the machine's CPU "
                      r"arithmetic, 1 thread \(numpy cpu\) ([\d.]+)×)?", checked.output)
     assert said is not None, checked.output

@@ -268,9 +268,12 @@ def check(
     allow_env_change: AllowEnvOpt = False, db: DbOption = None, fmt: FormatOpt = "plain",
 ) -> None:
     """The CI gate, failing closed. Exit 1 when a case got slower beyond --fail-above with
-    its whole 95 % CI above it; when a case cannot be judged (measured under contention in
-    either run, or ambiguous with its ratio beyond --fail-above); or (unless --allow-failed)
-    when a case of the judged run did not end ok or the run stopped early. Exit 2 when
+    its whole CI above it; when a case cannot be judged (measured under contention in
+    either run, or slower beyond --fail-above by its ratio with its CI above 1 but reaching
+    below it); or (unless --allow-failed) when a case of the judged run did not end ok or
+    the run stopped early. The cases are judged together: each CI is widened so that all
+    hold at 95 % (Bonferroni), and a case whose processes spread wider than --fail-above,
+    with no change the runs can see, passes and is named as not resolved. Exit 2 when
     nothing can be judged: no case in common, or a baseline from another set-up (unless
     --allow-env-change); else 0. Your own functions (run-file, gpuvs.compare, the pytest
     fixture) are judged at a new version of their code, which the output says. What
@@ -331,7 +334,6 @@ def _judged(base: tuple[Any, list[Any]], judged: tuple[Any, list[Any]], gate: An
             allowed: tuple[bool, bool]) -> int:
     """Print the gate's decision — the environments first, what was not compared, the
     table, the verdict — append the verdict to the step summary, return the exit code."""
-    from gpuvs.analysis.regression import unjudged
     from gpuvs.report.documents import check_document
     from gpuvs.report.history import (
         change_table,
@@ -348,7 +350,8 @@ def _judged(base: tuple[Any, list[Any]], judged: tuple[Any, list[Any]], gate: An
     out, clocks = console(), (_clock(a_ms), _clock(b_ms))
     names = (a.run_id, b.run_id)
     said_first, first = _calibration(a_ms, b_ms, list(gate.machine), names)
-    tables = [*first, change_table(gate.changes, gate.threshold, names)]
+    tables = [*first, change_table(gate.changes, gate.threshold, names,
+                                   together=len(gate.changes))]
     verdict = (f"FAILED: {gate.exit_reason}" if gate.verdict == "fail"
                else f"passed: {gate.exit_reason}")
     code = EXIT_FAILED_RUN if gate.verdict == "fail" else 0
@@ -365,11 +368,13 @@ def _judged(base: tuple[Any, list[Any]], judged: tuple[Any, list[Any]], gate: An
         out.print(said(line, fmt), markup=False, highlight=False)
     emit_tables(tables, fmt, out, dict, step_summary=False)
     tail = [f"{b.run_id} against {a.run_id}: {verdict_counts(gate.changes)}"]
-    passing = [c for c in gate.ambiguous if not unjudged(c, gate.threshold)]
-    if passing:
-        tail.append(f"{len(passing)} case(s) ambiguous (the CI straddles "
-                    f"±{100 * gate.threshold:g} %, the ratio within it), not failing: "
-                    + ", ".join(c.key for c in passing))
+    if gate.unresolved:
+        widest = max(c.high / c.ratio - 1 for c in gate.unresolved)
+        tail.append(f"{len(gate.unresolved)} case(s) not resolved at ±{100 * gate.threshold:g} "
+                    "%, not failing: no change the runs can see, but their processes spread "
+                    f"wider (up to ±{100 * widest:.0f} %), so a change that small would pass "
+                    "there unseen; more processes (--passes) narrow them: "
+                    + ", ".join(c.key for c in gate.unresolved))
     tail.append(verdict)
     for line in tail:
         out.print(said(line, fmt), markup=False, highlight=False)

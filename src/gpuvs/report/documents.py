@@ -21,7 +21,16 @@ from typing import Any
 from gpuvs.analysis.calibration import split
 from gpuvs.analysis.ceilings import peak_for
 from gpuvs.analysis.crossover import Crossover, crossovers, group_key
-from gpuvs.analysis.regression import ERROR, FAILED, Change, Gate, Mean, Unmatched, unjudged
+from gpuvs.analysis.regression import (
+    ERROR,
+    FAILED,
+    FAMILY,
+    Change,
+    Gate,
+    Mean,
+    Unmatched,
+    unjudged,
+)
 from gpuvs.analysis.roofline import busy_seconds, findings
 from gpuvs.analysis.speedup import best_cpu_by_size
 from gpuvs.analysis.speedup import of as speedup_of
@@ -252,6 +261,9 @@ def check_document(base: Run, run: Run, gate: Gate, clocks: tuple[str, str] = ("
         cases=[change_record(c) for c in gate.changes],
         cannot_judge=[{"key": c.key, "why": unjudged(c, gate.threshold)}
                       for c in gate.unjudged],
+        judged_together={"cases": len(gate.changes),
+                         "each_confidence": 1 - (1 - FAMILY) / max(len(gate.changes), 1)},
+        unresolved=[c.key for c in gate.unresolved],
         not_measured=[{"key": n.key, "status": n.status, "reason": n.reason or None,
                        "failing": n.failing} for n in gate.not_measured],
         unmatched=[unmatched_record(u) for u in gate.unmatched])

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from gpuvs import units
-from gpuvs.analysis.regression import FAILED, Change, Gate, Mean, Unmatched
+from gpuvs.analysis.regression import FAILED, FAMILY, Change, Gate, Mean, Unmatched
 from gpuvs.machine.env import setup_changes
 from gpuvs.model import Measurement, Run, Status
 from gpuvs.table import Table
@@ -102,9 +102,11 @@ def _read(label: str, read: Any, a: Run, b: Run) -> tuple[str, str, str]:
     return label, str(read(a.environment.facts)), str(read(b.environment.facts))
 
 
-def change_table(changes: Sequence[Change], threshold: float, names: tuple[str, str]
-                 ) -> Table:
-    """Each case, slowest first: A's and B's medians, the ratio, the rank test, the word."""
+def change_table(changes: Sequence[Change], threshold: float, names: tuple[str, str],
+                 together: int = 0) -> Table:
+    """Each case, slowest first: A's and B's medians, the ratio, the rank test, the word;
+    `together`: the number of cases a gate judged as one family, its intervals widened
+    for them (`regression.family_widening`)."""
     order = sorted(changes, key=lambda c: (c.workload, -c.ratio))
     rows = tuple((c.key, units.seconds(c.a), units.seconds(c.b),
                   f"{c.ratio:.3f} [{c.low:.3f}, {c.high:.3f}]", f"{c.p_value:.2g}",
@@ -118,6 +120,10 @@ def change_table(changes: Sequence[Change], threshold: float, names: tuple[str, 
                  notes=(f"slower / faster: the whole CI above {1 + threshold:.3g} / below "
                         f"{1 / (1 + threshold):.3g} (threshold {t:g} %); same: the whole CI "
                         "within them; ambiguous: the CI straddles a threshold", *machine,
+                        *((f"judged together: each CI is {100 * (1 - (1 - FAMILY) / together):.4g} "
+                           f"%, so that all {together} hold at {100 * FAMILY:g} % "
+                           "(Bonferroni): meant to pass a rerun of unchanged code 19 times in 20",)
+                          if together > 1 else ()),
                         "rank test: Mann–Whitney U on the two runs' samples, two-sided"),
                  wrapping=frozenset({"verdict"}))
 
