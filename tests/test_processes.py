@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from gpuvs import stats
-from gpuvs.config import PASSES_WITH_GPU, PASSES_WITHOUT_GPU, RunConfig
+from gpuvs.config import PASSES, RunConfig
 from gpuvs.execute.runner import MORE_PROCESSES_BELOW_S, _again
 from gpuvs.model import Case, Measurement, Status
 from gpuvs.report.layout import regimes_words
@@ -116,13 +116,13 @@ def test_a_failed_case_or_one_too_long_to_sample_twice_runs_once() -> None:
     assert not _again(slow)
 
 
-def test_the_default_count_of_processes_follows_the_machine(monkeypatch) -> None:
+def test_every_machine_samples_a_case_in_five_processes_by_default(monkeypatch) -> None:
+    """A CPU-only box has regimes per process too: two processes are no gate's evidence."""
     from gpuvs.backends import base
 
-    monkeypatch.setattr(base, "machine_has_gpu", lambda: True)
-    assert RunConfig().passes == PASSES_WITH_GPU
-    monkeypatch.setattr(base, "machine_has_gpu", lambda: False)
-    assert RunConfig().passes == PASSES_WITHOUT_GPU == 2
+    for has_gpu in (True, False):
+        monkeypatch.setattr(base, "machine_has_gpu", lambda has=has_gpu: has)
+        assert RunConfig().passes == PASSES == 5
 
 
 def test_two_runs_of_the_same_code_compare_over_their_processes_without_a_false_verdict(

@@ -181,9 +181,10 @@ def test_an_out_of_memory_kill_needs_evidence(tmp_path) -> None:
 
 
 @pytest.mark.usefixtures("worker_env")
-def test_two_groups_of_samples_are_measured_again_longer_and_then_named() -> None:
+def test_two_groups_of_samples_in_one_process_are_measured_again_longer_and_named() -> None:
     sink = Collected()
-    execute(sink, [case("test_bimodal", 3000)], RunConfig(budget_s=0.2, timeout_s=60))
+    execute(sink, [case("test_bimodal", 3000)], RunConfig(budget_s=0.2, timeout_s=60,
+                                                          passes=1))
     (m,) = sink.saved
     assert m.status is Status.OK and m.counters["remeasured"] == 1
     assert Caveat.MULTIMODAL in m.caveats

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -23,21 +23,16 @@ VARIANTS = ("as_written", "correct", "tuned")
 # Python API's keyword arguments (`gpuvs.measure(budget_s=…)`).
 FLAGS = {"budget_s": "--budget", "timeout_s": "--timeout", "cpu_watts": "--cpu-watts"}
 MAX_PASSES = 8
-# How many processes each case's samples come from by default (its passes), chosen by the
-# machine: where a GPU is, five — on the H100 VMs a launch-bound loop's speed is decided
-# per process, in two groups, the slower holding about two processes in five; five
-# processes all land in one group 9 % of the time, two processes 52 % (docs/accuracy.md,
-# "Samples from many processes"). A machine without a GPU keeps two: nothing there has
-# shown regimes per process, and each process more costs every case its set-up again.
-PASSES_WITH_GPU = 5
-PASSES_WITHOUT_GPU = 2
+# How many processes each case's samples come from by default (its passes), on every
+# machine: on the H100 VMs a launch-bound loop's speed is decided per process, in two
+# groups, the slower holding about two processes in five; five processes all land in one
+# group 9 % of the time, two processes 52 % (docs/accuracy.md, "Samples from many
+# processes"). The 2-core CPU box showed the same (ten `x * 1.0001` on 10⁴ elements: about
+# 41 µs a call in 4 of 12 fresh processes, 58–66 µs in 8), so a machine without a GPU
+# samples in five too: with two, a rerun of unchanged code read 1.38× slower.
+PASSES = 5
 
 
-def default_passes() -> int:
-    """The processes a case is sampled in on this machine (`PASSES_WITH_GPU` where an NVIDIA
-    device shows, else `PASSES_WITHOUT_GPU`), found without importing a framework."""
-    from gpuvs.backends.base import machine_has_gpu
-    return PASSES_WITH_GPU if machine_has_gpu() else PASSES_WITHOUT_GPU
 # The longest a case may sample (--budget) or run (--timeout): a week. Past it a number of
 # seconds is a typo, and 1e10 once overflowed the deadline's timestamp and left the run
 # `running` (OverflowError: timestamp out of range).
@@ -74,7 +69,7 @@ class RunConfig:
     criterion: str = "median-ci"
     cold: bool = False                  # flush caches before every timed call
     # each case sampled in this many processes, in turns (the plan again in fresh workers)
-    passes: int = field(default_factory=default_passes)
+    passes: int = PASSES
     axes: tuple[str, ...] = ()          # NAME=VALUE: only cases whose parameter has it
     energy: bool = False                # sample each case long enough for an energy figure
     cpu_watts: float | None = None      # a CPU power the user declares (never measured)

@@ -39,9 +39,9 @@ ADVICE: dict[Caveat, str] = {
     Caveat.DRIFTING: "the samples moved during the run (the first and last stretches "
                      "differ); it was measured again with three times the budget and "
                      "kept moving: warm the machine up or pin its clocks",
-    Caveat.PROCESS_DEPENDENT: "the two passes, each in a fresh process, gave medians further "
-                              "apart than either pass's own interval, and the interval that "
-                              "covers both is wider than ±5 %: the process itself (where its "
+    Caveat.PROCESS_DEPENDENT: "the passes, each in a fresh process, gave medians further "
+                              "apart than each pass's own interval, and the interval that "
+                              "covers them is wider than ±5 %: the process itself (where its "
                               "allocator put the data, the host's state when it started) "
                               "sets this number; a repeat may land anywhere in the interval",
     Caveat.THINNED: "the file or store held more samples of this case than gpuvs reads "
