@@ -15,7 +15,7 @@ from gpuvs.config import RunConfig
 from gpuvs.execute.runner import execute
 from gpuvs.machine import contention, sensors
 from gpuvs.machine.contention import Snapshot
-from gpuvs.model import Case, Caveat, Status
+from gpuvs.model import Case, Caveat, Measurement, Status
 
 START = Snapshot(wall_s=0.0, machine_busy_s=0.0, own_s=0.0)
 
@@ -169,3 +169,27 @@ def test_what_others_ran_while_the_samples_were_taken_is() -> None:
     finally:
         _reap(hogs)
     assert Caveat.CONTENDED in seen.caveats, seen.counters
+
+
+def test_processes_too_short_to_show_contention_alone_show_it_together() -> None:
+    """Five processes of 0.06 s each on two cores, two busy loops beside them: each window
+    is within the ticks' miscount, the five together are not."""
+    assert not contention.evidence(0.08, 0.12, cores=2)
+    assert contention.evidence(5 * 0.08, 5 * 0.12, cores=2, windows=5)
+    assert not contention.evidence(5 * 0.005, 5 * 0.12, cores=2, windows=5)  # a tick or two
+
+
+def test_a_case_merged_from_its_processes_is_contended_where_they_add_up_to_it() -> None:
+    from gpuvs.execute.runner import merged
+
+    case = Case("elementwise", "correct", "numpy", "cpu", "float32", 1000, (("op", "scale"),))
+    each = {"others_cpu_s": 0.08, "asked_cpu_s": 0.12}
+    first = Measurement(case, Status.OK, samples=(1e-6,) * 20, counters=each)
+    m = first
+    for _ in range(4):
+        m = merged(m, Measurement(case, Status.OK, samples=(1e-6,) * 20, counters=each))
+    assert Caveat.CONTENDED in m.caveats and m.counters["others_cpu_s"] == pytest.approx(0.4)
+    assert m.counters["others_cpu_share"] == pytest.approx(0.4 / 0.6)
+    quiet = {"others_cpu_s": 0.001, "asked_cpu_s": 0.12}
+    calm = Measurement(case, Status.OK, samples=(1e-6,) * 20, counters=quiet)
+    assert Caveat.CONTENDED not in merged(calm, calm).caveats

@@ -25,7 +25,7 @@ from gpuvs.execute.observe import observations
 from gpuvs.execute.policy import OutOfMemorySeries
 from gpuvs.execute.supervisor import STARTUP_ALLOWANCE_S, Child
 from gpuvs.execute.wire import Again, Measured, Message, Observe, Observed, Preload, Sampling, Take
-from gpuvs.machine import energy, memory
+from gpuvs.machine import contention, energy, memory
 from gpuvs.machine.energy import EnergyOptions
 from gpuvs.measuring import caveats
 from gpuvs.model import REPEAT_SPREAD, Case, Caveat, Measurement, Params, Status, on_gpu
@@ -49,8 +49,10 @@ PACE_PRIOR_SHARE = 0.1
 # 512² product end to end) held the other run's figure in none of four.
 MORE_PROCESSES_BELOW_S = 200e-6
 PROCESSES_AGREE = 0.02
-# Counters of what the parent waited for a case, which merged passes add up.
-SUMMED_COUNTERS = ("runner_s", "start_s", "contended_retries", "paused_s")
+# Counters of what the parent waited for a case, and of the CPU others took from its
+# sampling and it asked for, which merged passes add up.
+SUMMED_COUNTERS = ("runner_s", "start_s", "contended_retries", "paused_s", "others_cpu_s",
+                   "asked_cpu_s")
 
 
 class Recorder(Protocol):
@@ -413,8 +415,10 @@ def merged(first: Measurement, later: Measurement) -> Measurement:
     the larger), and the caveats of both (`caveats.of_passes`: a shape as a pass saw
     it, never one made by laying two passes end to end). What the parent waited for the
     case (`runner_s`, `start_s`) adds up over its passes: what the case cost the run,
-    which a later plan's estimate reads. A later pass that failed is the case's outcome:
-    a number that could not be taken again is not kept."""
+    which a later plan's estimate reads; so does the CPU others took from its sampling,
+    and the case is contended where its processes together show it (`_contended`): each
+    process's window alone may be too short to. A later pass that failed is the case's
+    outcome: a number that could not be taken again is not kept."""
     if later.status is not Status.OK:
         return later
     samples = (*first.samples, *later.samples)
@@ -428,6 +432,9 @@ def merged(first: Measurement, later: Measurement) -> Measurement:
              if k.startswith("peak_")}  # the first pass also built the reference
     waited = {k: first.counters[k] + later.counters[k] for k in SUMMED_COUNTERS
               if k in first.counters and k in later.counters}
+    found = _contended(found, waited, len(passes))
+    if waited.get("asked_cpu_s"):
+        waited["others_cpu_share"] = min(waited["others_cpu_s"] / waited["asked_cpu_s"], 1.0)
     return replace(first, samples=samples, passes=passes,
                    wall_samples=(*first.wall_samples, *later.wall_samples),
                    warmups=first.warmups + later.warmups,
@@ -435,6 +442,20 @@ def merged(first: Measurement, later: Measurement) -> Measurement:
                              "passes": float(len(passes)),
                              "passes_apart": max(medians) / min(medians) - 1},
                    caveats=found)
+
+
+def _contended(found: tuple[Caveat, ...], summed: Mapping[str, float], windows: int
+               ) -> tuple[Caveat, ...]:
+    """`found`, and `contended` where the CPU others took from the case's processes,
+    added up, is contention (`contention.evidence`)."""
+    import psutil
+
+    taken, asked = summed.get("others_cpu_s"), summed.get("asked_cpu_s")
+    if Caveat.CONTENDED in found or taken is None or asked is None:
+        return found
+    if contention.evidence(taken, asked, psutil.cpu_count() or 1, windows):
+        return (*found, Caveat.CONTENDED)
+    return found
 
 
 def _precheck(case: Case) -> Measurement | None:

@@ -78,7 +78,9 @@ class Contention(Watch):
         after = self.after or contention.snapshot()
         share = contention.others_share(self.before, after, self.demand)
         busy = contention.contended(self.before, after, self.demand)
-        return Seen((Caveat.CONTENDED,) if busy else (), {"others_cpu_share": share})
+        taken, asked = contention.cpu_taken(self.before, after, self.demand)
+        return Seen((Caveat.CONTENDED,) if busy else (),
+                    {"others_cpu_share": share, "others_cpu_s": taken, "asked_cpu_s": asked})
 
 
 class Held(Watch):
