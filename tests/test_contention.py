@@ -193,3 +193,21 @@ def test_a_case_merged_from_its_processes_is_contended_where_they_add_up_to_it()
     quiet = {"others_cpu_s": 0.001, "asked_cpu_s": 0.12}
     calm = Measurement(case, Status.OK, samples=(1e-6,) * 20, counters=quiet)
     assert Caveat.CONTENDED not in merged(calm, calm).caveats
+
+
+def test_a_sampling_too_short_to_show_anything_is_judged_over_the_whole_case() -> None:
+    """A steady call meets its criterion in 20 ms: no window that short holds evidence,
+    so the case's own window, busy loops and all, is read instead."""
+    cores = psutil.cpu_count() or 1
+    watch = sensors.Contention(demand=cores)
+    watch.case_started()
+    hogs = _hogs(cores + 1)
+    try:
+        _busy(0.6)
+        watch.sampling_started()
+        _busy(0.01)
+        watch.sampling_ended(calls=1)
+        seen = watch.case_ended()
+    finally:
+        _reap(hogs)
+    assert Caveat.CONTENDED in seen.caveats, seen.counters

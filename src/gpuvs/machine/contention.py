@@ -82,6 +82,16 @@ def evidence(taken_s: float, asked_s: float, cores: int, windows: int = 1) -> bo
     return asked_s > 0 and taken_s >= noise and taken_s / asked_s > OTHERS_SHARE
 
 
+def can_show(before: Snapshot, after: Snapshot, cores: int | None = None) -> bool:
+    """Whether a window this long could hold evidence of contention at all: other
+    processes on every core for all of it would take more than the ticks' miscount."""
+    import psutil
+
+    cores = cores or psutil.cpu_count() or 1
+    wall = after.wall_s - before.wall_s
+    return cores * wall >= max(OTHERS_MIN_S, TICK_NOISE_S_PER_CORE * cores)
+
+
 def cpu_taken(before: Snapshot, after: Snapshot, demand: float, cores: int | None = None
               ) -> tuple[float, float]:
     """Other processes' CPU seconds taken from the case and the CPU seconds it asked for

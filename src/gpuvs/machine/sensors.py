@@ -57,15 +57,19 @@ class Contention(Watch):
     measured in another worker (OpenBLAS's, XLA's) spun on for a moment after it, which
     took every core while the next case built its inputs. Over the whole case, torch's
     CPU products at 16 threads read contended in one case in three, each then paused 2 s
-    and measured again, with others taking 0–1 % of the CPU on the second try."""
+    and measured again, with others taking 0–1 % of the CPU on the second try. A
+    sampling too short for the kernel's ticks to show anything (a steady call that met
+    its criterion in 20 ms) is judged over the whole case instead."""
 
     def __init__(self, demand: float) -> None:
         self.demand = demand
+        self.started: contention.Snapshot | None = None
         self.before: contention.Snapshot | None = None
         self.after: contention.Snapshot | None = None
 
     def case_started(self) -> None:
-        self.before, self.after = contention.snapshot(), None
+        self.started = self.before = contention.snapshot()
+        self.after = None
 
     def sampling_started(self) -> None:
         self.before, self.after = contention.snapshot(), None
@@ -74,11 +78,13 @@ class Contention(Watch):
         self.after = contention.snapshot()
 
     def case_ended(self) -> Seen:
-        assert self.before is not None
-        after = self.after or contention.snapshot()
-        share = contention.others_share(self.before, after, self.demand)
-        busy = contention.contended(self.before, after, self.demand)
-        taken, asked = contention.cpu_taken(self.before, after, self.demand)
+        assert self.started is not None and self.before is not None
+        before, after = self.before, self.after or contention.snapshot()
+        if not contention.can_show(before, after):
+            before, after = self.started, contention.snapshot()
+        share = contention.others_share(before, after, self.demand)
+        busy = contention.contended(before, after, self.demand)
+        taken, asked = contention.cpu_taken(before, after, self.demand)
         return Seen((Caveat.CONTENDED,) if busy else (),
                     {"others_cpu_share": share, "others_cpu_s": taken, "asked_cpu_s": asked})
 
