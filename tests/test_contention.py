@@ -15,6 +15,7 @@ from gpuvs.config import RunConfig
 from gpuvs.execute.runner import execute
 from gpuvs.machine import contention, sensors
 from gpuvs.machine.contention import Snapshot
+from gpuvs.measuring.watch import Seen
 from gpuvs.model import Case, Caveat, Measurement, Status
 
 START = Snapshot(wall_s=0.0, machine_busy_s=0.0, own_s=0.0)
@@ -136,38 +137,39 @@ def _reap(hogs: list[subprocess.Popen[bytes]]) -> None:
         h.wait()
 
 
+def _seen(before_s: float, sampling_s: float, hogs: int, hogs_from: str = "case",
+          hogs_until: str = "end") -> Seen:
+    """What the contention watch saw of a case at every core: `before_s` of the case's own
+    work before its sampling (inputs, first call, warm-up), then `sampling_s` of samples,
+    with `hogs` busy loops from the case's start (or the sampling's) until its end (or
+    the sampling's start)."""
+    watch = sensors.Contention(demand=psutil.cpu_count() or 1)
+    watch.case_started()
+    running = _hogs(hogs) if hogs_from == "case" else []
+    try:
+        _busy(before_s)
+        if hogs_until == "sampling":
+            _stop(running)
+            time.sleep(0.05)
+        watch.sampling_started()
+        if hogs_from == "sampling":
+            running = _hogs(hogs)
+        _busy(sampling_s)
+        watch.sampling_ended(calls=1)
+        return watch.case_ended()
+    finally:
+        _reap(running)
+
+
 def test_what_others_ran_before_the_sampling_began_is_not_contention() -> None:
     """A thread pool of the case measured just before, in another process, spinning on
     while this case builds its inputs, takes nothing from its samples."""
-    cores = psutil.cpu_count() or 1
-    watch = sensors.Contention(demand=cores)
-    watch.case_started()
-    hogs = _hogs(cores)
-    try:
-        _busy(0.6)  # inputs built, first call, warm-up: none of it timed
-        _stop(hogs)
-        time.sleep(0.05)
-        watch.sampling_started()
-        _busy(0.6)
-        watch.sampling_ended(calls=1)
-        seen = watch.case_ended()
-    finally:
-        _reap(hogs)
+    seen = _seen(0.6, 0.6, psutil.cpu_count() or 1, hogs_until="sampling")
     assert Caveat.CONTENDED not in seen.caveats, seen.counters
 
 
 def test_what_others_ran_while_the_samples_were_taken_is() -> None:
-    cores = psutil.cpu_count() or 1
-    watch = sensors.Contention(demand=cores)
-    watch.case_started()
-    watch.sampling_started()
-    hogs = _hogs(cores)
-    try:
-        _busy(0.6)
-        watch.sampling_ended(calls=1)
-        seen = watch.case_ended()
-    finally:
-        _reap(hogs)
+    seen = _seen(0.0, 0.6, psutil.cpu_count() or 1, hogs_from="sampling")
     assert Caveat.CONTENDED in seen.caveats, seen.counters
 
 
@@ -198,16 +200,5 @@ def test_a_case_merged_from_its_processes_is_contended_where_they_add_up_to_it()
 def test_a_sampling_too_short_to_show_anything_is_judged_over_the_whole_case() -> None:
     """A steady call meets its criterion in 20 ms: no window that short holds evidence,
     so the case's own window, busy loops and all, is read instead."""
-    cores = psutil.cpu_count() or 1
-    watch = sensors.Contention(demand=cores)
-    watch.case_started()
-    hogs = _hogs(cores + 1)
-    try:
-        _busy(0.6)
-        watch.sampling_started()
-        _busy(0.01)
-        watch.sampling_ended(calls=1)
-        seen = watch.case_ended()
-    finally:
-        _reap(hogs)
+    seen = _seen(0.6, 0.01, (psutil.cpu_count() or 1) + 1)
     assert Caveat.CONTENDED in seen.caveats, seen.counters
