@@ -237,6 +237,36 @@ def test_passes_merge_samples_in_order_and_keep_what_only_a_pass_could_see() -> 
     assert Caveat.CONTENDED in m.caveats and Caveat.FIRST_CALL_SLOW in m.caveats
 
 
+def test_a_case_between_its_passes_is_merged_unjudged_and_judged_once_at_its_last() -> None:
+    """The parent summarised every pass of every case; only the last merge is judged,
+    and it judges what a chain of judged merges would have."""
+    from gpuvs.execute.runner import merged
+    c = case("test_spin", 1)
+    ok = [Measurement(c, Status.OK, samples=tuple(1.0 + 0.1 * k + 0.001 * i for i in range(12)),
+                      first_call_s=20.0 if k == 0 else 0.1, counters={"case_s": 0.5},
+                      caveats=caveats)
+          for k, caveats in enumerate([(), (Caveat.DRIFTING, Caveat.BUDGET_EXHAUSTED), ()])]
+    between = merged(ok[0], ok[1], judged=False)
+    assert between.caveats == (Caveat.DRIFTING,)  # what the pass saw of itself, no more
+    assert merged(between, ok[2]) == merged(merged(ok[0], ok[1]), ok[2])
+
+
+@pytest.mark.usefixtures("worker_env")
+def test_a_case_is_stored_after_its_first_pass_and_after_its_last() -> None:
+    class Counted(Collected):
+        def __init__(self) -> None:
+            super().__init__()
+            self.passes_stored: list[int] = []
+
+        def record(self, m: Measurement) -> None:
+            self.passes_stored.append(len(m.passes) or 1)
+            super().record(m)
+
+    sink = Counted()
+    execute(sink, [case("test_spin", 300)], RunConfig(budget_s=0.4, timeout_s=60, passes=4))
+    assert sink.passes_stored == [1, 4]
+
+
 def test_the_interval_covers_both_passes_and_a_disagreement_is_named() -> None:
     """Each pass is a fresh process; a repeat lands among them, so the CI covers both
     medians — and where they disagree beyond each pass's own interval, the case says the

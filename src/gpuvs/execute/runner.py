@@ -5,8 +5,10 @@ The parent owns the clock: a case that outlives its timeout has its worker's who
 process group killed and is recorded `TIMEOUT`; a worker that dies is `CRASHED` with
 its signal and stderr tail (or `OOM` when SIGKILL came from outside — the host's
 out-of-memory killer), as `gpuvs.execute.supervisor` words it; either way a fresh worker takes the
-next case. An out-of-memory stops its series growing. Every measurement is saved the
-moment it arrives, so a kill loses at most the case in flight.
+next case. An out-of-memory stops its series growing. A case's first pass is saved the
+moment it arrives, and the case again once its last pass has: a kill loses at most the
+case in flight and the later passes of those between passes, which `--resume` measures
+again in full anyway (`complete`).
 """
 
 from __future__ import annotations
@@ -334,11 +336,15 @@ def execute(run: Recorder, cases: Iterable[Case], config: RunConfig,
                 # the pool's start-up is the estimate's apart: it sets no pace
                 took = time.perf_counter() - began - m.counters.get("start_s", 0.0)
                 decided = m.status in (Status.UNAVAILABLE, Status.SKIPPED)
-                m = merged(done[case.key], m) if n else m
+                later, m = m, merged(done[case.key], m, judged=False) if n else m
+                final = n == config.passes - 1 or not _again(m)
+                if n and final:
+                    m = merged(done[case.key], later)
                 done[case.key] = m
-                run.record(m)  # each pass's result is kept as soon as it exists
-                pace.ran(case.key, n, took, _again(m), decided)
-                if n == config.passes - 1 or not _again(m):
+                if n == 0 or final:  # the first pass's result, and the case's own
+                    run.record(m)
+                pace.ran(case.key, n, took, not final, decided)
+                if final:
                     summary.counts[m.status.value] += 1
                     summary.measurements.append(m)
                     on_result(m, pace.left_s())
@@ -400,14 +406,16 @@ def _again(m: Measurement) -> bool:
     if not (m.status is Status.OK and m.case.variant != "as_written"
             and cost <= PASS_MAX_CASE_S):
         return False
-    if len(m.passes) < 2 or m.summary is None:
+    if len(m.passes) < 2 or not m.samples:
         return True
+    # the merged figure (the median of the processes' medians), without its interval
+    median = stats.median_of(stats.group_medians(m.samples, m.passes))
     device_paced = (on_gpu(m.case.device) and m.case.param("data") != "end_to_end"
-                    and m.summary.median >= MORE_PROCESSES_BELOW_S)
+                    and median >= MORE_PROCESSES_BELOW_S)
     return not device_paced or m.counters.get("passes_apart", 0.0) > PROCESSES_AGREE
 
 
-def merged(first: Measurement, later: Measurement) -> Measurement:
+def merged(first: Measurement, later: Measurement, judged: bool = True) -> Measurement:
     """One case from two passes: samples in the order taken, each pass's count of them
     (`passes`: the CI covers every pass's median), how far apart the passes' medians are
     (`passes_apart`, relative), the first pass's first call, loops and what only it
@@ -418,7 +426,12 @@ def merged(first: Measurement, later: Measurement) -> Measurement:
     which a later plan's estimate reads; so does the CPU others took from its sampling,
     and the case is contended where its processes together show it (`_contended`): each
     process's window alone may be too short to. A later pass that failed is the case's
-    outcome: a number that could not be taken again is not kept."""
+    outcome: a number that could not be taken again is not kept.
+
+    Not `judged`, the merge keeps only what each pass saw of itself, and no summary of
+    the merged samples is made: a case between its passes, which the runner neither
+    stores nor shows (the summaries of every pass of every case were a fifth of the
+    parent's time in a five-process run)."""
     if later.status is not Status.OK:
         return later
     samples = (*first.samples, *later.samples)
@@ -426,7 +439,9 @@ def merged(first: Measurement, later: Measurement) -> Measurement:
     found = caveats.of_passes(samples, passes, first.first_call_s,
                               Caveat.BUDGET_EXHAUSTED not in later.caveats,
                               (first.caveats, later.caveats),
-                              REPEAT_SPREAD.get(first.timer, 0.0))
+                              REPEAT_SPREAD.get(first.timer, 0.0)) if judged else tuple(
+        dict.fromkeys(c for c in (*first.caveats, *later.caveats)
+                      if c in caveats.WITHIN_A_PASS))
     medians = stats.group_medians(samples, passes)
     peaks = {k: max(v, first.counters.get(k, v)) for k, v in later.counters.items()
              if k.startswith("peak_")}  # the first pass also built the reference
