@@ -398,17 +398,17 @@ class Watching(Collected):
 
 
 @pytest.mark.usefixtures("worker_env")
-def test_the_next_pass_runs_in_a_worker_started_with_the_first_pass() -> None:
-    """A pass in fresh processes used to pay a second start-up (torch and a CUDA context:
-    about 5 s on the H100) before its first number. The next pass's worker now starts
-    beside the first pass's and waits ready: it is already alive when the first pass
-    records, and it is the one that measures the second pass."""
+def test_every_pass_runs_in_a_worker_started_with_the_first_pass() -> None:
+    """A pass in fresh processes used to pay a start-up (torch and a CUDA context: about
+    5 s on the H100) before its first number. Every later pass's worker now starts beside
+    the first pass's and waits ready: each is alive when the first pass records, and each
+    measures its own pass."""
     sink = Watching()
     execute(sink, [Case("test_pid", "correct", "numpy", "cpu", "float32", 1)],
-            RunConfig(budget_s=0.1, timeout_s=60, passes=2))
-    first, second = sink.pids
-    assert first != second  # a fresh process for the second pass
-    assert {first, second} <= sink.alive[0]  # both alive when the first pass recorded
+            RunConfig(budget_s=0.1, timeout_s=60, passes=3))
+    first, last = sink.pids  # stored after the first pass and after the last
+    assert first != last and {first, last} <= sink.alive[0]
+    assert len(sink.alive[0]) == 3  # the middle pass's worker too, waiting ready
 
 
 @pytest.mark.usefixtures("worker_env")

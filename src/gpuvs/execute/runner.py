@@ -1,5 +1,5 @@
-"""The parent: a pool of spawned workers (one per backend, its twin for the next pass,
-one per post and device for the replays), a clock on every case, each result saved.
+"""The parent: a pool of spawned workers (one per backend, its twins for the later
+passes, one per post and device for the replays), a clock on every case, each result saved.
 
 The parent owns the clock: a case that outlives its timeout has its worker's whole
 process group killed and is recorded `TIMEOUT`; a worker that dies is `CRASHED` with
@@ -177,21 +177,25 @@ class Worker(Child):
 
 
 class Pool:
-    """The run's worker processes: the measuring worker of each backend, its twin for the
-    next pass (a pass runs in fresh processes), one process for each post's replays on
+    """The run's worker processes: the measuring worker of each backend, its twins for the
+    later passes (a pass runs in fresh processes), one process for each post's replays on
     each device, and those winding down.
 
     Every worker the plan needs is started together, at the first case that needs one,
-    instead of one at a time between cases: they start in parallel (about 5 s each for
-    torch on CUDA, once), and each waits ready with its framework loaded and its device
-    started. Nothing is measured while a worker starts or winds down: an import or a
-    context torn down takes CPU time that a case would share (and be called `contended`
-    for, and measured again). A worker that dies is replaced alone, and waited for too."""
+    instead of one at a time between cases: they start in parallel, and each waits ready
+    with its framework loaded and its device started. On the H100 twenty workers (five
+    passes of four backends) were ready in 5.4 s, eight in 5.1 s; starting each pass's
+    twins at the pass before it paid that start-up again at every pass, 15–17 s of a
+    five-pass default run (docs/accuracy.md). An idle worker costs its device context
+    in memory, which the memory guard sees as taken. Nothing is measured while a worker
+    starts or winds down: an import or a context torn down takes CPU time that a case
+    would share (and be called `contended` for, and measured again). A worker that dies
+    is replaced alone, and waited for too."""
 
     def __init__(self, cases: Sequence[Case], passes: int) -> None:
         self._plan, self._passes, self._started = cases, passes, False
         self.measuring: dict[str, Worker] = {}  # by backend
-        self.following: dict[str, Worker] = {}  # the next pass's, by backend
+        self.following: list[dict[str, Worker]] = []  # each later pass's, by backend
         self.replaying: dict[str, Worker] = {}  # the replay process in use, by backend
         self.waiting: dict[tuple[str, str, str], Worker] = {}  # by (backend, post, device)
         self.retired: list[Worker] = []
@@ -247,19 +251,15 @@ class Pool:
                 if w is worker:
                     del group[b]
 
-    def next_pass(self, n: int) -> None:
-        """Pass `n` measures in the processes started for it; if a pass follows it, that
-        one's twins start now."""
+    def next_pass(self) -> None:
+        """The next pass measures in the processes started for it; the last one's go."""
         for w in list(self.measuring.values()):
             self._retire(w)
-        self.measuring, self.following = self.following, {}
-        if n + 1 < self._passes:
-            self.following = {b: Worker(b, w.device, w.preload)
-                              for b, w in self.measuring.items()}
+        self.measuring = self.following.pop(0) if self.following else {}
 
     def close(self, stopping: bool) -> None:
         """End every worker: all told first, so that they wind down together."""
-        every = (*self.retired, *self.measuring.values(), *self.following.values(),
+        every = (*self.retired, *self.measuring.values(), *self._later(),
                  *self.replaying.values(), *self.waiting.values())
         for w in every:
             w.kill() if stopping else w.retire()
@@ -280,8 +280,11 @@ class Pool:
             self.waiting[key] = Worker(key[0], key[2], cases)
         for b, cases in measured.items():
             self.measuring[b] = Worker(b, cases[0].device, cases)
-            if self._passes > 1:
-                self.following[b] = Worker(b, cases[0].device, cases)
+        self.following = [{b: Worker(b, cases[0].device, cases) for b, cases in measured.items()}
+                          for _ in range(self._passes - 1)]
+
+    def _later(self) -> list[Worker]:
+        return [w for group in self.following for w in group.values()]
 
     def _retire(self, worker: Worker) -> None:
         worker.retire()
@@ -292,7 +295,7 @@ class Pool:
         for w in self.retired:
             w.close()
         self.retired.clear()
-        for w in (*self.measuring.values(), *self.following.values(),
+        for w in (*self.measuring.values(), *self._later(),
                   *self.replaying.values(), *self.waiting.values()):
             w.await_ready()
 
@@ -322,7 +325,7 @@ def execute(run: Recorder, cases: Iterable[Case], config: RunConfig,
     try:
         for n in range(config.passes):
             if n:
-                pool.next_pass(n)
+                pool.next_pass()
             for case in todo:
                 if n and not _again(done[case.key]):
                     continue
