@@ -14,6 +14,8 @@ two of each backend first: the first pass's and the next one's).
 from __future__ import annotations
 
 import argparse
+import shutil
+import subprocess
 import time
 
 from gpuvs import backends, config
@@ -38,6 +40,10 @@ def _ready_s(workers: list[Worker]) -> list[float]:
     for w in workers:
         w.await_ready()
         took.append(time.perf_counter() - t0)
+    if shutil.which("nvidia-smi"):  # what the idle workers' device contexts hold
+        used = subprocess.run(["nvidia-smi", "--query-gpu=memory.used", "--format=csv,noheader"],
+                              capture_output=True, text=True).stdout.split("\n")[0]
+        print(f"  {len(workers)} worker(s) ready, GPU memory used: {used}")
     for w in workers:
         w.retire()
     for w in workers:
