@@ -202,3 +202,43 @@ def test_a_sampling_too_short_to_show_anything_is_judged_over_the_whole_case() -
     so the case's own window, busy loops and all, is read instead."""
     seen = _seen(0.6, 0.01, (psutil.cpu_count() or 1) + 1)
     assert Caveat.CONTENDED in seen.caveats, seen.counters
+
+
+def test_a_worker_waits_for_its_own_thread_pool_to_stop_spinning_before_it_answers() -> None:
+    """A pool spinning after its work (OpenBLAS's, 0.1 s) took CPU from the next case in
+    another process; `quiet` waits until the process's own CPU time stops moving."""
+
+    class Pool:
+        """Every thread of the process, spinning `busy_s` of wall time on `threads`."""
+
+        def __init__(self, busy_s: float, threads: int = 16) -> None:
+            self.now, self.busy_s, self.threads = 0.0, busy_s, threads
+
+        def sleep(self, s: float) -> None:
+            self.now += s
+
+        def cpu(self) -> float:
+            return self.threads * min(self.now, self.busy_s)
+
+    spinning = Pool(busy_s=0.1)
+    waited = contention.quiet(most_s=1.0, step_s=0.005, clock=lambda: spinning.now,
+                              own=spinning.cpu, sleep=spinning.sleep)
+    assert 0.1 <= waited <= 0.11  # the first step after the pool stopped was quiet
+    never = Pool(busy_s=10.0)
+    assert contention.quiet(most_s=0.02, step_s=0.005, clock=lambda: never.now,
+                            own=never.cpu, sleep=never.sleep) == pytest.approx(0.02)
+
+
+def test_quiet_returns_once_a_real_spinning_thread_stops() -> None:
+    import threading
+
+    def spin() -> None:
+        end = time.perf_counter() + 0.1
+        while time.perf_counter() < end:
+            pass
+
+    t = threading.Thread(target=spin)
+    t.start()
+    waited = contention.quiet(most_s=2.0)
+    t.join()
+    assert 0.05 < waited < 1.0

@@ -51,7 +51,7 @@ from gpuvs.execute.wire import (
     decode,
     encode,
 )
-from gpuvs.machine import memory, telemetry
+from gpuvs.machine import contention, memory, telemetry
 from gpuvs.measuring.protocol import Prepared, measure_as_written
 from gpuvs.model import Case, Caveat, Measurement, Status
 from gpuvs.units import nbytes
@@ -175,6 +175,8 @@ def serve(backend: Backend, requests: TextIO, channel: TextIO) -> int:
             say(Observed(observe(backend, request)))
         elif isinstance(request, Take):
             m, fatal = run_case(backend, request, lambda: say(Again()))
+            if not fatal:  # the next case, in another process, starts on a quiet machine
+                contention.quiet()
             say(Measured(m, fatal))
             if fatal:
                 return EXIT_FATAL

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 # Other processes' share of the CPU time a case asked for above which it was contended…
@@ -115,6 +116,35 @@ def _taken(before: Snapshot, after: Snapshot, demand: float, cores: int | None
 
 
 # The load averages `os.getloadavg` gives, by the minutes each spans.
+# A worker's own threads after its case: a thread pool spins on after its work (OpenBLAS
+# about 0.1 s, XLA's and OpenMP's theirs) and takes that CPU from whatever is measured
+# next in another process. On an H100 host, torch's 16-thread CPU products right after
+# NumPy's were `contended` in 6–9 of 60 passes a run, each paused 2 s and taken again.
+# The worker waits, after the case and before it answers, until its threads take less
+# than QUIET_SHARE of a core over a QUIET_STEP_S step, at most QUIET_MOST_S.
+QUIET_STEP_S = 0.005
+QUIET_SHARE = 0.2
+QUIET_MOST_S = 1.0
+
+
+def quiet(most_s: float = QUIET_MOST_S, step_s: float = QUIET_STEP_S,
+          clock: Callable[[], float] = time.perf_counter,
+          own: Callable[[], float] = time.process_time,
+          sleep: Callable[[float], None] = time.sleep) -> float:
+    """Wait until this process's own threads stop taking CPU (`own`: every thread's CPU
+    time), at most `most_s`; the seconds waited. Outside anything timed: what a thread
+    pool does after its work belongs to the case it worked for, not to the next one."""
+    began = clock()
+    before = own()
+    while clock() - began < most_s:
+        sleep(step_s)
+        now = own()
+        if now - before < QUIET_SHARE * step_s:
+            break
+        before = now
+    return clock() - began
+
+
 LOAD_MINUTES = (1, 5, 15)
 
 
