@@ -37,7 +37,7 @@ def measure(fn: Callable[[], object], *, device: str = "cpu", budget_s: float | 
             single_call: bool = False, name: str = "custom", energy: bool = False,
             cpu_watts: float | None = None, energy_window_s: float = ENERGY_WINDOW_S
             ) -> Measurement:
-    """Time `fn()` by the gpuvs protocol, sampling `budget_s` seconds (1 s, or
+    """Time `fn()` by the gpuvs protocol, sampling `budget_s` seconds (0.4 s, or
     `[tool.gpuvs]`'s `budget_s`) until `criterion` is met (`median-ci` by default).
 
     On `device="cuda"` / `"cuda:N"` the work is timed with CUDA events through PyTorch
@@ -102,7 +102,7 @@ def compare(fn: Callable[..., object] | Mapping[str, Callable[..., object]], *ar
     the one argument) and `sizes` lists the sizes (`[100, 1000]` or `"1e2:1e5"`; default
     10 to 10^4): the comparison then sweeps and reports the crossover. `sizes` without
     `batch` resizes the first axis of every tensor and array argument (rows repeated).
-    `budget_s` is the sampling time per case (1 s, or `[tool.gpuvs]`'s `budget_s`). A
+    `budget_s` is the sampling time per case (0.4 s, or `[tool.gpuvs]`'s `budget_s`). A
     sweep shows its progress on stderr.
     Returns a `gpuvs.yours.comparison.Comparison`.
     """

@@ -66,7 +66,8 @@ SizesOpt = Annotated[list[str] | None, typer.Option(
          "64:4096:2 doubles).")]
 BudgetOpt = Annotated[float | None, typer.Option(
     "--budget", metavar="SECONDS",
-    help="Sampling seconds per case (default 1). More budget, tighter intervals.")]
+    help="Sampling seconds per case, shared over its processes (default 0.4). More "
+         "budget, tighter intervals where one process's samples set them.")]
 TimeoutOpt = Annotated[float | None, typer.Option(
     "--timeout", metavar="SECONDS",
     help="Seconds before a case is killed and recorded as timeout (default 300).")]

@@ -105,8 +105,8 @@ def _past(store: SqlStore | None, db: str | None, fingerprint: str,
 
 
 def estimate_line(estimated: Estimate, config: RunConfig) -> str:
-    """'about 4 min 50 s (from this machine's past runs for 40 of 54 cases; budget 1 s a
-    case, 2 passes)': to 10 s below ten minutes, to the minute above."""
+    """'about 4 min 50 s (from this machine's past runs for 40 of 54 cases; budget 0.4 s
+    a case, 5 passes)': to 10 s below ten minutes, to the minute above."""
     seconds = estimated.seconds
     minutes, rest = divmod(round(seconds / 10) * 10, 60)
     about = (f"about {seconds / 60:.0f} min" if seconds >= 600 else

@@ -168,7 +168,7 @@ def parse_options(opts: Mapping[str, Any]) -> Options:
         except ValueError:
             raise UsageError(f"--budget must be a positive number of seconds; got "
                              f"{opts['budget']!r}") from None
-    budget = build({"budget_s": given}).budget_s  # 1 s, or [tool.gpuvs]'s budget_s
+    budget = build({"budget_s": given}).budget_s  # 0.4 s, or [tool.gpuvs]'s budget_s
     devices: tuple[str, ...] = ()
     if "compare" in opts:
         devices = check_devices(str(opts["compare"]))
