@@ -5,7 +5,8 @@
 # instead of five). `gpuvs check` must pass the unchanged rerun (exit 0) and fail the
 # slowed one (exit 1). From the repository root:
 #   PYTHONPATH=src OUT=out bash benchmarks/regression_caught.sh
-# (DEVICE=cpu KINDS="launch 10 12 10000" tries the launch-bound part on a CPU.)
+# (DEVICE=cpu KINDS="launch 10 12 10000" tries the launch-bound part on a CPU; PASSES=20
+# samples each function in 20 processes instead of the default 5.)
 set -uo pipefail
 OUT=${OUT:-out}
 mkdir -p "$OUT/regression"
@@ -44,8 +45,8 @@ PY
 }
 
 measure() {  # measure KIND SIZE LABEL: one run-file run; prints its run id
-  gpuvs run-file "$OUT/regression/$1.py::work" --sizes "$2" -d "${DEVICE:-cuda}" --budget 1 --db "$DB" \
-    --json "$OUT/regression/$1-$3.json" >"$OUT/regression/$1-$3.txt" 2>&1
+  gpuvs run-file "$OUT/regression/$1.py::work" --sizes "$2" -d "${DEVICE:-cuda}" --budget 1 ${PASSES:+--passes "$PASSES"} \
+    --db "$DB" --json "$OUT/regression/$1-$3.json" >"$OUT/regression/$1-$3.txt" 2>&1
   python3 -c "import json,sys;print(json.load(open(sys.argv[1]))['run']['run_id'])" \
     "$OUT/regression/$1-$3.json"
 }
