@@ -412,6 +412,20 @@ def test_every_pass_runs_in_a_worker_started_with_the_first_pass() -> None:
 
 
 @pytest.mark.usefixtures("worker_env")
+def test_passes_past_what_may_wait_ahead_start_as_earlier_ones_go(monkeypatch) -> None:
+    """`--passes 20` on four backends would hold eighty workers; at most AHEAD_MOST wait
+    ahead, and a later pass's workers start when an earlier pass's have gone."""
+    from gpuvs.execute import runner
+    monkeypatch.setattr(runner, "AHEAD_MOST", 2)
+    sink = Watching()
+    execute(sink, [Case("test_pid", "correct", "numpy", "cpu", "float32", 1)],
+            RunConfig(budget_s=0.1, timeout_s=60, passes=4))
+    assert len(sink.alive[0]) == 2  # the first pass's worker and the next one's
+    (m,) = sink.saved
+    assert m.counters["passes"] == 4 and len(set(sink.pids)) == 2
+
+
+@pytest.mark.usefixtures("worker_env")
 def test_each_posts_replay_process_is_started_before_the_first_case() -> None:
     """A post's replays run in a fresh process of their own; each such process used to
     start when its post came up, between cases. All start together before the first case

@@ -22,7 +22,9 @@ VARIANTS = ("as_written", "correct", "tuned")
 # How an entry point names each setting in its errors: the command line's flags, or the
 # Python API's keyword arguments (`gpuvs.measure(budget_s=…)`).
 FLAGS = {"budget_s": "--budget", "timeout_s": "--timeout", "cpu_watts": "--cpu-watts"}
-MAX_PASSES = 8
+# The most processes a case may be sampled in: a launch-bound loop whose processes fall
+# in two groups about 40 % apart needs a score of them before a 20 % change shows.
+MAX_PASSES = 32
 # How many processes each case's samples come from by default (its passes), on every
 # machine: on the H100 VMs a launch-bound loop's speed is decided per process, in two
 # groups, the slower holding about two processes in five; five processes all land in one

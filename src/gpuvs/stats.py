@@ -30,7 +30,10 @@ MIN_STRETCH = 5
 # Student's t at 97.5 % by degrees of freedom (a case's processes less one, at most
 # config.MAX_PASSES − 1): the repeat interval's quantile, without importing SciPy for
 # every summary. Past the table, SciPy's.
-T_975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365}
+T_975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.307,
+         9: 2.263, 10: 2.229, 11: 2.201, 12: 2.179, 13: 2.161, 14: 2.145, 15: 2.132, 16: 2.12,
+         17: 2.11, 18: 2.101, 19: 2.094, 20: 2.086, 21: 2.08, 22: 2.074, 23: 2.069, 24: 2.064,
+         25: 2.06, 26: 2.056, 27: 2.052, 28: 2.049, 29: 2.046, 30: 2.043, 31: 2.04}
 # How much more a median of K values varies than their mean, for normal values (its
 # asymptotic efficiency, π/2): the figure is the median of the processes' medians.
 MEDIAN_VARIANCE = math.pi / 2

@@ -15,7 +15,6 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import numpy as np
 import pytest
 from tests.helpers import invoke
@@ -28,6 +27,7 @@ from gpuvs.report import documents
 from gpuvs.store import export
 from gpuvs.store.sqlite import SqliteStore
 
+jsonschema = pytest.importorskip("jsonschema")  # a test dependency; not on a GPU VM
 GOLDEN = samples.GOLDEN
 EXPORTS = ("cpu-matmul-sweep.json", "cpu-seeds-quick.json", "h200x2-collectives.json",
            "h200x2-scaling.json")

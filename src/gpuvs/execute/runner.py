@@ -51,6 +51,12 @@ PACE_PRIOR_SHARE = 0.1
 # 512² product end to end) held the other run's figure in none of four.
 MORE_PROCESSES_BELOW_S = 200e-6
 PROCESSES_AGREE = 0.02
+# Measuring workers alive at once, at most: the later passes' workers start ahead, together
+# (a start-up paid once, not at every pass), up to this many with the measuring pass's;
+# past it (`--passes 20` on four backends) a pass's workers start when an earlier pass's
+# have gone. Each holds its framework and its device context (on the H100 twenty workers,
+# fifteen of them with a GPU context, held 5.97 GiB of GPU memory).
+AHEAD_MOST = 24
 # Counters of what the parent waited for a case, and of the CPU others took from its
 # sampling and it asked for, which merged passes add up.
 SUMMED_COUNTERS = ("runner_s", "start_s", "contended_retries", "paused_s", "others_cpu_s",
@@ -199,6 +205,8 @@ class Pool:
         self.replaying: dict[str, Worker] = {}  # the replay process in use, by backend
         self.waiting: dict[tuple[str, str, str], Worker] = {}  # by (backend, post, device)
         self.retired: list[Worker] = []
+        self._measured: dict[str, list[Case]] = {}  # each backend's cases, for its workers
+        self._groups = 0  # passes whose workers were started
         # Seconds spent waiting for workers to start or wind down: a case's `start_s`,
         # which a plan's estimate counts once per run, not as that case's own cost.
         self.waited_s = 0.0
@@ -252,10 +260,13 @@ class Pool:
                     del group[b]
 
     def next_pass(self) -> None:
-        """The next pass measures in the processes started for it; the last one's go."""
+        """The next pass measures in the processes started for it; the last one's go, and
+        passes not yet started start now, as many as AHEAD_MOST allows."""
         for w in list(self.measuring.values()):
             self._retire(w)
+        self._ahead()
         self.measuring = self.following.pop(0) if self.following else {}
+        self._ahead()
 
     def close(self, stopping: bool) -> None:
         """End every worker: all told first, so that they wind down together."""
@@ -278,10 +289,21 @@ class Pool:
                 measured.setdefault(case.backend, []).append(case)
         for key, cases in replays.items():
             self.waiting[key] = Worker(key[0], key[2], cases)
-        for b, cases in measured.items():
-            self.measuring[b] = Worker(b, cases[0].device, cases)
-        self.following = [{b: Worker(b, cases[0].device, cases) for b, cases in measured.items()}
-                          for _ in range(self._passes - 1)]
+        self._measured = measured
+        self.measuring = self._group()
+        self._ahead()
+
+    def _group(self) -> dict[str, Worker]:
+        """A pass's workers: one of each backend measured."""
+        self._groups += 1
+        return {b: Worker(b, cases[0].device, cases) for b, cases in self._measured.items()}
+
+    def _ahead(self) -> None:
+        """Later passes' workers started ahead, while they fit in AHEAD_MOST (a pass's
+        group started at least) and passes remain to start."""
+        while self._groups < self._passes and (not self.following or len(self._measured) * (
+                len(self.following) + 2) <= AHEAD_MOST):
+            self.following.append(self._group())
 
     def _later(self) -> list[Worker]:
         return [w for group in self.following for w in group.values()]
