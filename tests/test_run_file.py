@@ -83,6 +83,17 @@ def test_without_sizes_the_builder_is_called_once(script: Path, db: str) -> None
     assert re.search(r"^\s*16\s+torch\s+cpu\b", result.output, re.M), result.output
 
 
+def test_the_explanation_is_worded_over_every_process_not_the_first(script: Path, db: str
+                                                                    ) -> None:
+    """The last line said the first process's figure, the table the figure over all."""
+    result = invoke("run-file", f"{script}::square", "--inputs", "fixed", "-d", "cpu",
+                    "--budget", "0.1", "--passes", "3", "--db", db)
+    assert result.exit_code == 0, result.output
+    figure = re.search(r"^\s*16\s+torch\s+cpu\s+\d+\s+([\d.]+ µs)", result.output, re.M)
+    assert figure is not None, result.output
+    assert f"cpu: {figure.group(1)} per call" in result.output
+
+
 @pytest.mark.parametrize(("args", "message"), [
     (["{script}"], "expected SCRIPT.py::FUNC, e.g. mlp.py::jacobian; got"),
     (["{dir}/nope.py::f"], "no file '"),

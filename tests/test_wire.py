@@ -10,7 +10,7 @@ import pytest
 from gpuvs.execute import wire
 from gpuvs.machine.energy import EnergyOptions
 from gpuvs.measuring.protocol import Budget
-from gpuvs.model import Case, Caveat, Measurement, Status
+from gpuvs.model import Case, Caveat, Ceiling, Measurement, Status
 
 CASE = Case("matmul", "correct", "torch", "cuda:0", "float32", 1024, (("shape", "square"),))
 MEASURED = Measurement(CASE, Status.OK, samples=(1e-3, 1.1e-3), wall_samples=(1.2e-3,),
@@ -32,7 +32,8 @@ EVERY_MESSAGE: list[wire.Message] = [
     wire.Again("contended: measuring it again"),
     wire.Measured(MEASURED, fatal=True, resaved=True),
     wire.Observed({"kernels": 3.0, "busy_s": 1e-5}),
-    wire.Explained(("launch-bound: 3 kernels a call",)),
+    wire.Explained((Ceiling("dispatch", "cuda:0", "torch", 5e-6, "s", "dispatch/…"),),
+                   {"matmul/correct/torch/cuda:0/float32/64": {"kernels": 3.0}}),
     wire.Refused("mlp.py has no function 'step'"),
 ]
 

@@ -21,13 +21,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, ClassVar, TypeVar
 
 from gpuvs import stats
 from gpuvs.machine.energy import NOT_ASKED, EnergyOptions
 from gpuvs.measuring.protocol import Budget
-from gpuvs.model import Case, Measurement
+from gpuvs.model import Case, Ceiling, Measurement
 
 # A sample of fixed loops (`%gpuvs -n`) is never cut short to reach a target length.
 FIXED_LOOPS_TARGET_S = 1e9
@@ -342,18 +342,24 @@ class Observed(Message):
 @_on_the_wire
 @dataclass(frozen=True)
 class Explained(Message):
-    """Why the GPU cases came out as they did, worded where the user's function is
-    (run-file's worker, after its last case)."""
+    """What only the process where the user's function is can observe to explain the
+    GPU cases (run-file's worker, after its last case): the dispatch costs timed there
+    and each profiled case's kernels. The parent words the explanation over the samples
+    of every process (`analysis.explain.explain`), not the worker's alone."""
 
     kind: ClassVar[str] = "explained"
-    lines: tuple[str, ...]
+    ceilings: tuple[Ceiling, ...] = ()
+    kernels: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
 
     def fields(self) -> dict[str, Any]:
-        return {"lines": list(self.lines)}
+        return {"ceilings": [asdict(c) for c in self.ceilings],
+                "kernels": {k: dict(v) for k, v in self.kernels.items()}}
 
     @classmethod
     def read(cls, d: Mapping[str, Any]) -> Explained:
-        return cls(tuple(str(x) for x in d["lines"]))
+        return cls(tuple(Ceiling(**c) for c in d["ceilings"]),
+                   {str(k): {str(n): float(x) for n, x in v.items()}
+                    for k, v in d["kernels"].items()})
 
 
 @_on_the_wire

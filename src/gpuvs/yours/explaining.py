@@ -60,9 +60,12 @@ def explained_apart(ms: Sequence[Measurement]) -> Explanation:
     return explain(ms, ceiling_probes.read(kept.measurements), None)
 
 
-def explained_here(ms: Sequence[Measurement], fresh_call: FreshCall) -> Explanation:
-    """For run-file's worker once every case is timed: the dispatch probes timed here
-    first, then each finished resident GPU case's call profiled (`fresh_call(case)`)."""
+def observed_here(ms: Sequence[Measurement], fresh_call: FreshCall
+                  ) -> tuple[tuple[Ceiling, ...], dict[str, dict[str, float]]]:
+    """For run-file's worker once every case is timed: what only the user's process can
+    observe to explain the GPU cases — the dispatch probes timed here first, then each
+    finished resident GPU case's call profiled (`fresh_call(case)`). The parent words
+    the explanation (`explain`) over every process's samples."""
     found: list[Ceiling] = []
     for backend, device in sorted(dispatch_pairs(ms)):
         found += _dispatch_here(backend, device)
@@ -80,7 +83,7 @@ def explained_here(ms: Sequence[Measurement], fresh_call: FreshCall) -> Explanat
                 kernels[m.case.key] = b.profile(call, m.case.device)
         except Exception:  # the profiler is optional: the case is explained without it
             continue
-    return explain(ms, found, kernels)
+    return tuple(found), kernels
 
 
 def _dispatch_here(backend: str, device: str) -> list[Ceiling]:

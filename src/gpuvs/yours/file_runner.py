@@ -61,7 +61,7 @@ def run(request: RunFile, timeout_s: float,
     adds to it."""
     shared = replace(request, sampling=request.sampling.shared(passes))
     record = _Record(shared, on_result)
-    explanation = _first_process(shared, record, timeout_s)
+    observed, unexplained = _first_process(shared, record, timeout_s)
     for _ in range(1, passes):
         later = _Record(replace(shared, explain=False), lambda m: None)
         settled = [m for m in record.measurements() if complete(m, passes)]
@@ -74,20 +74,24 @@ def run(request: RunFile, timeout_s: float,
         for u, m in later.taken.items():
             if not complete(record.taken[u], passes):
                 record.replace(merged(record.taken[u], m))
-    return Outcome(record.comparison(), explanation)
+    # worded over every process's samples, with what the first process observed
+    comparison = record.comparison()
+    return Outcome(comparison, _explained(comparison, observed, unexplained))
 
 
-def _first_process(request: RunFile, record: _Record, timeout_s: float) -> tuple[str, ...]:
+def _first_process(request: RunFile, record: _Record, timeout_s: float
+                   ) -> tuple[Explained | None, str]:
     """The first process's cases (a fresh worker carrying on after one that died), then
-    its explanation of the run (or the numbers' own, where it could give none)."""
-    unexplained = ""  # why the worker that was to explain the run died, if it did
+    what it observed to explain the run (None where no worker could say), with
+    why the worker that was to observe it died, if it did."""
+    unexplained = ""
     while not record.complete() or (record.profiled() and not unexplained):
         explaining = record.complete()  # nothing to run: a worker only to profile the GPU's
         ended = _one_worker(request, record, timeout_s)
-        if isinstance(ended, tuple):
-            return ended
+        if isinstance(ended, Explained):
+            return ended, ""
         unexplained = ended if explaining else ""
-    return _explained(record.comparison(), unexplained)
+    return None, unexplained
 
 
 class FileWorker(Child):
@@ -108,19 +112,19 @@ class FileWorker(Child):
             self.proc.stdin.close()  # the worker reads one line
 
 
-def _one_worker(request: RunFile, record: _Record, timeout_s: float) -> tuple[str, ...] | str:
-    """A worker followed to its end: its explanation of the run, or why it died."""
+def _one_worker(request: RunFile, record: _Record, timeout_s: float) -> Explained | str:
+    """A worker followed to its end: what it observed to explain the run, or why it died."""
     worker = FileWorker(request, record.measurements())
     try:
         ended = _follow(worker, record, timeout_s)
     except BaseException:  # its usage error, Ctrl-C: no case will follow
         worker.kill()
         raise
-    worker.close() if isinstance(ended, tuple) else worker.kill()  # what it started, too
+    worker.close() if isinstance(ended, Explained) else worker.kill()  # what it started, too
     return ended
 
 
-def _follow(worker: FileWorker, record: _Record, timeout_s: float) -> tuple[str, ...] | str:
+def _follow(worker: FileWorker, record: _Record, timeout_s: float) -> Explained | str:
     """The clock runs from one measurement to the next: setting up a case (building its
     inputs, copying them to the device) is part of it. Until its first word (its first
     inputs built), a fresh worker has the start-up allowance on top: Python, torch and
@@ -142,7 +146,7 @@ def _follow(worker: FileWorker, record: _Record, timeout_s: float) -> tuple[str,
         elif isinstance(event, Refused):
             raise UsageError(event.message)
         elif isinstance(event, Explained):
-            return event.lines
+            return event
     return record.lost(worker, in_flight, timeout_s)
 
 
@@ -224,10 +228,14 @@ class _Record:
                                                     f"{size}): {reason}"))
 
 
-def _explained(comparison: Comparison, unexplained: str) -> tuple[str, ...]:
-    """The explanation from the numbers alone, where no worker could give it: no GPU case
-    finished (there is nothing to explain on a GPU), or the worker explaining one died."""
-    lines = str(explain(comparison.measurements, [])).splitlines()
+def _explained(comparison: Comparison, observed: Explained | None, unexplained: str
+               ) -> tuple[str, ...]:
+    """Why the cases came out as they did, over every process's samples, with what the
+    first process observed (its dispatch costs and kernels; none where no GPU case
+    finished, or where the worker observing them died: then the numbers alone)."""
+    lines = str(explain(comparison.measurements, list(observed.ceilings), observed.kernels)
+                if observed is not None else explain(comparison.measurements, [])
+                ).splitlines()
     if unexplained:
         lines.append(f"(dispatch costs and kernels not measured: the worker measuring them "
                      f"died: {unexplained})")

@@ -11,9 +11,9 @@ user's prints share:
 - `Started(case)` before a case's inputs go to its device and it runs;
 - `Again` when a contended case is measured again (the parent's clock restarts);
 - `Measured(m)` when it has its result;
-- `Explained(lines)` at the end, once every case is timed: the dispatch costs timed here,
-  then the user's function profiled (`yours.explaining.explained_here`), so it is said
-  here, where the function is;
+- `Explained(ceilings, kernels)` at the end, once every case is timed: the dispatch costs
+  timed here, then the user's function profiled (`yours.explaining.observed_here`): what
+  only the process where the function is can observe;
 - or `Refused(message)`: the file cannot be loaded, BUILDER is missing or raised, the
   function raised on the reference device — nothing to compare.
 """
@@ -40,7 +40,7 @@ from gpuvs.execute.wire import (
 )
 from gpuvs.yours import compare
 from gpuvs.yours.comparison import Comparison
-from gpuvs.yours.explaining import explained_here
+from gpuvs.yours.explaining import observed_here
 from gpuvs.yours.run_file import check_builder, load_targets, spread
 
 EXIT_USAGE = 2
@@ -67,8 +67,8 @@ def main(argv: list[str]) -> int:
         send(Refused(str(e)))
         return EXIT_USAGE
     assert result.fresh_call is not None
-    send(Explained(tuple(str(explained_here(result.measurements, result.fresh_call))
-                         .splitlines()) if request.explain else ()))
+    send(Explained(*observed_here(result.measurements, result.fresh_call))
+         if request.explain else Explained())
     return 0
 
 
