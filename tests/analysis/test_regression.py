@@ -231,6 +231,27 @@ def test_a_case_whose_processes_spread_wider_than_the_threshold_passes_as_not_re
     assert wide.verdict == PASS and wide.unresolved == (c,) and not wide.unjudged
 
 
+def test_the_unresolved_line_names_a_few_and_caps_a_spread_wider_than_the_figure() -> None:
+    """96 keys in one line, and '±12925304 %' for one process 600× slower than the rest,
+    were what a check on an H100 default run printed."""
+    from gpuvs.cli.history import UNRESOLVED_NAMED, unresolved_line
+
+    def spread(median: float, wide: float, size: int) -> Measurement:
+        samples = tuple(median * np.linspace(1 - wide, 1 + wide, 61))
+        return Measurement(Case("w", "correct", "numpy", "cpu", "float32", size), Status.OK,
+                           samples=samples)
+
+    sizes = range(1, UNRESOLVED_NAMED + 3)
+    judged = gate([spread(1e-3, 0.4, n) for n in sizes],
+                  [spread(1.01e-3, 0.4 if n > 1 else 0.999, n) for n in sizes])
+    assert len(judged.unresolved) == len(sizes)
+    line = unresolved_line(judged)
+    assert line.startswith(f"{len(sizes)} case(s) not resolved at ±5 %")
+    assert "up to ±>100 %" in line
+    assert line.endswith("and 2 more (the JSON's `unresolved` lists them)")
+    assert line.count("w/correct/numpy") == UNRESOLVED_NAMED
+
+
 def test_cases_judged_together_have_intervals_widened_for_their_number() -> None:
     """At 95 % each, a hundred cases of unchanged code would put about five intervals
     beside 1 by chance; judged together, all hold at 95 %."""

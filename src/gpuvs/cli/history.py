@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from gpuvs import units
 from gpuvs.cli.app import EXIT_FAILED_RUN, app, usage_errors
 from gpuvs.cli.options import DbOption, FormatOpt, check_format, open_store
 from gpuvs.cli.output import (
@@ -29,6 +30,7 @@ from gpuvs.report.console import console
 from gpuvs.store.output import HTML
 
 if TYPE_CHECKING:
+    from gpuvs.analysis.regression import Gate
     from gpuvs.store.sql import SqlStore
 
 ThresholdOpt = Annotated[str, typer.Option(
@@ -369,12 +371,7 @@ def _judged(base: tuple[Any, list[Any]], judged: tuple[Any, list[Any]], gate: An
     emit_tables(tables, fmt, out, dict, step_summary=False)
     tail = [f"{b.run_id} against {a.run_id}: {verdict_counts(gate.changes)}"]
     if gate.unresolved:
-        widest = max(c.high / c.ratio - 1 for c in gate.unresolved)
-        tail.append(f"{len(gate.unresolved)} case(s) not resolved at ±{100 * gate.threshold:g} "
-                    "%, not failing: no change the runs can see, but their processes spread "
-                    f"wider (up to ±{100 * widest:.0f} %), so a change that small would pass "
-                    "there unseen; more processes (--passes) narrow them: "
-                    + ", ".join(c.key for c in gate.unresolved))
+        tail.append(unresolved_line(gate))
     tail.append(verdict)
     for line in tail:
         out.print(said(line, fmt), markup=False, highlight=False)
@@ -383,3 +380,24 @@ def _judged(base: tuple[Any, list[Any]], judged: tuple[Any, list[Any]], gate: An
                         else md_line(f"gpuvs check, {b.run_id} against {a.run_id}: "
                                      f"{verdict}"))
     return code
+
+
+# The unresolved cases a verdict's line names; the JSON's `unresolved` lists every one.
+UNRESOLVED_NAMED = 5
+
+
+def unresolved_line(gate: Gate) -> str:
+    """The cases a check passes though it cannot resolve its threshold in them, in one
+    line a CI log keeps readable: how many, how wide the widest spread (a spread wider
+    than the figure itself is '±>100 %', as a table says it), and the first few by name."""
+    widest = max(c.high / c.ratio - 1 for c in gate.unresolved)
+    spread = (f"±{100 * widest:.0f} %" if widest <= units.CI_REL_SHOWN_MAX
+              else f"±>{100 * units.CI_REL_SHOWN_MAX:.0f} %")
+    keys = [c.key for c in gate.unresolved]
+    named = ", ".join(keys[:UNRESOLVED_NAMED]) + (
+        f" and {len(keys) - UNRESOLVED_NAMED} more (the JSON's `unresolved` lists them)"
+        if len(keys) > UNRESOLVED_NAMED else "")
+    return (f"{len(keys)} case(s) not resolved at ±{100 * gate.threshold:g} %, not failing: "
+            f"no change the runs can see, but their processes spread wider (up to {spread}), "
+            "so a change that small would pass there unseen; more processes (--passes) "
+            f"narrow them: {named}")
