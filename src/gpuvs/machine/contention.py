@@ -94,11 +94,11 @@ def can_show(before: Snapshot, after: Snapshot, cores: int | None = None) -> boo
 
 
 def cpu_taken(before: Snapshot, after: Snapshot, demand: float, cores: int | None = None
-              ) -> tuple[float, float]:
-    """Other processes' CPU seconds taken from the case and the CPU seconds it asked for
-    (`_taken`): what a case's processes add up to judge it over all of them (`evidence`)."""
-    taken, asked, _ = _taken(before, after, demand, cores)
-    return taken, asked
+              ) -> tuple[float, float, int]:
+    """Other processes' CPU seconds taken from the case, the CPU seconds it asked for, and
+    the cores counted (`_taken`): what a case's processes add up to judge it over all of
+    them (`evidence`), and what its watch judges one window by."""
+    return _taken(before, after, demand, cores)
 
 
 def _taken(before: Snapshot, after: Snapshot, demand: float, cores: int | None
@@ -115,7 +115,6 @@ def _taken(before: Snapshot, after: Snapshot, demand: float, cores: int | None
     return max(others - (cores - demand) * wall, 0.0), demand * wall, cores
 
 
-# The load averages `os.getloadavg` gives, by the minutes each spans.
 # A worker's own threads after its case: a thread pool spins on after its work (OpenBLAS
 # about 0.1 s, XLA's and OpenMP's theirs) and takes that CPU from whatever is measured
 # next in another process. On an H100 host, torch's 16-thread CPU products right after
@@ -145,6 +144,7 @@ def quiet(most_s: float = QUIET_MOST_S, step_s: float = QUIET_STEP_S,
     return clock() - began
 
 
+# The load averages `os.getloadavg` gives, by the minutes each spans.
 LOAD_MINUTES = (1, 5, 15)
 
 

@@ -82,11 +82,11 @@ class Contention(Watch):
         before, after = self.before, self.after or contention.snapshot()
         if not contention.can_show(before, after):
             before, after = self.started, contention.snapshot()
-        share = contention.others_share(before, after, self.demand)
-        busy = contention.contended(before, after, self.demand)
-        taken, asked = contention.cpu_taken(before, after, self.demand)
+        taken, asked, cores = contention.cpu_taken(before, after, self.demand)
+        busy = contention.evidence(taken, asked, cores)
         return Seen((Caveat.CONTENDED,) if busy else (),
-                    {"others_cpu_share": share, "others_cpu_s": taken, "asked_cpu_s": asked})
+                    {"others_cpu_share": min(taken / asked, 1.0), "others_cpu_s": taken,
+                     "asked_cpu_s": asked})
 
 
 class Held(Watch):
