@@ -264,8 +264,7 @@ class Pool:
         passes not yet started start now, as many as AHEAD_MOST allows."""
         for w in list(self.measuring.values()):
             self._retire(w)
-        self._ahead()
-        self.measuring = self.following.pop(0) if self.following else {}
+        self.measuring = self.following.pop(0) if self.following else self._group()
         self._ahead()
 
     def close(self, stopping: bool) -> None:
@@ -361,10 +360,11 @@ def execute(run: Recorder, cases: Iterable[Case], config: RunConfig,
                 # the pool's start-up is the estimate's apart: it sets no pace
                 took = time.perf_counter() - began - m.counters.get("start_s", 0.0)
                 decided = m.status in (Status.UNAVAILABLE, Status.SKIPPED)
-                later, m = m, merged(done[case.key], m, judged=False) if n else m
+                this_pass = m
+                m = merged(done[case.key], this_pass, judged=False) if n else this_pass
                 final = n == config.passes - 1 or not _again(m)
-                if n and final:
-                    m = merged(done[case.key], later)
+                if n and final:  # judged once, over every pass
+                    m = merged(done[case.key], this_pass)
                 done[case.key] = m
                 if n == 0 or final:  # the first pass's result, and the case's own
                     run.record(m)
