@@ -56,6 +56,26 @@ EXPECTED = {
     "masked_fill": {"elementwise", "reduction"},
     "boolean_select": {"elementwise", "select"}, "bincount": {"scatter"},
     "sparse_mm": {"create", "gather"},
+    # The second set (held out).
+    "gqa_attention": {"attention"}, "cross_attention": {"attention"},
+    "rotary_attention": {"attention", "copy", "elementwise"},
+    "instance_norm": {"copy", "norm"}, "l2_normalize": {"elementwise", "reduction"},
+    "add_layer_norm": {"elementwise", "norm"}, "swiglu_ffn": {"elementwise", "matmul"},
+    "conv1d_stack": {"conv", "elementwise"}, "conv_transpose": {"conv", "elementwise", "norm"},
+    "upsample_conv": {"conv", "elementwise", "gather"},
+    "token_position_embedding": {"create", "elementwise", "gather", "norm"},
+    "bce_with_logits": {"reduction"}, "kl_distillation": {"elementwise", "norm", "reduction"},
+    "median_rows": {"sort"}, "argmax_rows": {"reduction"}, "searchsorted": {"gather"},
+    "nonzero": {"elementwise", "select"}, "cumprod_rows": {"scan"},
+    "stft_magnitude": {"copy", "elementwise", "fft"}, "bag_of_words": {"create", "scatter"},
+    "masked_mean": {"elementwise", "reduction"}, "cdist": {"reduction"},
+    "bmm_small": {"matmul"}, "einsum_bilinear": {"copy", "matmul"},
+}
+# The second set's ops not in gpuvs's op table, named where they are priced.
+UNTABLED = {
+    "bce_with_logits": "aten.binary_cross_entropy_with_logits.default priced as a reduction",
+    "stft_magnitude": "aten.hann_window.default priced as an elementwise op",
+    "cdist": "aten._euclidean_dist.default priced as a reduction",
 }
 
 
@@ -63,16 +83,16 @@ def test_the_corpus_holds_thirty_functions_or_more_split_by_function() -> None:
     names = [f.name for f in CORPUS.FUNCTIONS]
     assert len(names) == len(set(names)) >= 30
     assert set(names) == set(EXPECTED)
-    assert {f.split for f in CORPUS.FUNCTIONS} == {"fit", "held_out"}
-    held_out = sum(f.split == "held_out" for f in CORPUS.FUNCTIONS)
-    assert held_out >= len(names) / 2  # most are judged, fewer calibrate
+    # The first set (39) shaped the model once measured: all fit. The second set (24),
+    # written afterwards, is the one held out.
+    assert [f.split for f in CORPUS.FUNCTIONS] == ["fit"] * 39 + ["held_out"] * 24
 
 
 @pytest.mark.parametrize("function", CORPUS.FUNCTIONS, ids=lambda f: f.name)
 def test_each_corpus_function_is_priced_by_what_its_ops_are(function: object) -> None:
     """No function is one elementwise launch unless it is one: a sort is a sort, an
     attention an attention with its FLOPs, and the one op gpuvs has no class of its own
-    for (a sparse product) is named."""
+    for (a sparse product) is named, as are the ops its table does not list."""
     fn, args = function.build(function.sizes[0])
     work, _ = count(fn, args, {})
     classes = {t.op_class for t in work.tallies}
@@ -82,6 +102,8 @@ def test_each_corpus_function_is_priced_by_what_its_ops_are(function: object) ->
     if function.name == "sparse_mm":
         assert work.named == ("aten._sparse_addmm.default (a sparse product) priced as a "
                               "gather: gpuvs has no class of its own for it",)
+    elif function.name in UNTABLED:
+        assert work.named == (f"{UNTABLED[function.name]}: not in gpuvs's op table",)
     elif function.name == "smoothed_cross_entropy":
         assert work.named == ()  # masked_fill_ is an elementwise op gpuvs lists
     else:
