@@ -4,6 +4,7 @@ the case and carries on. Real workers, real torch on the CPU."""
 
 from __future__ import annotations
 
+import json
 import signal
 import sqlite3
 import subprocess
@@ -11,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 from tests import helpers
 from typer.testing import CliRunner
@@ -81,11 +83,90 @@ def slow_from_40(x):
 """
 
 
+# Each worker notes its pid as it imports the file, and again at its first call.
+TURNS = """
+import os
+import signal
+import time
+from pathlib import Path
+
+import torch
+
+LOG = Path(__file__).with_name("workers.log")
+with LOG.open("a") as f:
+    f.write(f"import {os.getpid()}\\n")
+called = False
+
+
+def inputs(size):
+    return torch.rand(size)
+
+
+def double(x):
+    global called
+    if not called:
+        called = True
+        with LOG.open("a") as f:
+            f.write(f"call {os.getpid()}\\n")
+    return x * 2
+
+
+def kills_the_others(x):
+    # The first call of all kills every other worker (each waiting for its turn), once.
+    try:
+        os.close(os.open(LOG.with_name("killed"), os.O_CREAT | os.O_EXCL))
+    except FileExistsError:
+        return x * 2
+    others = [int(line.split()[1]) for line in LOG.read_text().splitlines()
+              if line.startswith("import ") and int(line.split()[1]) != os.getpid()]
+    for pid in others:
+        os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and any(_running(pid) for pid in others):
+        time.sleep(0.01)
+    return x * 2
+
+
+def _running(pid):
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def exits(x):
+    os._exit(3)
+"""
+
+
 @pytest.fixture
 def script(tmp_path: Path) -> Path:
     path = tmp_path / "risky.py"
     path.write_text(SCRIPT)
     return path
+
+
+@pytest.fixture
+def turns(tmp_path: Path) -> Path:
+    path = tmp_path / "turns.py"
+    path.write_text(TURNS)
+    return path
+
+
+def workers_log(turns: Path) -> list[tuple[str, int]]:
+    """What the workers noted, in order: ("import", pid) as each loaded the file, ("call",
+    pid) at each one's first call."""
+    lines = (turns.parent / "workers.log").read_text().splitlines()
+    return [(what, int(pid)) for what, pid in (line.split() for line in lines)]
+
+
+def imported(turns: Path) -> list[int]:
+    return [pid for what, pid in workers_log(turns) if what == "import"]
+
+
+def alive(pids: list[int]) -> list[int]:
+    """The processes still there, unreaped ones included (a zombie is a leaked child)."""
+    return [pid for pid in pids if psutil.pid_exists(pid)]
 
 
 def invoke(script: Path, func: str, db: str, *args: str):
@@ -193,6 +274,58 @@ def test_a_file_that_kills_the_worker_as_it_loads_is_one_line_and_exit_2(
     assert result.output == (f"error: loading {path} or building its first inputs ended the "
                              "worker before any case ran: the worker died (exit code 7). "
                              "loading\n")
+
+
+def test_every_pass_has_its_worker_started_before_the_first_case_and_samples_every_case(
+        turns: Path, db: str) -> None:
+    """Three passes: three processes, each loading the file before any case is measured
+    (none starts while another times), each pass in its own, every case sampled in all
+    three; none is left when the run ends."""
+    result = helpers.invoke("run-file", f"{turns}::double", "--sizes", "10,20", "-d", "cpu",
+                            "--budget", "0.05", "--passes", "3", "--db", db)
+    assert result.exit_code == 0, result.output
+    log = workers_log(turns)
+    first_call = [what for what, _ in log].index("call")
+    assert log[:first_call] == [("import", pid) for pid in imported(turns)]
+    assert len(set(imported(turns))) == first_call == 3
+    assert {pid for what, pid in log if what == "call"} == set(imported(turns))
+    with sqlite3.connect(db) as conn:
+        passes = {size: len(json.loads(data)["passes"]) for size, data in conn.execute(
+            "SELECT size, data FROM measurements")}
+    assert passes == {10: 3, 20: 3}
+    assert alive(imported(turns)) == []
+
+
+def test_workers_killed_while_they_wait_for_their_turn_do_not_lose_the_run(
+        turns: Path, db: str) -> None:
+    """Each is found dead at its turn, as a worker that died outside a case: the smallest
+    size its pass had still to sample takes its death, named as a death while waiting;
+    a fresh worker samples the rest of that pass, and the run finishes."""
+    result = helpers.invoke("run-file", f"{turns}::kills_the_others", "--sizes", "10,20,30",
+                            "-d", "cpu", "--budget", "0.05", "--passes", "3", "--db", db)
+    assert result.exit_code == 1, result.output  # crashed cases: the run is incomplete
+    assert " finished: " in result.output
+    cases = stored(db)
+    killed = ("before the case started (its worker waiting for its turn): the worker was "
+              "killed by SIGKILL, not by gpuvs")
+    assert cases[10][0] == cases[20][0] == "crashed"
+    assert cases[10][1].startswith(killed) and cases[20][1].startswith(killed)
+    assert cases[30] == ("ok", "")
+    with sqlite3.connect(db) as conn:
+        data = json.loads(conn.execute("SELECT data FROM measurements WHERE size = 30"
+                                       ).fetchone()[0])
+    assert len(data["passes"]) == 3  # the first process's, then a fresh worker's twice
+    assert len(imported(turns)) == 5 and alive(imported(turns)) == []
+
+
+def test_workers_whose_turn_never_comes_are_closed(turns: Path, db: str) -> None:
+    """Every case settled in the first process (each crashed): the later passes' workers,
+    started ahead, are ended with the run."""
+    result = helpers.invoke("run-file", f"{turns}::exits", "--sizes", "10", "-d", "cpu",
+                            "--budget", "0.05", "--passes", "3", "--db", db)
+    assert result.exit_code == 1, result.output
+    assert stored(db) == {10: ("crashed", "the worker died (exit code 3).")}
+    assert len(imported(turns)) == 3 and alive(imported(turns)) == []
 
 
 @pytest.mark.gpu

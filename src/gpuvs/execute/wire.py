@@ -200,10 +200,10 @@ class RunFile(Message):
     """What `gpuvs run-file` runs: SCRIPT.py::FUNC, one or several (`targets`: several
     implementations of one function, the first the reference), the BUILDER of their
     arguments (`inputs`, in the first target's file), the sizes (() = BUILDER() once), the
-    devices, how each case is sampled, the tolerance between outputs; for a worker that
-    carries on after another died, or samples a later process, the cases already `done`;
-    and whether it explains the run after its last case (`explain`: the first process
-    only; profiling the function again in a later one would tell nothing new)."""
+    devices, how each case is sampled, the tolerance between outputs; and whether it
+    explains the run after its last case (`explain`: the first process only; profiling
+    the function again in a later one would tell nothing new). A run-file worker's first
+    line: it loads the files, says it is `Ready`, and measures nothing before `Go`."""
 
     kind: ClassVar[str] = "run_file"
     targets: tuple[str, ...]
@@ -212,22 +212,40 @@ class RunFile(Message):
     devices: tuple[str, ...]
     sampling: Sampling
     tolerance: float | None = None
-    done: tuple[Measurement, ...] = ()
     explain: bool = True
 
     def fields(self) -> dict[str, Any]:
         return {"targets": list(self.targets), "inputs": self.inputs,
                 "sizes": list(self.sizes), "devices": list(self.devices),
                 "sampling": self.sampling.to_dict(), "tolerance": self.tolerance,
-                "done": [m.to_dict() for m in self.done], "explain": self.explain}
+                "explain": self.explain}
 
     @classmethod
     def read(cls, d: Mapping[str, Any]) -> RunFile:
         return cls(tuple(str(t) for t in d["targets"]), str(d["inputs"]),
                    tuple(int(s) for s in d["sizes"]),
                    tuple(str(x) for x in d["devices"]), Sampling.from_dict(d["sampling"]),
-                   _opt_float(d["tolerance"]),
-                   tuple(Measurement.from_dict(m) for m in d["done"]), bool(d["explain"]))
+                   _opt_float(d["tolerance"]), bool(d["explain"]))
+
+
+@_on_the_wire
+@dataclass(frozen=True)
+class Go(Message):
+    """A ready run-file worker's second line: measure now, carrying on after the cases
+    `done` (those earlier workers finished or died in: the first process's before a
+    death, the earlier processes' settled cases). Apart from `RunFile`, so that a later
+    pass's worker can start ahead, load the user's file and wait ready before what it
+    is to skip is known."""
+
+    kind: ClassVar[str] = "go"
+    done: tuple[Measurement, ...] = ()
+
+    def fields(self) -> dict[str, Any]:
+        return {"done": [m.to_dict() for m in self.done]}
+
+    @classmethod
+    def read(cls, d: Mapping[str, Any]) -> Go:
+        return cls(tuple(Measurement.from_dict(m) for m in d["done"]))
 
 
 # -- events: what a child tells its parent ------------------------------------------------
@@ -235,8 +253,10 @@ class RunFile(Message):
 @_on_the_wire
 @dataclass(frozen=True)
 class Ready(Message):
-    """The child has loaded what it needs; `info` is what it runs with (a dist rank:
-    versions and the NCCL variables every rank saw)."""
+    """The child has loaded what it needs: a run's worker its framework and device,
+    run-file's worker the user's files, each then waiting for its work (a worker started
+    ahead of its pass); `info` is what it runs with (a dist rank: versions and the NCCL
+    variables every rank saw)."""
 
     kind: ClassVar[str] = "ready"
     info: Mapping[str, Any] = field(default_factory=dict)
