@@ -55,7 +55,8 @@ PROCESSES_AGREE = 0.02
 # (a start-up paid once, not at every pass), up to this many with the measuring pass's;
 # past it (`--passes 20` on four backends) a pass's workers start when an earlier pass's
 # have gone. Each holds its framework and its device context (on the H100 twenty workers,
-# fifteen of them with a GPU context, held 5.97 GiB of GPU memory).
+# fifteen of them with a GPU context, held 5.97 GiB of GPU memory). run-file's workers,
+# one a pass, keep the same limit (`yours.file_runner`).
 AHEAD_MOST = 24
 # Counters of what the parent waited for a case, and of the CPU others took from its
 # sampling and it asked for, which merged passes add up.
