@@ -31,6 +31,19 @@ def test_a_product_counts_its_flops_bytes_one_launch_and_its_copies() -> None:
     assert work.dtype == "float32" and work.workload == ""
 
 
+def test_a_gather_counts_the_rows_it_picks_not_the_table_it_picks_from() -> None:
+    table, idx = torch.rand(100_000, 256), torch.randint(0, 100_000, (64,))
+    picked, _ = count(lambda t, i: t[i], (table, idx), {})
+    looked_up, _ = count(torch.nn.functional.embedding, (idx, table), {})
+    rows = 4 * 64 * 256
+    for work in (picked, looked_up):
+        (tally,) = work.tallies
+        assert tally.op_class == "gather"
+        assert tally.bytes == work.bytes == 2 * rows + 8 * 64  # read, written, the indices
+    every, _ = count(lambda t, i: t[i], (torch.rand(64, 256), torch.randperm(64)), {})
+    assert every.bytes == 2 * rows + 8 * 64  # every row once: the whole table, as moved
+
+
 def test_views_launch_nothing_and_each_other_op_one_kernel() -> None:
     def fn(x: torch.Tensor) -> torch.Tensor:
         return (x.view(-1) * 2).reshape(10, 10).t().contiguous() + 1

@@ -5,6 +5,7 @@ from its round ceilings (50 TFLOP/s float32, 2 TB/s, 10 µs a launch, 10 GB/s in
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import pytest
 from tests.predicting.samples import op_costs, synthetic
@@ -173,8 +174,8 @@ def test_a_small_call_pays_its_launches_by_class_and_its_hosts_own_cost() -> Non
     assert e.seconds == pytest.approx(90e-6) and e.dominant is Bound.LAUNCH
     assert e.why.startswith("launch-bound: 40 µs of launches for 4 op(s), priced by class, "
                             "and 50 µs of the call's own host work (Python, module hooks: "
-                            "measured on this CPU) outweigh 41.5 ns of the other device "
-                            "work")
+                            "measured on this CPU) outweigh 70 ns of the other device "
+                            "work")  # each op in proportion to the probe's first busy size
 
 
 def test_the_device_times_of_a_calls_ops_add_up() -> None:
@@ -205,12 +206,33 @@ def test_an_op_that_waits_for_the_device_overlaps_nothing() -> None:
     assert e.seconds == pytest.approx(250e-6 + 1e9 / 2e12)
 
 
+def test_a_syncing_op_of_a_class_whose_probe_does_not_wait_pays_the_round_trip() -> None:
+    """A bincount is counted as a scatter, whose probe never waits for the device: it
+    pays the target's launch-and-sync latency on top. A unique's probe waited already."""
+    profile = synthetic(classes=True)
+    latency = pricing._measured(profile, pricing.LATENCY, "torch")
+    assert latency
+    plain = pricing.estimate(_classes(Tally("scatter", 1, 1e3)), profile)
+    waiting = pricing.estimate(_classes(Tally("scatter", 1, 1e3, syncs=True)), profile)
+    assert waiting.seconds == pytest.approx(plain.seconds + latency)
+    unique = pricing.estimate(_classes(Tally("unique", 1, 1e3, syncs=True)), profile)
+    assert unique.seconds == pytest.approx(20e-6)  # its launch, waited for, and no more
+
+
+def _between(a: float, low: tuple[float, float], high: tuple[float, float]) -> float:
+    """Straight between two points on logarithmic axes."""
+    (a1, t1), (a2, t2) = low, high
+    return t1 * (t2 / t1) ** (math.log(a / a1) / math.log(a2 / a1))
+
+
 def test_copies_go_at_the_rate_measured_for_their_size_and_say_so() -> None:
     """20 µs + bytes at 10 GB/s in, at 5 GB/s out, read off the points measured around
     each copy's size; past 32 MiB the output lands in freshly mapped pages."""
     work = _classes(Tally("elementwise", 1, 1e8), copied_in=(5e5,), copied_out=(5e7,))
     e = pricing.estimate(work, synthetic(classes=True))
-    assert e.terms[Bound.TRANSFER] == pytest.approx(20e-6 + 5e5 / 10e9 + 20e-6 + 5e7 / 5e9)
+    into = _between(5e5, (1e3, 20e-6 + 1e3 / 10e9), (1e6, 20e-6 + 1e6 / 10e9))
+    out = _between(5e7, (1e6, 20e-6 + 1e6 / 5e9), (1e8, 20e-6 + 1e8 / 5e9))
+    assert e.terms[Bound.TRANSFER] == pytest.approx(into + out)
     assert e.regime == FRESH
     assert e.notes == ("copies at the rates measured on syn for their sizes: 488 KiB in "
                        "with .to(device), 47.7 MiB out with .cpu() into freshly mapped "
@@ -230,12 +252,20 @@ def test_a_profile_without_op_classes_prices_the_users_code_by_its_totals_and_sa
                                  "launches")
 
 
-def test_a_class_is_fitted_to_its_launch_and_the_slope_of_its_busy_points() -> None:
-    points = [OpCost("sort", "cuda:0", "torch", a, t, "") for a, t in
-              ((1e3, 15e-6), (1e6, 16e-6), (1e8, 220e-6), (1e9, 2020e-6))]
+def test_a_class_is_read_along_its_points_past_its_launch() -> None:
+    """The smallest size's time is the host's launch (the device idles there): the
+    device's time is read along the other points, in proportion below them — not along a
+    line whose intercept prices a small op at a large one's fixed cost."""
+    points = [OpCost("attention", "cuda:0", "torch", a, t, "") for a, t in
+              ((3e7, 17e-6), (5e8, 30e-6), (9e9, 330e-6), (1.4e11, 4100e-6))]
     [cost] = pricing.class_costs(points, "torch").values()
-    assert cost.launch == 15e-6  # the smallest size: the device idles
-    assert cost.per_unit == pytest.approx(2e-12)  # through the two largest busy points
-    assert cost.fixed == pytest.approx(20e-6)
-    assert cost.at(5.5e8) == pytest.approx((220e-6 + 2020e-6) / 2)  # along the points
-    assert cost.at(10) == 15e-6 and cost.at(2e9) == pytest.approx(4040e-6)
+    assert cost.launch == 17e-6
+    assert cost.device(1, 7e7) == pytest.approx(30e-6 * 7e7 / 5e8)  # 4.2 µs, not 76
+    assert cost.device(2, 2e9) == pytest.approx(2 * _between(1e9, (5e8, 30e-6),
+                                                              (9e9, 330e-6)))
+    assert cost.device(1, 9e9) == pytest.approx(330e-6)
+    assert cost.device(1, 2.8e11) == pytest.approx(4100e-6 + (4100e-6 - 330e-6) / (
+        1.4e11 - 9e9) * 1.4e11)  # beyond: along the last two points' line
+    assert cost.at(10) == 17e-6  # a copy below its points: the smallest's time
+
+

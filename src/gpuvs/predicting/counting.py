@@ -2,11 +2,12 @@
 
 One call runs under a dispatch mode that sees every aten op: each is sorted into its
 class (`opclasses`: a sort, a gather, a matrix product, a view that launches nothing),
-with the bytes of its tensors (inputs and outputs) and its FLOPs by torch's own formulas
-(`torch.utils.flop_counter`; an attention's by its two products whatever kernel runs
-it). The arguments' tensors are what an end-to-end call copies to the device (a module's
-weights stay there, as `gpuvs.compare` keeps them), the output's tensors what it brings
-back. A call in which no torch op ran is refused: nothing of it would run on a GPU.
+with the bytes of its tensors (inputs and outputs; a gather's, only the rows it picks:
+`tensors.gathered`) and its FLOPs by torch's own formulas (`torch.utils.flop_counter`;
+an attention's by its two products whatever kernel runs it). The arguments' tensors
+are what an end-to-end call copies to the device (a module's weights stay there, as
+`gpuvs.compare` keeps them), the output's tensors what it brings back. A call in which
+no torch op ran is refused: nothing of it would run on a GPU.
 
 The host's own cost beyond the ops' launches (Python, module hooks) is measured on the
 same CPU run (`hostcost`).
@@ -21,7 +22,7 @@ from typing import Any
 from gpuvs.errors import UsageError
 from gpuvs.predicting.hostcost import host_cost
 from gpuvs.predicting.opclasses import VIEW, classify, flops
-from gpuvs.predicting.tensors import moved, nbytes, tensors
+from gpuvs.predicting.tensors import gathered, moved, nbytes, tensors
 from gpuvs.predicting.work import Tally, Work, tf32
 
 # A call in which no torch op ran (NumPy code, `time.sleep`, plain Python) runs on the
@@ -82,14 +83,15 @@ def _op_counter() -> Any:
             out = func(*args, **kwargs)
             self.seen += 1
             self.names.append(str(func))
+            found = classify(func, args, out)
+            touched = (gathered if found.op_class == "gather" else moved)(args, kwargs, out)
             if not getattr(func, "is_view", False):
                 self.launches += 1
-                self.bytes += moved(args, kwargs, out)
-            found = classify(func, args, out)
+                self.bytes += touched
             if found.op_class != VIEW:
                 tally = self.by[(found.op_class, found.syncs)]
                 tally[0] += 1
-                tally[1] += moved(args, kwargs, out)
+                tally[1] += touched
                 tally[2] += flops(func, args, kwargs, out, found.op_class)
             if found.said:
                 self.named.append(found.said)

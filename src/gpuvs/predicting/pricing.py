@@ -26,14 +26,17 @@ such calls form a regime of their own (`Estimate.regime`), which the validation 
 calibrates apart.
 
 **The user's code, op by op** (`Work.tallies`, where the profile measured op classes):
-each op is priced by its class (`model.OP_CLASSES`), fitted to that class's probe on the
+each op is priced by its class (`model.OP_CLASSES`), read along that class's probe on the
 target over sizes (`ClassCost`): the host pays the class's launch (its smallest size's
-time per op), the device the class's fixed cost plus its cost per byte (per FLOP for the
-products, convolutions and attention) — a sort several passes over its memory, an
-elementwise op one. The ops of a call run one after another on the device, so their
+time per op), the device the probe's time at the op's bytes (FLOPs for the products,
+convolutions and attention) — a sort several passes over its memory, an elementwise op
+one. The ops of a call run one after another on the device, so their
 device times add (`Estimate.summed`); the host pays their launches and the call's own
 cost beyond them (`Work.host_s`, measured on the CPU); an op that waits for the device
-(a unique, a masked selection) overlaps nothing (`Estimate.waits`). A class the profile
+(a unique, a masked selection) overlaps nothing (`Estimate.waits`), and one priced by
+a class whose probe does not wait (a `bincount`, a scatter that must learn its size
+first) pays the target's launch-and-sync round trip on top: counted as a plain scatter,
+a bincount was predicted at 12 µs where the GPU took 60–100 µs. A class the profile
 did not measure is priced as the nearest one it did, and said (`Estimate.notes`). The
 copies of an end-to-end call go at the rate measured for their size on the target, as
 `gpuvs.compare` makes them (`.to(device)` in, `.cpu()` into new host memory out).
@@ -41,8 +44,10 @@ copies of an end-to-end call go at the rate measured for their size on the targe
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from itertools import pairwise
 from types import MappingProxyType
 
 from gpuvs import units
@@ -50,7 +55,7 @@ from gpuvs.analysis.ceilings import DISPATCH, FRESH_BYTES, copy_name, dispatch_n
 from gpuvs.analysis.roofline import Bound
 from gpuvs.errors import UsageError
 from gpuvs.model import FLOP_CLASSES, OP_CLASSES, Case, OpCost
-from gpuvs.predicting.opclasses import nearest
+from gpuvs.predicting.opclasses import SYNCING_CLASSES, nearest
 from gpuvs.predicting.profile import Profile
 from gpuvs.predicting.work import Tally, Work
 
@@ -131,52 +136,68 @@ def estimate(work: Work, profile: Profile) -> Estimate:
 
 @dataclass(frozen=True)
 class ClassCost:
-    """One op class's cost per op on a profile's GPU, fitted to its probe's points: the
+    """One op class's cost per op on a profile's GPU, read along its probe's points: the
     host's launch (the smallest size's time: the device is idle at that size), and the
-    device's time past it, `fixed + amount × per_unit` — a line through the two largest
-    points that kept the device busy for twice the launch or more, else through the
-    largest alone."""
+    device's time for one op of a given amount, straight between the two measured points
+    around it on logarithmic axes — a class's time per byte (per FLOP for
+    `model.FLOP_CLASSES`) changes with size (a small attention fills few of the GPU's
+    units) — and along the last two points' line beyond them.
+
+    It was once a line through the two largest busy points: its intercept priced a
+    64-token attention at 76 µs (a 74 µs fixed cost extrapolated from 8.6 and 137 GFLOP),
+    where the probe itself measured 30 µs at 0.5 GFLOP and the GPU took 15 µs. With a
+    gather's bytes and a sync's round trip (`tensors.gathered`, `_by_class`) it took the
+    first corpus's 74 resident cases, each predicted without its own function, from
+    29.6 % to 26.8 % median error, 80 % to 84 % inside the interval, 85 % to 89 % of
+    winners right (`benchmarks/corpus.py tables --recount`; docs/prediction.md)."""
 
     op_class: str
     launch: float
-    fixed: float
-    per_unit: float   # seconds per byte, or per FLOP for `model.FLOP_CLASSES`
     points: tuple[tuple[float, float], ...]  # (amount, seconds per op), by amount
 
     def device(self, ops: int, amount: float) -> float:
-        return ops * self.fixed + amount * self.per_unit
+        """The device's seconds for `ops` ops moving (or computing) `amount` in all: each
+        op's share read along the points past the smallest (whose time is the host's
+        launch, the device idle), in proportion below them."""
+        if not ops:
+            return 0.0
+        each = amount / ops
+        busy = self.points[1:] or self.points
+        if each <= busy[0][0]:
+            return ops * busy[0][1] * each / busy[0][0]
+        return ops * _along(busy, each)
 
     def at(self, amount: float) -> float:
-        """A copy's seconds at `amount` bytes: along its measured points, straight between
-        them, at the smallest one's below them and the largest one's rate beyond."""
-        (a0, t0), rest = self.points[0], self.points[1:]
-        if amount <= a0:
-            return t0
-        for a1, t1 in rest:
-            if amount <= a1:
-                return t0 + (t1 - t0) * (amount - a0) / (a1 - a0)
-            a0, t0 = a1, t1
+        """A copy's seconds at `amount` bytes, along its points (`_along`)."""
+        return _along(self.points, amount)
+
+
+def _along(points: Sequence[tuple[float, float]], amount: float) -> float:
+    """Seconds at `amount` read along measured (amount, seconds) points: the smallest
+    point's below them, straight between two on logarithmic axes, beyond them along the
+    last two's line (a single point: its rate). Read straight on linear axes, the first
+    corpus's end-to-end calls were predicted 23.9 % off (88 % inside the interval), on
+    logarithmic ones 22.3 % (89 %)."""
+    (a0, t0) = points[0]
+    if amount <= a0:
+        return t0
+    for (a1, t1), (a2, t2) in pairwise(points):
+        if amount <= a2:
+            return t1 * math.exp(math.log(t2 / t1) * math.log(amount / a1) / math.log(a2 / a1))
+    if len(points) == 1:
         return t0 * amount / a0
+    (a1, t1), (a2, t2) = points[-2:]
+    return t2 + (t2 - t1) / (a2 - a1) * (amount - a2)
 
 
 def class_costs(measured: Sequence[OpCost], backend: str) -> dict[str, ClassCost]:
-    """Each op class `backend` was probed for on the GPU, fitted (`ClassCost`)."""
+    """Each op class `backend` was probed for on the GPU (`ClassCost`)."""
     by: dict[str, list[tuple[float, float]]] = {}
     for c in measured:
         if c.backend == backend and c.device != "cpu":
             by.setdefault(c.op_class, []).append((c.amount, c.seconds))
-    return {name: _fit(name, sorted(points)) for name, points in by.items()}
-
-
-def _fit(name: str, points: list[tuple[float, float]]) -> ClassCost:
-    launch = points[0][1]
-    busy = [(a, t) for a, t in points[1:] if t >= 2 * launch]
-    if len(busy) >= 2 and busy[-1][0] > busy[-2][0] and busy[-1][1] > busy[-2][1]:
-        (a1, t1), (a2, t2) = busy[-2:]
-        slope = (t2 - t1) / (a2 - a1)
-        return ClassCost(name, launch, max(0.0, t2 - slope * a2), slope, tuple(points))
-    a, t = points[-1]
-    return ClassCost(name, launch, 0.0, t / a, tuple(points))
+    return {name: ClassCost(name, min(points)[1], tuple(sorted(points)))
+            for name, points in by.items()}
 
 
 def _by_class(work: Work, profile: Profile, costs: Mapping[str, ClassCost],
@@ -185,6 +206,7 @@ def _by_class(work: Work, profile: Profile, costs: Mapping[str, ClassCost],
     terms = {Bound.COMPUTE: 0.0, Bound.MEMORY: 0.0, Bound.LAUNCH: work.host_s,
              Bound.TRANSFER: 0.0}
     waits, notes, busiest = 0.0, list(work.named), (0.0, "")
+    latency = _measured(profile, LATENCY, work.backend) or 0.0
     for t in work.tallies:
         chosen = nearest(t.op_class, set(costs) - {"to_device", "to_host"})
         if chosen is None:
@@ -197,11 +219,13 @@ def _by_class(work: Work, profile: Profile, costs: Mapping[str, ClassCost],
         device = cost.device(t.ops, t.flops * _flop_scale(chosen, work, profile)
                              if flops else t.bytes)
         if t.syncs:  # it waits for the device: host and device overlap nothing around it
-            waits += max(t.ops * cost.launch, device)
+            # ... and, where its class's probe did not wait, pays the round trip too
+            waits += max(t.ops * cost.launch, device) + (
+                0.0 if chosen in SYNCING_CLASSES else t.ops * latency)
             continue
         terms[Bound.COMPUTE if flops else Bound.MEMORY] += device
         terms[Bound.LAUNCH] += t.ops * cost.launch
-        busiest = max(busiest, (device, _part(t, cost, peaks)))
+        busiest = max(busiest, (device, _part(t, device, peaks)))
     past_fresh = max(work.copied_out, default=0.0) > FRESH_BYTES
     if work.end_to_end:
         terms[Bound.TRANSFER], said = _copies(work, profile, costs)
@@ -248,12 +272,13 @@ def _copies(work: Work, profile: Profile, costs: Mapping[str, ClassCost]
                      "on every call, as gpuvs.compare's end-to-end call makes them")
 
 
-def _part(t: Tally, cost: ClassCost, peaks: Mapping[str, float]) -> str:
-    """One class's ops in words: '1 sort: 3.2 passes over 48 MiB'."""
+def _part(t: Tally, device: float, peaks: Mapping[str, float]) -> str:
+    """One class's ops, `device` seconds of them, in words: '1 sort: 3.2 passes over
+    48 MiB'."""
     what = f"{t.ops} × {OP_CLASSES[t.op_class].split(' ', 1)[1]}"
     if t.op_class in FLOP_CLASSES:
-        return f"{what}: {t.flops:.3g} FLOP at {units.rate(1 / cost.per_unit, 'FLOP/s')}"
-    passes = cost.per_unit * peaks["bytes"]
+        return f"{what}: {t.flops:.3g} FLOP at {units.rate(t.flops / device, 'FLOP/s')}"
+    passes = device * peaks["bytes"] / t.bytes if t.bytes else 0.0
     return f"{what}: {passes:.2g} pass(es) over {units.nbytes(t.bytes)}"
 
 

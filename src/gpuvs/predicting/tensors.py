@@ -37,3 +37,16 @@ def nbytes(t: Any) -> int:
 def moved(args: Any, kwargs: Any, out: Any) -> int:
     """The bytes of one op's tensors, inputs and outputs, each storage once."""
     return sum(nbytes(t) for t in tensors((args, kwargs, out)))
+
+
+def gathered(args: Any, kwargs: Any, out: Any) -> int:
+    """The bytes a gather touches: the rows it picks (as many as it writes), its output
+    and its indices — not the whole table it picks from. Counted as `moved`, 64 rows of
+    a 100,000-row embedding table read as 102 MB, a 120 µs memory-bound call; the GPU took
+    10 µs. Where every row is picked once (the op-class probe's gather) the two agree."""
+    import torch
+
+    indices = sum(nbytes(t) for t in tensors((args, kwargs))
+                  if isinstance(t, torch.Tensor) and not t.is_floating_point()
+                  and not t.is_complex())
+    return min(moved(args, kwargs, out), 2 * sum(map(nbytes, tensors(out))) + indices)
