@@ -4,6 +4,8 @@ gpuvs does not know named, and the op-class probes counted as the user's ops are
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -185,3 +187,26 @@ def test_each_class_probe_declares_what_counting_counts_of_its_op(op: str) -> No
     else:
         assert tally.bytes == pytest.approx(probe.bytes_moved(size, case.params, "float32"))
     assert probe.applies(case) is False  # timed on a GPU only
+
+
+def test_an_attention_whose_shapes_torchs_formula_refuses_is_counted_by_its_products(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Grouped-query attention (8 key and value heads under 32 query heads): torch 2.11's
+    formula asserted on it and `gpuvs.predict` failed. Counted by its two products."""
+    import torch.nn.functional as F
+    from torch.utils import flop_counter
+
+    refused: list[int] = []
+
+    def refuses(*args: Any, **kwargs: Any) -> int:
+        refused.append(1)
+        raise AssertionError("sdpa_flop_count: query/key/value shapes are incompatible")
+
+    for op in [op for op in flop_counter.flop_registry if "attention" in str(op)]:
+        monkeypatch.setitem(flop_counter.flop_registry, op, refuses)
+    q = torch.rand(2, 32, 64, 16)
+    kv = torch.rand(2, 8, 64, 16)
+    work, _ = count(lambda q, k, v: F.scaled_dot_product_attention(
+        q, k, v, is_causal=True, enable_gqa=True), (q, kv, kv.clone()), {})
+    attention = [t for t in work.tallies if t.op_class == "attention"]
+    assert refused and attention and attention[0].flops == 2 * 2 * 32 * 64 * 64 * 32 / 2
