@@ -144,3 +144,34 @@ def test_processes_that_agree_in_both_runs_give_a_tight_ratio() -> None:
     ratio, low, high = stats.ratio_over_processes(b, (40,) * 5, a, (40,) * 5) or (0, 0, 0)
     assert high - low < 0.01 and low <= ratio <= high
     assert stats.ratio_over_processes(b, (100, 100), a, (40,) * 5) is None  # two: no t
+
+
+# The group medians of ten launch-bound ops a call in twenty processes on an H100 VM
+# (benchmarks/regression_caught.sh, PASSES=20), microseconds: two in a fast group, three
+# slow ones, the rest about 126.
+TWENTY = (122, 127, 124, 126, 127, 85, 122, 126, 130, 126, 124, 122, 127, 158, 142, 87, 126,
+          128, 127, 148)
+
+
+def test_many_processes_narrow_the_interval_instead_of_covering_their_range() -> None:
+    samples = _processes(*(m * 1e-6 for m in TWENTY))
+    s = stats.summarize(samples, (40,) * len(TWENTY))
+    assert s.median == pytest.approx(126e-6, rel=0.01)
+    assert s.ci_low > 85e-6 and s.ci_high < 158e-6  # not every process's median
+    assert s.ci_halfwidth_rel < 0.15
+    five = stats.summarize(_processes(*(m * 1e-6 for m in TWENTY[:5 + 1])), (40,) * 6)
+    assert five.ci_low <= 85e-6 * 1.01  # a few processes still cover them all
+
+
+def test_a_twenty_percent_slowdown_over_twenty_processes_lies_wholly_above_one() -> None:
+    """Worst to worst (158 / 85) the ratio could not tell 1.2 from 1; over twenty
+    processes a side, the t interval on their medians does."""
+    before = _processes(*(m * 1e-6 for m in TWENTY))
+    after = _processes(*(1.2 * m * 1e-6 for m in reversed(TWENTY)))
+    ratio, low, high = stats.ratio_over_processes(after, (40,) * 20, before, (40,) * 20) \
+        or (0, 0, 0)
+    assert ratio == pytest.approx(1.2, rel=0.02) and 1.05 < low < ratio < high < 1.4
+    same, low, high = stats.ratio_over_processes(
+        _processes(*(m * 1e-6 for m in reversed(TWENTY))), (40,) * 20, before, (40,) * 20) \
+        or (0, 0, 0)
+    assert low < 1 < high

@@ -40,12 +40,20 @@ MEDIAN_VARIANCE = math.pi / 2
 # From this many processes, a case's CI reaches where a repeat's figure may land
 # (`repeat_interval`); with two, the t quantile (12.7) makes an interval of no use.
 REPEAT_FROM_PROCESSES = 3
+# Below this many processes a case's CI covers every process's median, and a ratio of two
+# cases is never narrower than worst to worst: on the H100 VMs a launch-bound loop runs
+# in the slower of two groups in about a third of processes, so all of a side's K
+# processes fall in one group 0.7^K of the time — 17 % at five. From it on (2.8 % at ten)
+# the t intervals on the processes' medians carry their spread and narrow as processes
+# are added: the range of twenty processes, 84–158 µs around 126 µs, widened the interval
+# to ±29 % and hid a 20 % slowdown that the figure, a median of twenty, shows.
+WHOLE_RANGE_BELOW = 10
 # Resampled values held in memory at once: bounds every bootstrap's footprint.
 _CHUNK_VALUES = 4_000_000
 # What `summarize` computes, named in every key of a kept summary (`summary_key`): a
 # summary kept under another method is computed again. Bump the number when `summarize`
 # changes what it returns for the same samples.
-SUMMARY_METHOD = (f"summarize/3 confidence={CONFIDENCE} resamples={BOOTSTRAP_RESAMPLES} "
+SUMMARY_METHOD = (f"summarize/4 confidence={CONFIDENCE} resamples={BOOTSTRAP_RESAMPLES} "
                   f"seed={BOOTSTRAP_SEED} stretches={STRETCHES}x{MIN_STRETCH}")
 
 
@@ -114,7 +122,9 @@ def _summarize(samples: Sequence[float], groups: Sequence[int] = (),
     hierarchical: the figure is the median of the processes' medians (each process one
     vote, however many samples it took), and the CI covers every process's median, since
     a repeat's processes land anywhere among them — where the processes agree it stays as
-    tight as the samples allow, where they differ it shows how far. From
+    tight as the samples allow, where they differ it shows how far (below
+    WHOLE_RANGE_BELOW processes; from there on a figure that is a median of many
+    processes is known better than their range). From
     REPEAT_FROM_PROCESSES processes on, it also reaches where a repeat's figure may land
     (`repeat_interval`): the range of K processes alone held another run's figure for
     only 72 % of the cases of two runs on one H100 (docs/accuracy.md). `floor_rel` is a
@@ -128,7 +138,7 @@ def _summarize(samples: Sequence[float], groups: Sequence[int] = (),
     medians = group_medians(a, groups)
     if medians:
         median = float(np.median(medians))
-    for m in medians:
+    for m in medians if len(medians) < WHOLE_RANGE_BELOW else ():
         ci_low, ci_high = min(ci_low, m), max(ci_high, m)
     if len(medians) >= REPEAT_FROM_PROCESSES:
         low, high = repeat_interval(medians, float(median))
@@ -233,11 +243,11 @@ def ratio_over_processes(numerator: Sequence[float], numerator_groups: Sequence[
     processes — Welch's t on the logarithms of the processes' medians, each side's
     figure varying as a median of K (MEDIAN_VARIANCE), and never narrower than the two
     sides' processes allow worst to worst (B's slowest over A's fastest, and the other
-    way): processes in two groups break Welch's normal logarithms, and a run whose five
-    processes all fell in the fast group read "faster" against one of the same code on
-    an H100. Two runs' own intervals, each reaching where the other run may land, would
-    count the repeat twice. None where either side has fewer processes: its interval is
-    all there is to go on."""
+    way) while a side has fewer than WHOLE_RANGE_BELOW: processes in two groups break
+    Welch's normal logarithms, and a run whose five processes all fell in the fast group
+    read "faster" against one of the same code on an H100. Two runs' own intervals,
+    each reaching where the other run may land, would count the repeat twice. None
+    where either side has fewer processes: its interval is all there is to go on."""
     a = group_medians(np.asarray(numerator, dtype=float), numerator_groups)
     b = group_medians(np.asarray(denominator, dtype=float), denominator_groups)
     if min(len(a), len(b)) < REPEAT_FROM_PROCESSES:
@@ -250,8 +260,9 @@ def ratio_over_processes(numerator: Sequence[float], numerator_groups: Sequence[
         # Welch–Satterthwaite degrees of freedom
         df = (va + vb) ** 2 / (va ** 2 / (la.size - 1) + vb ** 2 / (lb.size - 1))
         half = t_975(df) * math.sqrt(va + vb)
-    low = min(math.exp(centre - half), min(a) / max(b))
-    high = max(math.exp(centre + half), max(a) / min(b))
+    low, high = math.exp(centre - half), math.exp(centre + half)
+    if min(len(a), len(b)) < WHOLE_RANGE_BELOW:
+        low, high = min(low, min(a) / max(b)), max(high, max(a) / min(b))
     return math.exp(centre), low, high
 
 
