@@ -267,5 +267,8 @@ def test_a_class_is_read_along_its_points_past_its_launch() -> None:
     assert cost.device(1, 2.8e11) == pytest.approx(4100e-6 + (4100e-6 - 330e-6) / (
         1.4e11 - 9e9) * 1.4e11)  # beyond: along the last two points' line
     assert cost.at(10) == 17e-6  # a copy below its points: the smallest's time
+    fell = pricing.class_costs([OpCost("sort", "cuda:0", "torch", a, t, "") for a, t in (
+        (1e3, 15e-6), (1e8, 230e-6), (1e9, 220e-6))], "torch")["sort"]
+    assert fell.device(1, 2e9) == pytest.approx(440e-6)  # the last point's rate, not less
 
 
