@@ -83,6 +83,22 @@ def test_without_sizes_the_builder_is_called_once(script: Path, db: str) -> None
     assert re.search(r"^\s*16\s+torch\s+cpu\b", result.output, re.M), result.output
 
 
+def test_a_busy_machine_is_named_before_the_run(script: Path, db: str,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """As `gpuvs run` does: the user's figures on a loaded machine say so first."""
+    import os
+
+    import psutil
+
+    monkeypatch.setattr(os, "getloadavg", lambda: (4.0 * psutil.cpu_count(), 0.0, 0.0))
+    result = invoke("run-file", f"{script}::square", "--inputs", "fixed", "-d", "cpu",
+                    "--budget", "0.02", "--passes", "1", "--db", db)
+    assert result.exit_code == 0, result.output
+    busy, started = result.output.splitlines()[:2]
+    assert busy.startswith("this machine is busy: load ")
+    assert started.startswith("run ") and "square" in started
+
+
 def test_the_explanation_is_worded_over_every_process_not_the_first(script: Path, db: str
                                                                     ) -> None:
     """The last line said the first process's figure, the table the figure over all."""

@@ -103,11 +103,16 @@ def _recorded(store: SqlStore, request: Any, timeout_s: float, passes: int,
     """run-file's job (`jobs.own`): each case saved the moment the worker sends it, Ctrl-C
     keeping what finished, the run's JSON in the one run format; then shown."""
     from gpuvs.jobs import own
+    from gpuvs.machine import contention
     from gpuvs.report.layout import status_line
     from gpuvs.yours.run_file import case_count
 
+    began = contention.snapshot()  # what other processes do from here is named first
+
     def header(run_id: str) -> list[str]:
-        return [f"run {run_id}: {' '.join(request.targets)}, {case_count(request)} cases"]
+        busy = contention.busy_line(since=began)
+        return [*([busy] if busy else []),
+                f"run {run_id}: {' '.join(request.targets)}, {case_count(request)} cases"]
 
     with usage_errors():
         done = own.run_file(store, request, timeout_s, passes=passes,
