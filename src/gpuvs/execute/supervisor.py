@@ -50,6 +50,9 @@ KILL_GRACE_S = 1.0
 # A line kept in the tail is cut to this many characters: a progress bar redrawn with
 # carriage returns is one long line.
 TAIL_LINE_CHARS = 500
+# After the child exits, its output's last lines are read for at most this long: a
+# descendant still holding the pipe open must not hold up the verdict.
+TAIL_DRAIN_S = 2.0
 # How often a followed file is read for new events.
 FOLLOW_POLL_S = 0.1
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
@@ -88,7 +91,8 @@ class Child:
         self._events: queue.Queue[Message | None] = queue.Queue()
         tail = self.proc.stdout if channel == "pipe" else self.proc.stderr
         assert tail is not None
-        threading.Thread(target=self._keep_tail, args=(tail,), daemon=True).start()
+        self._tail_reader = threading.Thread(target=self._keep_tail, args=(tail,), daemon=True)
+        self._tail_reader.start()
         source: Iterable[str]
         if channel == "stdout":
             assert self.proc.stdout is not None
@@ -162,6 +166,9 @@ class Child:
             return Status.TIMEOUT, (f"no result within the {timeout_s:g} s timeout; the "
                                     "worker was killed")
         code = self.proc.wait()
+        # the child has exited, but its last lines may still be in the pipe: read them,
+        # waiting no longer than a descendant that holds the pipe open would make us
+        self._tail_reader.join(TAIL_DRAIN_S)
         tail = " | ".join(list(self.tail)[-TAIL_SHOWN:])
         if code == -signal.SIGKILL:
             evidence = policy.oom_evidence(self.proc.pid, self.oom_kills_at_start)
