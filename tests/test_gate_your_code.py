@@ -97,6 +97,10 @@ def test_an_edited_function_is_judged_as_the_new_version_without_force(
     compared = invoke("compare", a, b, "--db", db)  # nor does `compare` refuse it
     assert compared.exit_code == 0, compared.output
     assert "the code changed: yours:work" in compared.output
+    # each run-file run calibrated the machine: the two set side by side before the cases
+    machines = compared.output.index(f"the machines: B ({b}) against A ({a})")
+    assert "launch (numpy cpu)" in compared.output[machines:]
+    assert machines < compared.output.index("yours:work/correct")
 
 
 def test_an_edit_that_keeps_the_time_passes_unless_the_machine_was_busy(

@@ -65,9 +65,17 @@ def test_a_sweep_prints_tables_why_and_saves_the_run(script: Path, db: str,
     with sqlite3.connect(db) as conn:
         config = json.loads(conn.execute("SELECT config FROM runs").fetchone()[0])
         sizes = [r[0] for r in conn.execute(
-            "SELECT size FROM measurements WHERE device = 'cpu' ORDER BY size")]
+            "SELECT size FROM measurements WHERE device = 'cpu' AND workload != 'calibration' "
+            "ORDER BY size")]
+        probes = {(r[0], json.loads(r[1])["bound"]) for r in conn.execute(
+            "SELECT backend, params FROM measurements WHERE workload = 'calibration'")}
     assert config["kind"] == "yours" and config["target"].endswith("mlp.py::forward")
     assert sizes == [10, 100]
+    # the machine calibrated with the run, as `gpuvs run` is: torch's and NumPy's launch
+    # on the CPU, and the CPU's own probes
+    assert {("torch", "launch"), ("numpy", "launch"), ("numpy", "cpu"),
+            ("numpy", "host_memory")} == probes
+    assert "the machine, calibrated" in result.output
     doc = json.loads(out.read_text())  # the one run format, which `report --from` reads
     assert doc["run"]["config"]["sizes"] == [10, 100] and doc["format_version"] == 1
     page = tmp_path / "page.html"

@@ -178,7 +178,7 @@ def stored(db: str) -> dict[int, tuple[str, str]]:
     """The saved run's cases: size → (status, reason)."""
     with sqlite3.connect(db) as conn:
         return {size: (status, reason) for size, status, reason in conn.execute(
-            "SELECT size, status, reason FROM measurements")}
+            "SELECT size, status, reason FROM measurements WHERE workload != 'calibration'")}
 
 
 def test_a_segfault_at_one_size_is_that_case_crashed_and_the_other_sizes_run(
@@ -247,7 +247,7 @@ def test_with_several_implementations_a_death_takes_only_its_own_cases(script: P
     assert result.exit_code == 1, result.output
     with sqlite3.connect(db) as conn:
         cases = {(w, size): status for w, size, status in conn.execute(
-            "SELECT workload, size, status FROM measurements")}
+            "SELECT workload, size, status FROM measurements WHERE workload != 'calibration'")}
     assert cases == {("yours:double", 10): "ok", ("yours:segfaults", 10): "ok",
                      ("yours:double", 20): "ok", ("yours:segfaults", 20): "crashed",
                      ("yours:double", 30): "ok", ("yours:segfaults", 30): "ok"}
@@ -291,7 +291,7 @@ def test_every_pass_has_its_worker_started_before_the_first_case_and_samples_eve
     assert {pid for what, pid in log if what == "call"} == set(imported(turns))
     with sqlite3.connect(db) as conn:
         passes = {size: len(json.loads(data)["passes"]) for size, data in conn.execute(
-            "SELECT size, data FROM measurements")}
+            "SELECT size, data FROM measurements WHERE workload != 'calibration'")}
     assert passes == {10: 3, 20: 3}
     assert alive(imported(turns)) == []
 
@@ -359,6 +359,13 @@ def test_on_cuda_a_resident_case_that_kills_the_worker_skips_its_end_to_end_twin
     assert {v[0] for k, v in cases.items() if k[0] == 10} == {"ok"}
     assert "at size 10, cuda resident: " in result.output
     assert "kernels not counted" not in result.output
+    # what the profile saw joins the case's record, as a run's observation does: the
+    # kernels are its launches, which `check` reads against the launch probe
+    with sqlite3.connect(db) as conn:
+        (data,) = conn.execute("SELECT data FROM measurements WHERE size = 10 AND device = "
+                               "'cuda' AND params = '{}'").fetchone()
+    counters = json.loads(data)["counters"]
+    assert counters["launches"] == counters["kernels"] >= 1 and counters["busy_kernels_s"] > 0
 
 
 def test_inputs_that_raise_at_the_third_size_keep_the_two_finished_sizes(

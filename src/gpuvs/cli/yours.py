@@ -77,7 +77,9 @@ def run_file(
     Your code runs in worker processes, each case sampled in --passes of them in turns:
     what it prints is kept out of the output (its last lines are quoted if it dies); a
     case that dies is recorded crashed, one that outlives --timeout is killed and
-    recorded timeout, and a fresh worker runs the rest.
+    recorded timeout, and a fresh worker runs the rest. Once your file has loaded, a few
+    seconds of fixed probes calibrate the machine, as `gpuvs run` does, so that `gpuvs
+    compare` and `check` can tell another machine's speed from your code's change.
     """
     from gpuvs.config import build, check_devices, check_tolerance, parse_sizes
     from gpuvs.execute.wire import RunFile, Sampling

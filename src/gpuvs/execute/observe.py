@@ -12,7 +12,7 @@ from then on it refuses to time (`measuring.watch.ensure_unobserved`).
 from __future__ import annotations
 
 import gc
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 
 from gpuvs import workloads
@@ -93,3 +93,14 @@ def _constant(prepared: Prepared) -> Callable[[], Prepared]:
 
 def _unchecked(out: object) -> None:
     """Parts are pieces of a call whose whole output was checked."""
+
+
+def as_counters(seen: Mapping[str, float]) -> dict[str, float]:
+    """What an observation saw of a case (its kernels, copies, the GPU's busy time, its
+    parts), as the counters joined to its record: the kernels counted are its launches
+    (counted beats assumed), so that the roofline and `check` can tell a call whose
+    launches set its time from one whose device work does (`analysis.calibration`)."""
+    out = dict(seen)
+    if out.get("kernels"):
+        out["launches"] = out["kernels"]
+    return out

@@ -23,7 +23,7 @@ from typing import Protocol
 from gpuvs import backends, stats
 from gpuvs.backends.base import NO_GPU
 from gpuvs.config import RunConfig
-from gpuvs.execute.observe import observations
+from gpuvs.execute.observe import as_counters, observations
 from gpuvs.execute.policy import OutOfMemorySeries
 from gpuvs.execute.supervisor import STARTUP_ALLOWANCE_S, Child
 from gpuvs.execute.wire import Again, Measured, Message, Observe, Observed, Preload, Sampling, Take
@@ -68,6 +68,21 @@ class Recorder(Protocol):
     """Where finished measurements go: a run being recorded (`gpuvs.store.runs`)."""
 
     def record(self, m: Measurement) -> None: ...
+
+
+class Kept:
+    """A recorder in memory, for measurements that are no run's cases, or not yet: each
+    case's latest (a case is recorded after its first process and after its last)."""
+
+    def __init__(self) -> None:
+        self._latest: dict[str, Measurement] = {}
+
+    def record(self, m: Measurement) -> None:
+        self._latest[m.case.key] = m
+
+    @property
+    def measurements(self) -> list[Measurement]:
+        return list(self._latest.values())
 
 
 @dataclass
@@ -540,12 +555,10 @@ def _observe(pool: Pool, done: dict[str, Measurement], sampling: Sampling,
         # where a run's time goes, apart from its cases' own.
         took = {"observed_s": done[key].counters.get("observed_s", 0.0)
                 + time.perf_counter() - t0}
-        seen = dict(answer.counters) if isinstance(answer, Observed) else {}
+        seen = as_counters(answer.counters) if isinstance(answer, Observed) else {}
         if not isinstance(answer, Observed):  # it died observing: the next gets a fresh one
             worker.kill()
             pool.drop(worker)
-        if seen.get("kernels"):  # counted beats assumed
-            seen["launches"] = seen["kernels"]
         done[key] = replace(done[key], counters={**done[key].counters, **took, **seen})
         run.record(done[key])
 

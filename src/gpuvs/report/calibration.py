@@ -64,8 +64,8 @@ def missing_line(a_ms: Sequence[Measurement], b_ms: Sequence[Measurement]) -> st
     if not without:
         return None
     return (f"no calibration in {' or '.join(without)} (a run made before gpuvs calibrated "
-            "each run, or not by `gpuvs run`, `sweep` or `seeds`): every case is judged on "
-            "its own")
+            "each run, or not by `gpuvs run`, `sweep`, `seeds` or `run-file`): every case is "
+            "judged on its own")
 
 
 def records(ms: Sequence[Measurement]) -> list[dict[str, Any]]:

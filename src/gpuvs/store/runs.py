@@ -157,16 +157,20 @@ def _kept(run: RunHandle, finished: Callable[[], int] | None) -> str:
     """'its recorded cases are kept: 30 ok (12 of them after their first pass only, which
     finishing it measures again), 77 unavailable' — counted by status as `gpuvs runs` and
     the run's last line count them; how to finish it is the command's to say (seeds has
-    no --resume)."""
-    counts = Counter(m.status for m in run.measurements())
+    no --resume). The calibration's probes describe the machine, not the work: they are
+    counted apart."""
+    ms = run.measurements()
+    counts = Counter(m.status for m in ms if not m.case.calibrates)
+    probes = len(ms) - sum(counts.values())
+    also = f", with the machine's calibration ({probes} probes)" if probes else ""
     if not counts:
-        return "no case was recorded"
-    partial = sum(counts.values()) - finished() if finished is not None else 0
+        return f"no case was recorded{also}"
+    partial = len(ms) - finished() if finished is not None else 0
     said = [f"{n} {status}" + (f" ({partial} of them after their first pass only, which "
                                 "finishing it measures again)"
                                 if status is Status.OK and partial > 0 else "")
             for status, n in sorted(counts.items(), key=lambda sn: list(Status).index(sn[0]))]
-    return f"its recorded cases are kept: {', '.join(said)}"
+    return f"its recorded cases are kept: {', '.join(said)}{also}"
 
 
 def start_run(store: Any, kind: RunKind, config: Mapping[str, Any],

@@ -94,8 +94,14 @@ def probe_cases(plan: Iterable[Case]) -> list[Case]:
     worker starts for the calibration alone. A backend that surely cannot run here (not
     installed, no GPU) has none: its cases say so already; nor has a plug-in's, whose
     clock and arrays the probes were never tried on: its cases are judged on their own."""
-    pairs = sorted({(c.backend, c.device) for c in plan if not c.calibrates
-                    and c.backend in PREFERRED and not backends.get(c.backend).absent(c.device)})
+    return probes_for((c.backend, c.device) for c in plan if not c.calibrates)
+
+
+def probes_for(on: Iterable[tuple[str, str]]) -> list[Case]:
+    """The probes that calibrate cases on these (backend, device) pairs (`probe_cases`):
+    run-file's, whose cases are named only once the user's file has loaded."""
+    pairs = sorted({(b, d) for b, d in on
+                    if b in PREFERRED and not backends.get(b).absent(d)})
     cases = [probe("launch", b, d) for b, d in pairs]
     for device in sorted({d for _, d in pairs}, key=lambda d: (on_gpu(d), d)):
         backend = next(b for b in PREFERRED if (b, device) in pairs)

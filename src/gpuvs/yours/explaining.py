@@ -44,14 +44,7 @@ def dispatch_pairs(ms: Iterable[Measurement]) -> set[tuple[str, str]]:
 
 def explained_apart(ms: Sequence[Measurement]) -> Explanation:
     """For your own process: dispatch costs measured in worker processes, no kernels."""
-    from gpuvs.execute.runner import execute
-
-    class Kept:
-        def __init__(self) -> None:
-            self.measurements: list[Measurement] = []
-
-        def record(self, m: Measurement) -> None:
-            self.measurements.append(m)
+    from gpuvs.execute.runner import Kept, execute
 
     kept = Kept()
     cases = ceiling_probes.dispatch_probes(dispatch_pairs(ms))

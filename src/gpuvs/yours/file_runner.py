@@ -39,6 +39,7 @@ from dataclasses import dataclass, replace
 from gpuvs.analysis.explain import explain
 from gpuvs.analysis.speedup import RESIDENT, data_of
 from gpuvs.errors import UsageError
+from gpuvs.execute.observe import as_counters
 from gpuvs.execute.runner import AHEAD_MOST, complete, merged
 from gpuvs.execute.supervisor import STARTUP_ALLOWANCE_S, Child
 from gpuvs.execute.wire import (
@@ -67,19 +68,28 @@ class Outcome:
 
 
 def run(request: RunFile, timeout_s: float,
-        on_result: Callable[[Measurement], None] = lambda m: None, passes: int = 1
-        ) -> Outcome:
+        on_result: Callable[[Measurement], None] = lambda m: None, passes: int = 1,
+        ready: Callable[[], None] = lambda: None) -> Outcome:
     """Every case of `request`, each measured in a worker, whatever becomes of them, in
     `passes` processes of its own, in turns, each with its share of the budget (a later
     process samples only the cases that may differ by process: `runner.complete`); every
     pass's worker started ahead (`_Turns`). `on_result` hears of each measurement as it
-    arrives, and again as a later process adds to it."""
+    arrives, and again as a later process adds to it, and once more with what the first
+    process observed of it (its kernels and the GPU's busy time: `observe.as_counters`).
+    `ready()` is called once every worker started has loaded the file, before the first
+    is told to go (run-file's calibration: a file that does not load costs none)."""
     shared = replace(request, sampling=request.sampling.shared(passes))
     record = _Record(shared, on_result)
     turns = _Turns(shared, passes)
     try:
-        observed, unexplained = _first_process(shared, record, timeout_s,
-                                               turns.next(timeout_s))
+        first = turns.next(timeout_s)
+        ready()
+        observed, unexplained = _first_process(shared, record, timeout_s, first)
+        if observed is not None:
+            for m in record.measurements():
+                seen = as_counters(observed.kernels.get(m.case.key, {}))
+                if seen:
+                    record.replace(replace(m, counters={**m.counters, **seen}))
         for _ in range(1, passes):
             later = _Record(replace(shared, explain=False), lambda m: None)
             later.plan(record.planned.values())  # named, should its worker die before inputs
