@@ -10,7 +10,9 @@
 #   seed3       gpuvs seeds --seed 3 --energy --quick: joules per training step on the GPU
 #   observation which observations slow a timed process; fresh processes' spread
 #   quicktests  the GPU tests of the measuring path, energy, memory and prediction
-#   seeds       the full `gpuvs seeds`, timed, exported to $OUT/seeds.json
+#   seeds       the full `gpuvs seeds`, timed, exported to $OUT/seeds.json; with
+#               SEEDS_BASELINE=an earlier one's export (carried from the call before, on
+#               this VM or another of its kind), then checked and compared against it
 #   peers       benchmarks/peers.py: gpuvs against the peers, ten repeats
 #   profile     gpuvs ceilings --save-profile $PROFILE into $GPUVS_PROFILES
 #   runall      gpuvs run --all at budget 0.1, one pass, exported to $OUT/run-all.json
@@ -81,9 +83,16 @@ step_quicktests() {
   grep -E "FAILED|ERROR|passed|failed" "$OUT/pytest-gpu.log" | tail -15
 }
 step_seeds() {
-  local t0=$SECONDS
+  local t0=$SECONDS run
   gpuvs seeds --db "$DB" --json "$OUT/seeds.json" >"$OUT/seeds.txt" 2>&1
   echo "seeds took $((SECONDS - t0)) s"; tail -3 "$OUT/seeds.txt"
+  [ -n "${SEEDS_BASELINE:-}" ] || return 0
+  run=$(python3 -c "import json;print(json.load(open('$OUT/seeds.json'))['run']['run_id'])")
+  gpuvs check --baseline "$SEEDS_BASELINE" --run "$run" --db "$DB" >"$OUT/seeds-check.txt" 2>&1
+  echo "check against $SEEDS_BASELINE: exit $?"; tail -2 "$OUT/seeds-check.txt"
+  gpuvs compare "$SEEDS_BASELINE" "$run" --db "$DB" --format json >"$OUT/seeds-compare.json" 2>/dev/null
+  gpuvs compare "$SEEDS_BASELINE" "$run" --db "$DB" >"$OUT/seeds-compare.txt" 2>&1
+  tail -1 "$OUT/seeds-compare.txt"
 }
 step_peers() { python3 benchmarks/peers.py --repeats 10 --out "$OUT" | tail -30; }
 step_profile() {

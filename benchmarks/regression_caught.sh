@@ -7,6 +7,10 @@
 #   PYTHONPATH=src OUT=out bash benchmarks/regression_caught.sh
 # (DEVICE=cpu KINDS="launch 10 12 10000" tries the launch-bound part on a CPU; PASSES=20
 # samples each function in 20 processes instead of the default 5.)
+# Across two machines of one kind: run it on the first, keep $OUT/regression/*-a.json,
+# carry them to the second and run it there with BASELINE_FROM=that folder: the
+# unchanged and slowed runs there are checked against the first machine's exports, each
+# run-file run carrying its calibration.
 set -uo pipefail
 OUT=${OUT:-out}
 mkdir -p "$OUT/regression"
@@ -56,7 +60,9 @@ specs=("launch 10 12 10000" "device 5 6 4096")
 for spec in "${specs[@]}"; do
   set -- $spec
   kind=$1
-  write "$kind" "$2"; a=$(measure "$kind" "$4" a)
+  write "$kind" "$2"
+  if [ -n "${BASELINE_FROM:-}" ]; then a="$BASELINE_FROM/$kind-a.json"
+  else a=$(measure "$kind" "$4" a); fi
   again=$(measure "$kind" "$4" again)
   write "$kind" "$3"; slow=$(measure "$kind" "$4" slow)
   for pair in "again unchanged" "slow slowed-20%"; do

@@ -219,6 +219,24 @@ def test_a_residual_the_runs_cannot_place_fails_the_gate_as_unjudged() -> None:
     assert gate(a, b).verdict == FAIL
 
 
+def test_a_case_slower_on_its_own_that_its_probe_explains_only_in_part_fails_the_gate(
+        ) -> None:
+    """Seen on the 2-core box with other tests busy: a case planted 4× slower against a
+    one-thread CPU probe 2.9× slower. The probe's processes lay 25 % apart, so the residual
+    (1.4×) reached below 1 and the gate passed it as unresolved; the case is slower beyond
+    doubt on its own, and the machine accounts for only part of it."""
+    a = _run(probes=_probes(apart=0.25))
+    b = _run(probes=_probes(launch=2.9, apart=0.25), tiny=4.0)
+    tiny = next(c for c in compare(a, b)[0] if c.key == TINY.key)
+    assert tiny.verdict == "ambiguous" and tiny.machine is not None
+    assert tiny.low > 1.05 and tiny.machine.residual > 1.05 > 1 > tiny.machine.residual_low
+    assert "explains only part of it" in unjudged(tiny, 0.05)
+    judged = gate(a, b)
+    assert judged.verdict == FAIL and "explains only part of it" in judged.exit_reason
+    # the machine's change alone, with the case's within the threshold of it, still passes
+    assert gate(a, _run(probes=_probes(launch=2.9, apart=0.25), tiny=2.9)).verdict == PASS
+
+
 def test_a_probe_whose_own_change_is_ambiguous_explains_nothing() -> None:
     """Processes 20 % either side: the launch probe's 35 % cannot be told from its noise,
     so a case 35 % slower is judged on its own, and fails."""
