@@ -66,3 +66,33 @@ def test_an_interrupted_run_counts_its_cases_as_gpuvs_runs_does(any_db: str) -> 
                 guarded(run, "finish it."):  # by default, every recorded case is complete
             raise KeyboardInterrupt
         assert store.get_run(run.run_id).status == "interrupted"
+
+
+def test_the_calibrations_probes_are_counted_apart_from_the_cases_an_interrupt_keeps(
+        any_db: str) -> None:
+    from gpuvs.workloads.calibration import probe
+    with open_store(any_db) as store:
+        run = start_run(store, RunKind.YOURS, {})
+        run.record(Measurement(probe("launch", "numpy", "cpu"), Status.OK, samples=(1e-6,)))
+        with pytest.raises(Interrupted, match=re.escape(
+                "no case was recorded, with the machine's calibration (1 probe)")), \
+                guarded(run, "again."):
+            raise KeyboardInterrupt
+        run.record(_case(64))
+        with pytest.raises(Interrupted, match=re.escape(
+                "kept: 1 ok, with the machine's calibration (1 probe). again.")), \
+                guarded(run, "again."):
+            raise KeyboardInterrupt
+
+
+def test_a_run_written_lazily_and_stopped_before_its_first_case_names_no_run(
+        any_db: str) -> None:
+    """run-file's run is written at its first case: stopped before it (the workers
+    starting, the calibration), nothing is stored and no run id is named."""
+    with open_store(any_db) as store:
+        run = start_run(store, RunKind.YOURS, {}, lazily=True)
+        with pytest.raises(Interrupted) as stopped, guarded(run, "measure it again."):
+            raise KeyboardInterrupt
+        assert str(stopped.value) == ("stopped by SIGINT before any case was recorded: no run "
+                                      "was saved. measure it again.")
+        assert run.run_id not in str(stopped.value) and store.runs(10) == []

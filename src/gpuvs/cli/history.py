@@ -137,6 +137,12 @@ def runs(
             found.append((run, ms))
             if len(found) == limit:
                 break
+    if not found and fmt != "json":
+        filtered = machine or gpu or after or workload
+        console().print(f"no stored run in {store.path}"
+                        + (" matches the filters given" if filtered else ""),
+                        markup=False, highlight=False)
+        return
     emit_tables([runs_table(found)], fmt, console(), lambda: runs_document(found))
 
 

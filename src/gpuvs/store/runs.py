@@ -115,10 +115,11 @@ def guarded(run: RunHandle, how_to_finish: str,
       So does bad input found mid-run (`UsageError`: a builder of run-file's inputs that
       raised at the third size).
 
-    Either way the cases recorded so far stay. The message counts them as `gpuvs runs`
-    does, every recorded case, and `finished` says how many of them need nothing more (a
-    case stored after its first pass of two is measured again by `--resume`); by
-    default, all of them."""
+    Either way the cases recorded so far stay. The message counts them by status, the
+    calibration's probes apart (`_kept`), and `finished` says how many of them need
+    nothing more (a case stored after its first pass of two is measured again by
+    `--resume`); by default, all of them. A run written lazily and stopped before its
+    first case was never stored: the message names no run."""
     caught: list[str] = []
 
     def terminated(signum: int, frame: Any) -> None:
@@ -131,6 +132,9 @@ def guarded(run: RunHandle, how_to_finish: str,
         yield run
     except KeyboardInterrupt:
         name = caught[0] if caught else "SIGINT"
+        if not run.created:  # a run written lazily, stopped before its first case
+            raise Interrupted(f"stopped by {name} before any case was recorded: no run was "
+                              f"saved. {how_to_finish}") from None
         run.interrupt(f"stopped by {name}")
         raise Interrupted(f"run {run.run_id} stopped by {name}; {_kept(run, finished)}. "
                           f"{how_to_finish}") from None
@@ -155,14 +159,15 @@ def guarded(run: RunHandle, how_to_finish: str,
 
 def _kept(run: RunHandle, finished: Callable[[], int] | None) -> str:
     """'its recorded cases are kept: 30 ok (12 of them after their first pass only, which
-    finishing it measures again), 77 unavailable' — counted by status as `gpuvs runs` and
-    the run's last line count them; how to finish it is the command's to say (seeds has
-    no --resume). The calibration's probes describe the machine, not the work: they are
-    counted apart."""
+    finishing it measures again), 77 unavailable, with the machine's calibration (12
+    probes)' — the cases counted by status, the calibration's probes (which describe the
+    machine, not the work) apart; together, what `gpuvs runs` counts. How to finish it is
+    the command's to say (seeds has no --resume)."""
     ms = run.measurements()
     counts = Counter(m.status for m in ms if not m.case.calibrates)
     probes = len(ms) - sum(counts.values())
-    also = f", with the machine's calibration ({probes} probes)" if probes else ""
+    also = (f", with the machine's calibration ({probes} probe{'s' * (probes != 1)})"
+            if probes else "")
     if not counts:
         return f"no case was recorded{also}"
     partial = len(ms) - finished() if finished is not None else 0
