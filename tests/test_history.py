@@ -340,6 +340,16 @@ def test_runs_are_listed_newest_first_and_filtered(db: str, two_runs: tuple[str,
     assert all((r["ok"], r["failed"], r["statuses"]) == (6, 0, {"ok": 6}) for r in doc["runs"])
 
 
+def test_runs_on_a_store_with_none_says_so(tmp_path: Path) -> None:
+    from gpuvs.store import open_store
+    db = str(tmp_path / "empty.sqlite")
+    open_store(db).close()  # made, as a run that never got its first case leaves it
+    listed = gpuvs(db, "runs")
+    assert listed.exit_code == 0 and listed.output == f"no stored run in {db}\n"
+    assert "matches the filters given" in gpuvs(db, "runs", "--gpu", "H100").output
+    assert json.loads(gpuvs(db, "runs", "--format", "json").stdout)["runs"] == []
+
+
 @pytest.mark.usefixtures("worker_env")
 def test_the_csv_groups_runs_by_machine_and_goes_to_standard_output(
         db: str, two_runs: tuple[str, str]) -> None:
