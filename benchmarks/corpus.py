@@ -46,6 +46,7 @@ host cost the target's CPU measured.
 from __future__ import annotations
 
 import argparse
+import gzip
 import importlib.util
 import json
 import os
@@ -231,7 +232,9 @@ def _write(path: Path, doc: dict[str, Any]) -> None:
 # --- here: the tables --------------------------------------------------------------
 
 def tables(args: argparse.Namespace) -> int:
-    doc = json.loads(Path(args.source).read_text(encoding="utf-8"))
+    source = Path(args.source)  # the records as measured, or as kept in docs/ (gzipped)
+    doc = json.loads(gzip.decompress(source.read_bytes()) if source.suffix == ".gz"
+                     else source.read_text(encoding="utf-8"))
     # the split is the corpus's, by function, now: a function that shaped the model
     # since it was measured is `fit`, whatever the record says it was then
     splits = {f.name: f.split for f in functions().FUNCTIONS}
