@@ -9,9 +9,9 @@ profile (`NAME.residuals.json`), they give every later prediction three things:
   probe's dispatch cost is one op in a loop, its copy one array into memory used before;
   a workload's ops and copies cost a steady multiple of them;
 - an **interval**: each validated case was also predicted as if its own series had not
-  been measured; the 5th to 95th percentile of measured ÷ predicted over the cases of
-  its regime, applied to the prediction, is where 90 % of like cases fell — measured
-  spread, not a guess;
+  been measured; the ranks of measured ÷ predicted over the cases of its regime that
+  hold a new case's ratio nine times in ten (`conformal`), applied to the prediction —
+  measured spread, not a guess;
 - a **confidence**: a workload whose cases were missed by more than TARGET_ERROR
   (median, each predicted without its own series) is predicted with low confidence,
   and the prediction says so with the number.
@@ -23,6 +23,7 @@ prediction says its interval is not yet validated.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from functools import cached_property
@@ -40,7 +41,7 @@ from gpuvs.store.output import write_atomic
 FORMAT_VERSION = 1
 TARGET_ERROR = 0.25   # the issue's bar for CPU → GPU: a workload past it is low-confidence
 MIN_GROUP = 5         # fewer like cases than this: the next, wider group calibrates
-LOW_Q, HIGH_Q = 0.05, 0.95
+COVERAGE = 0.90       # the interval's: a new case's measured time inside it nine times in ten
 USERS = ""            # the workload of the user's own code: none of gpuvs's
 
 
@@ -61,7 +62,7 @@ class Prediction:
 
     estimate: Estimate
     factor: float = 1.0                          # the calibration applied
-    spread: tuple[float, float] | None = None    # measured ÷ predicted, 5th and 95th pct
+    spread: tuple[float, float] | None = None    # measured ÷ predicted: `conformal`
     basis: str = ""                              # the like cases, in words
     low_confidence: str = ""                     # why not to rely on it, where that holds
 
@@ -144,7 +145,7 @@ class Residuals:
         return tuple(out)
 
     def _spread(self, workload: str, regime: str, leave_out: str) -> tuple[float, float]:
-        """5th and 95th percentile of the cross-validated ratios of `regime`'s cases —
+        """The interval (`conformal`) of the cross-validated ratios of `regime`'s cases —
         the validated functions' first, for the user's code — (of every case, where the
         regime has too few)."""
         pairs = [(p, q) for p, q in zip(self.points, self._cross_validated, strict=True)
@@ -154,7 +155,7 @@ class Residuals:
             qs = [q for p, q in pairs if p.regime == regime]
         if len(qs) < MIN_GROUP:
             qs = [q for _, q in pairs]
-        return float(np.quantile(qs, LOW_Q)), float(np.quantile(qs, HIGH_Q))
+        return conformal(qs)
 
     def to_dict(self) -> dict[str, Any]:
         return {"format_version": FORMAT_VERSION, "target": self.target,
@@ -174,6 +175,24 @@ class Residuals:
         except (KeyError, TypeError, ValueError, AttributeError) as err:
             raise UsageError(f"{where} is not a complete residuals file: "
                              f"{shorten(str(err))}") from None
+
+
+def conformal(ratios: Sequence[float], coverage: float = COVERAGE) -> tuple[float, float]:
+    """The interval of cross-validated ratios that holds a new, like case's ratio with
+    probability `coverage`, each tail half the rest: of n ratios, sorted, the
+    ⌊(n + 1)·a⌋-th and the ⌈(n + 1)·(1 − a)⌉-th, a = (1 − coverage) ÷ 2 (split
+    conformal prediction: the new case is one more draw beside the n, and each rank
+    of n + 1 is equally likely to be its). The 5th and 95th percentiles of the n
+    themselves, as gpuvs took before, hold it less often the fewer there are: on 24
+    functions never seen (2026-11-27) 79 % of the measured times fell inside, against
+    81–87 % for the cases they were read from. Past the ranks n holds (fewer than
+    19 ratios for 90 %), the extremes: the interval then holds a new case less often
+    than it says, which the validation's own figures show."""
+    ordered = sorted(ratios)
+    n, tail = len(ordered), (1 - coverage) / 2
+    low = math.floor((n + 1) * tail + 1e-9)  # (1 − 0.9) ÷ 2 is 0.04999…: 40 × it is 2
+    high = math.ceil((n + 1) * (1 - tail) - 1e-9)
+    return float(ordered[max(low, 1) - 1]), float(ordered[min(high, n) - 1])
 
 
 def _yours(regime: str) -> str:
