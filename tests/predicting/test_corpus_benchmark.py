@@ -41,7 +41,7 @@ def measured(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     target = profile.save(synthetic("syn", classes=True), where)
     bench = _bench()
     assert bench.main(["measure", "--out", str(where / "out"), "--profile", str(target),
-                       "--only", "bmm_small", "--only", "rms_norm", "--budget", "0.02"]) == 0
+                       "--only", "roll_flip", "--only", "rms_norm", "--budget", "0.02"]) == 0
     return where / "out" / "corpus.json", target
 
 
@@ -49,12 +49,12 @@ def test_measuring_records_each_function_at_both_sizes(measured: tuple[Path, Pat
     doc = json.loads(measured[0].read_text())
     records = doc["records"]
     assert [(r["name"], r["split"], r["size"]) for r in records] == [
-        ("rms_norm", "fit", 16), ("rms_norm", "fit", 16_384), ("bmm_small", "held_out", 64),
-        ("bmm_small", "held_out", 16_384)]
+        ("rms_norm", "fit", 16), ("rms_norm", "fit", 16_384), ("roll_flip", "held_out", 1),
+        ("roll_flip", "held_out", 256)]
     for r in records:
         assert r["cpu_s"] > 0 and r["predicted"]["resident"]["seconds"] > 0
         assert {t["op_class"] for t in r["work"]["tallies"]} in (
-            {"elementwise", "reduction"}, {"matmul"})
+            {"elementwise", "reduction"}, {"copy"})
         assert {r["measured"][d]["status"] for d in ("resident", "end_to_end")} == {
             "unavailable"}  # no GPU here
 
@@ -87,7 +87,7 @@ def test_the_tables_calibrate_with_the_fit_functions_and_judge_the_held_out(
                        "--write-residuals", str(written),
                        "--markdown", str(tmp_path / "t.md")]) == 0
     text = (tmp_path / "t.md").read_text()
-    rows = [line for line in text.splitlines() if line.startswith("| bmm_small |")]
+    rows = [line for line in text.splitlines() if line.startswith("| roll_flip |")]
     assert len(rows) == 4  # two sizes, resident and end-to-end
     for row in rows:  # calibrated at 2× (the fit functions'), measured at 2.2×
         assert "| 9% |" in row
