@@ -23,6 +23,7 @@ import sys
 from pathlib import Path
 
 from gpuvs.analysis.crossover import crossovers
+from gpuvs.errors import UsageError
 from gpuvs.model import Measurement, Status
 from gpuvs.store.export import run_from_document
 
@@ -85,7 +86,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("a", type=Path, help="run A's export (gpuvs … --json A.json)")
     parser.add_argument("b", type=Path, help="run B's export")
     args = parser.parse_args(argv)
-    (name_a, a), (name_b, b) = loaded(args.a), loaded(args.b)
+    try:
+        (name_a, a), (name_b, b) = loaded(args.a), loaded(args.b)
+    except (OSError, ValueError, KeyError, TypeError, UsageError) as e:
+        print(f"error: {args.a} and {args.b} must be two runs' JSON exports "
+              f"(gpuvs … --json FILE): {e}", file=sys.stderr)
+        return 2
     f = agreement(a, b)
     n = f["cases"] or 1
     print(f"A {name_a}, B {name_b}: {f['cases']:.0f} cases ok in both")
