@@ -109,10 +109,13 @@ def _recorded(store: SqlStore, request: Any, timeout_s: float, passes: int,
     from gpuvs.report.layout import status_line
     from gpuvs.yours.run_file import case_count
 
-    began = contention.snapshot()  # what other processes do from here is named first
+    # Read before any worker starts: the run is written at its first case, and by then
+    # its own workers (and the calibration's) have run, which the load average and the
+    # CPU others took would both count as another job's. A load that begins later marks
+    # the cases it disturbs `contended`.
+    busy = contention.busy_line()
 
     def header(run_id: str) -> list[str]:
-        busy = contention.busy_line(since=began)
         return [*([busy] if busy else []),
                 f"run {run_id}: {' '.join(request.targets)}, {case_count(request)} cases"]
 
