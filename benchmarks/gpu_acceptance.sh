@@ -34,6 +34,16 @@ mkdir -p "$OUT"
 export PYTHONPATH=${PYTHONPATH:-src} PYTHONUNBUFFERED=1 COLUMNS=${COLUMNS:-200}
 DB="$OUT/gpuvs.sqlite"
 gpuvs() { python3 -m gpuvs "$@"; }
+run_of() {  # run_of EXPORT: the run id an export holds
+  python3 -c "import json,sys;print(json.load(open(sys.argv[1]))['run']['run_id'])" "$1"
+}
+judged() {  # judged A B DB NAME: `check` B against A, then `compare`, into $OUT/NAME-*
+  gpuvs check --baseline "$1" --run "$2" --db "$3" >"$OUT/$4-check.txt" 2>&1
+  echo "check exit $?"; tail -2 "$OUT/$4-check.txt"
+  gpuvs compare "$1" "$2" --db "$3" --format json >"$OUT/$4-compare.json" 2>/dev/null
+  gpuvs compare "$1" "$2" --db "$3" >"$OUT/$4-compare.txt" 2>&1
+  tail -1 "$OUT/$4-compare.txt"
+}
 count() {
   python3 -c "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute(sys.argv[2]).fetchone()[0])" "$@" 2>/dev/null || echo 0
 }
@@ -83,16 +93,11 @@ step_quicktests() {
   grep -E "FAILED|ERROR|passed|failed" "$OUT/pytest-gpu.log" | tail -15
 }
 step_seeds() {
-  local t0=$SECONDS run
+  local t0=$SECONDS
   gpuvs seeds --db "$DB" --json "$OUT/seeds.json" >"$OUT/seeds.txt" 2>&1
   echo "seeds took $((SECONDS - t0)) s"; tail -3 "$OUT/seeds.txt"
   [ -n "${SEEDS_BASELINE:-}" ] || return 0
-  run=$(python3 -c "import json;print(json.load(open('$OUT/seeds.json'))['run']['run_id'])")
-  gpuvs check --baseline "$SEEDS_BASELINE" --run "$run" --db "$DB" >"$OUT/seeds-check.txt" 2>&1
-  echo "check against $SEEDS_BASELINE: exit $?"; tail -2 "$OUT/seeds-check.txt"
-  gpuvs compare "$SEEDS_BASELINE" "$run" --db "$DB" --format json >"$OUT/seeds-compare.json" 2>/dev/null
-  gpuvs compare "$SEEDS_BASELINE" "$run" --db "$DB" >"$OUT/seeds-compare.txt" 2>&1
-  tail -1 "$OUT/seeds-compare.txt"
+  echo "against $SEEDS_BASELINE:"; judged "$SEEDS_BASELINE" "$(run_of "$OUT/seeds.json")" "$DB" seeds
 }
 step_peers() { python3 benchmarks/peers.py --repeats 10 --out "$OUT" | tail -30; }
 step_profile() {
@@ -137,7 +142,7 @@ step_calibration() {
 step_twice() {
   # The first-answer suite on NumPy and torch, twice back to back into one store, then
   # the gate and the comparison between them (issue 40's "the same machine, twice").
-  local t0 run_a run_b
+  local t0
   for r in a b; do
     t0=$SECONDS
     # shellcheck disable=SC2086  # TWICE is a list of arguments
@@ -146,13 +151,7 @@ step_twice() {
       --json "$OUT/twice-$r.json" >"$OUT/twice-$r.txt" 2>&1
     echo "run $r took $((SECONDS - t0)) s"; tail -1 "$OUT/twice-$r.txt"
   done
-  run_a=$(python3 -c "import json;print(json.load(open('$OUT/twice-a.json'))['run']['run_id'])")
-  run_b=$(python3 -c "import json;print(json.load(open('$OUT/twice-b.json'))['run']['run_id'])")
-  gpuvs check --baseline "$run_a" --run "$run_b" --db "$OUT/twice.sqlite" >"$OUT/twice-check.txt" 2>&1
-  echo "check exit $?"; tail -2 "$OUT/twice-check.txt"
-  gpuvs compare "$run_a" "$run_b" --db "$OUT/twice.sqlite" --format json >"$OUT/twice-compare.json" 2>/dev/null
-  gpuvs compare "$run_a" "$run_b" --db "$OUT/twice.sqlite" >"$OUT/twice-compare.txt" 2>&1
-  tail -1 "$OUT/twice-compare.txt"
+  judged "$(run_of "$OUT/twice-a.json")" "$(run_of "$OUT/twice-b.json")" "$OUT/twice.sqlite" twice
 }
 
 for step in "${@:-tests env matmul sweep elementwise kill}"; do

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import signal
 import sqlite3
 import subprocess
+import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import pytest
@@ -24,6 +26,18 @@ def run_id(output: str) -> str:
     found = _RUN.search(output)
     assert found is not None, output
     return found.group(1)
+
+
+def benchmark(name: str) -> Any:
+    """`benchmarks/NAME.py`, imported as a module of its own (the folder is no package:
+    `benchmarks/corpus.py` stands beside `benchmarks/corpus/`)."""
+    spec = importlib.util.spec_from_file_location(f"bench_{name}",
+                                                  REPO / "benchmarks" / f"{name}.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up by name
+    spec.loader.exec_module(module)
+    return module
 
 
 def pythonpath() -> str:

@@ -3,27 +3,20 @@ two runs' medians each inside the other's interval, and their answers alike."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from tests.helpers import benchmark
 
 from gpuvs.model import Case, Measurement, Status
 from gpuvs.workloads.calibration import probe
 
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "repeat_agreement.py"
 NOISE = 1 + np.random.default_rng(51).normal(0, 0.002, 60)  # one pattern: a repeat's own
 
 
 def _script() -> Any:
-    spec = importlib.util.spec_from_file_location("repeat_agreement", SCRIPT)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return benchmark("repeat_agreement")
 
 
 def _m(size: int, median: float, variant: str = "correct") -> Measurement:

@@ -6,9 +6,7 @@ held-out ones against the issue's bar."""
 from __future__ import annotations
 
 import copy
-import importlib.util
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -16,21 +14,14 @@ import pytest
 
 pytest.importorskip("torch")
 
-from tests.helpers import REPO  # noqa: E402
+from tests.helpers import benchmark  # noqa: E402
 from tests.predicting.samples import synthetic  # noqa: E402
 
 from gpuvs.predicting import profile  # noqa: E402
 
-SCRIPT = REPO / "benchmarks" / "corpus.py"
-
 
 def _bench() -> Any:
-    spec = importlib.util.spec_from_file_location("corpus_script", SCRIPT)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return benchmark("corpus")
 
 
 @pytest.fixture(scope="module")

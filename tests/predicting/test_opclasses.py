@@ -10,7 +10,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from tests.helpers import REPO  # noqa: E402
+from tests.helpers import benchmark  # noqa: E402
 
 from gpuvs import backends, workloads  # noqa: E402
 from gpuvs.analysis.ceilings import OP_CLASS_ELEMENTS, OP_CLASS_SIZES  # noqa: E402
@@ -18,20 +18,7 @@ from gpuvs.model import FLOP_CLASSES, OP_CLASSES, Case  # noqa: E402
 from gpuvs.predicting.counting import count  # noqa: E402
 from gpuvs.predicting.opclasses import NEAREST, TABLE, nearest  # noqa: E402
 
-
-def _corpus() -> object:
-    import importlib.util
-    import sys
-    spec = importlib.util.spec_from_file_location("corpus_bench",
-                                                  REPO / "benchmarks" / "corpus.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module.functions()
-
-
-CORPUS = _corpus()
+CORPUS = benchmark("corpus").functions()
 # What each corpus function is, by the classes of its ops at its small size.
 EXPECTED = {
     "sdpa": {"attention"}, "sdpa_causal": {"attention"},

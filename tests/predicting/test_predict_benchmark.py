@@ -4,7 +4,6 @@ docs/runs/: its files, and its table's numbers recomputed from the cases it wrot
 from __future__ import annotations
 
 import gzip
-import importlib.util
 import json
 import subprocess
 import sys
@@ -13,7 +12,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from tests.helpers import REPO, pythonpath
+from tests.helpers import REPO, benchmark, pythonpath
 from tests.predicting.samples import synthetic
 
 from gpuvs.predicting import profile
@@ -96,11 +95,7 @@ def test_measuring_runs_each_plan_through_the_command_line(
         capsys: pytest.CaptureFixture[str]) -> None:
     """The plans shrunk to two CPU cases: each one a gpuvs command with its log and its
     export; a CPU has no GPU case to judge, and the benchmark says so."""
-    spec = importlib.util.spec_from_file_location("predict_bench",
-                                                  REPO / "benchmarks" / "predict.py")
-    assert spec and spec.loader
-    bench_module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench_module)
+    bench_module = benchmark("predict")
     monkeypatch.setattr(bench_module, "PLANS", {"tiny": (
         "run", "-w", "elementwise", "-a", "op=scale", "-s", "1000,2000", "-b", "numpy",
         "-d", "cpu", "--budget", "0.05", "--passes", "1")})

@@ -63,7 +63,9 @@ def calibrate(request: RunFile, timeout_s: float, passes: int) -> list[Measureme
     from gpuvs.execute.runner import Kept, execute
     from gpuvs.workloads.calibration import probes_for
 
-    on = [("torch", d) for d in request.devices] + [("numpy", "cpu")] * ("cpu" in request.devices)
+    on = [("torch", d) for d in request.devices]
+    if "cpu" in request.devices:
+        on.append(("numpy", "cpu"))
     kept = Kept()
     execute(kept, probes_for(on), RunConfig(timeout_s=timeout_s, passes=passes).validate())
     return kept.measurements
