@@ -114,6 +114,61 @@ def test_a_load_begun_just_before_the_run_is_named_though_the_load_average_lags(
     assert contention.busy_line(since=contention.snapshot()) is None  # an instant: no evidence
 
 
+def test_a_tree_snapshot_counts_a_live_child_as_its_own_and_a_plain_one_as_another(
+        ) -> None:
+    """run-file's workers burn CPU before its first case is written: read over the process
+    tree, their time is the command's own, not another job's. Read over this process alone,
+    as the sampling watches read it, a live child is another process."""
+    child = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        time.sleep(0.2)  # started: spinning
+        plain, tree = contention.snapshot(), contention.snapshot(tree=True)
+        time.sleep(0.6)
+        plain_after, tree_after = contention.snapshot(), contention.snapshot(tree=True)
+    finally:
+        child.kill()
+        child.wait()
+    assert tree_after.own_s - tree.own_s > 0.4  # the child's 0.6 s on a core of its own
+    assert plain_after.own_s - plain.own_s < 0.1
+    # Against the one core the child took: all of it another's, or none of it.
+    assert contention.contended(plain, plain_after, demand=1, cores=1)
+    assert contention.others_share(tree, tree_after, demand=1, cores=1) < \
+        contention.OTHERS_SHARE
+    assert not contention.contended(tree, tree_after, demand=1, cores=1)
+
+
+def test_a_tree_reading_leaves_the_command_s_own_processes_out_of_the_busy_listing(
+        tmp_path) -> None:
+    """The listing names other jobs: a quiet 2-core box read 'busy: python (99 %)',
+    run-file's own worker."""
+    worker = tmp_path / "ownworker"  # the name the listing would show
+    worker.symlink_to(sys.executable)
+    child = subprocess.Popen([str(worker), "-c", "while True: pass"])
+    load = 4.0 * (psutil.cpu_count() or 1)  # busy whatever the share: the listing is shown
+    try:
+        time.sleep(0.2)
+        plain = contention.busy_line(since=contention.snapshot(), load_at_start=load)
+        tree = contention.busy_line(since=contention.snapshot(tree=True), load_at_start=load)
+    finally:
+        child.kill()
+        child.wait()
+    assert plain is not None and "ownworker (" in plain, plain
+    assert tree is not None and tree.startswith(f"this machine is busy: load {load:.1f} ")
+    assert "ownworker" not in tree, tree
+
+
+def test_the_load_read_at_the_start_is_the_one_said(monkeypatch) -> None:
+    """run-file reads the load before its workers raise it, and says that one."""
+    import os
+
+    monkeypatch.setattr(os, "getloadavg", lambda: (4.0 * psutil.cpu_count(), 0.0, 0.0))
+    assert contention.busy_line(load_at_start=0.0) is None
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.0, 0.0, 0.0))
+    line = contention.busy_line(load_at_start=2.0 * psutil.cpu_count())
+    assert line is not None
+    assert line.startswith(f"this machine is busy: load {2.0 * psutil.cpu_count():.1f} on ")
+
+
 def _busy(seconds: float) -> None:
     end = time.perf_counter() + seconds
     while time.perf_counter() < end:

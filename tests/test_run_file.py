@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import sqlite3
+import subprocess
+import sys
+import time
 from pathlib import Path
 
+import psutil
 import pytest
 from tests.helpers import invoke, run_id
 
@@ -94,10 +99,6 @@ def test_without_sizes_the_builder_is_called_once(script: Path, db: str) -> None
 def test_a_busy_machine_is_named_before_the_run(script: Path, db: str,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
     """As `gpuvs run` does: the user's figures on a loaded machine say so first."""
-    import os
-
-    import psutil
-
     monkeypatch.setattr(os, "getloadavg", lambda: (4.0 * psutil.cpu_count(), 0.0, 0.0))
     result = invoke("run-file", f"{script}::square", "--inputs", "fixed", "-d", "cpu",
                     "--budget", "0.02", "--passes", "1", "--db", db)
@@ -105,6 +106,50 @@ def test_a_busy_machine_is_named_before_the_run(script: Path, db: str,
     busy, started = result.output.splitlines()[:2]
     assert busy.startswith("this machine is busy: load ")
     assert started.startswith("run ") and "square" in started
+
+
+def _other_jobs_busy_loops(n: int) -> list[psutil.Process]:
+    """`n` busy loops that are not this process's descendants, as another job's are: `sh`
+    starts them in the background and exits, and they are reparented away from it."""
+    loop = f"'{sys.executable}' -c 'while True: pass' </dev/null >/dev/null 2>&1 & echo $!"
+    started = subprocess.run(["sh", "-c", "; ".join([loop] * n)], capture_output=True,
+                             text=True, check=True)
+    return [psutil.Process(int(pid)) for pid in started.stdout.split()]
+
+
+def test_a_load_begun_seconds_before_the_run_is_named_though_the_load_average_lags(
+        script: Path, db: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two busy loops started 3 s before `gpuvs run-file` marked its case contended, and
+    no line said the machine was busy: the 1-minute load had not caught up yet, and what
+    other processes took since the command began was not read."""
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.0, 0.0, 0.0))  # not caught up yet
+    loops = _other_jobs_busy_loops(2)
+    try:
+        mine = {p.pid for p in psutil.Process().children(recursive=True)}
+        assert not mine & {p.pid for p in loops}
+        time.sleep(2)  # busy before the command starts, as reported
+        result = invoke("run-file", f"{script}::square", "--inputs", "fixed", "-d", "cpu",
+                        "--budget", "0.02", "--passes", "1", "--db", db)
+    finally:
+        for p in loops:
+            p.kill()
+        psutil.wait_procs(loops, timeout=5)
+    assert result.exit_code == 0, result.output
+    busy, started = result.output.splitlines()[:2]
+    assert busy.startswith("this machine is busy: other processes took "), result.output
+    assert started.startswith("run ") and "square" in started
+
+
+def test_run_files_own_workers_do_not_name_a_quiet_machine_busy(
+        script: Path, db: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """By its first case, run-file's workers and its calibration have taken CPU time and
+    raised the load: read then as another job's, a quiet 2-core box read 'busy: python
+    (99 %)', its own worker."""
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.0, 0.0, 0.0))  # quiet before it began
+    result = invoke("run-file", f"{script}::square", "--inputs", "fixed", "-d", "cpu",
+                    "--budget", "0.02", "--passes", "3", "--db", db)
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith("run "), result.output
 
 
 def test_the_explanation_is_worded_over_every_process_not_the_first(script: Path, db: str

@@ -110,12 +110,13 @@ def _recorded(store: SqlStore, request: Any, timeout_s: float, passes: int,
     from gpuvs.yours.run_file import case_count
 
     # Read before any worker starts: the run is written at its first case, and by then
-    # its own workers (and the calibration's) have run, which the load average and the
-    # CPU others took would both count as another job's. A load that begins later marks
-    # the cases it disturbs `contended`.
-    busy = contention.busy_line()
+    # its own workers (and the calibration's) have raised the load average and taken CPU
+    # time. The tree snapshot counts that time as run-file's own; what other processes
+    # took since names a load begun seconds ago, which the load average hardly shows yet.
+    load, began = contention.load_average(), contention.snapshot(tree=True)
 
     def header(run_id: str) -> list[str]:
+        busy = contention.busy_line(since=began, load_at_start=load)
         return [*([busy] if busy else []),
                 f"run {run_id}: {' '.join(request.targets)}, {case_count(request)} cases"]
 

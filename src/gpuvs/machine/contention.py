@@ -16,6 +16,10 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import psutil
 
 # Other processes' share of the CPU time a case asked for above which it was contended…
 OTHERS_SHARE = 0.1
@@ -33,22 +37,45 @@ TOP_PROCESSES = 3
 @dataclass(frozen=True)
 class Snapshot:
     """CPU time at one instant: the machine's busy seconds (all cores) and this
-    process's own (its threads included), with the wall clock."""
+    process's own (its threads included), with the wall clock. With `tree`, "own" is also
+    every live descendant's (`snapshot(tree=True)`): compare it only with another such."""
 
     wall_s: float
     machine_busy_s: float
     own_s: float
+    tree: bool = False
 
 
-def snapshot() -> Snapshot:
+def snapshot(tree: bool = False) -> Snapshot:
+    """The machine's busy CPU time and this process's own, with its waited-for children's.
+
+    With `tree`, its live descendants' too, each with its own waited-for children's: a
+    command whose worker processes run between two readings (run-file's, its calibration's)
+    counts their CPU time as its own, not as another job's. A descendant that exits between
+    the readings keeps its time in the tree only once waited for by a parent still in it
+    (this process, or a live descendant); an orphaned grandchild's leaves it, and is
+    counted as other processes' — an error towards "busy", only for such grandchildren.
+    Without `tree` (the sampling watches, around every case), one process is read."""
     import psutil
 
     total = psutil.cpu_times()
     idle = total.idle + getattr(total, "iowait", 0.0)
     busy = sum(total) - idle - getattr(total, "guest", 0.0) - getattr(total, "guest_nice", 0.0)
-    own = psutil.Process().cpu_times()
-    children = own.children_user + own.children_system
-    return Snapshot(time.monotonic(), busy, own.user + own.system + children)
+    me = psutil.Process()
+    own = _cpu_s(me)
+    if tree:
+        for p in me.children(recursive=True):
+            try:
+                own += _cpu_s(p)
+            except psutil.Error:  # gone since it was listed: its parent's, once waited for
+                continue
+    return Snapshot(time.monotonic(), busy, own, tree)
+
+
+def _cpu_s(p: psutil.Process) -> float:
+    """A process's CPU seconds, its threads' and its waited-for children's."""
+    t = p.cpu_times()
+    return float(t.user + t.system + t.children_user + t.children_system)
 
 
 def others_share(before: Snapshot, after: Snapshot, demand: float,
@@ -148,34 +175,72 @@ def quiet(most_s: float = QUIET_MOST_S, step_s: float = QUIET_STEP_S,
 LOAD_MINUTES = (1, 5, 15)
 
 
+def load_average(minutes: int = 1) -> float:
+    """The load over the last `minutes` (1, 5 or 15); 0 where the system keeps none."""
+    return os.getloadavg()[LOAD_MINUTES.index(minutes)] if hasattr(os, "getloadavg") else 0.0
+
+
 def loaded(minutes: int = 1) -> bool:
     """Whether the load over the last `minutes` (1, 5 or 15) is BUSY_LOAD_SHARE of the
     cores or more: a run started now finds its cases contended, and measures most of them
     again. The 1-minute load says so at a run's start; a plan's estimate reads the
     15-minute one, which moves too slowly to change between two estimates a minute apart."""
+    return _heavy(load_average(minutes))
+
+
+def _heavy(load: float) -> bool:
     import psutil
 
-    load = os.getloadavg()[LOAD_MINUTES.index(minutes)] if hasattr(os, "getloadavg") else 0.0
     return load >= BUSY_LOAD_SHARE * (psutil.cpu_count() or 1)
 
 
-def busy_line(since: Snapshot | None = None) -> str | None:
+def busy_line(since: Snapshot | None = None, load_at_start: float | None = None
+              ) -> str | None:
     """One line naming a busy machine before a run starts (None when it is quiet): the
     load against the cores, or other processes' share of the CPU `since` the command
     began (a load started seconds ago, which the 1-minute load average hardly shows
-    yet), and the processes using the most CPU."""
+    yet), and the processes using the most CPU.
+
+    A command that writes the line only once its own workers have run (run-file's, at its
+    first case, after its calibration) reads `load_at_start` (`load_average()`) and
+    `since` (`snapshot(tree=True)`) before it starts any: its workers raise the load
+    themselves, and a tree snapshot counts their CPU time as its own, and leaves them out
+    of the processes named (a quiet 2-core box read 'busy: python (99 %)', its own
+    worker). Without them, the load is read now and only this process is its own."""
     import psutil
 
     cores = psutil.cpu_count() or 1
-    if loaded():
-        why = f"load {os.getloadavg()[0]:.1f} on {cores} cores"
-    elif since is not None and contended(since, now := snapshot(), cores, cores):
+    load = load_average() if load_at_start is None else load_at_start
+    if _heavy(load):
+        why = f"load {load:.1f} on {cores} cores"
+    elif since is not None and contended(since, now := snapshot(tree=since.tree), cores,
+                                           cores):
         # a run may use every core: the machine's share that others took
         why = (f"other processes took {others_share(since, now, cores, cores):.0%} of the "
                f"CPU in the last {now.wall_s - since.wall_s:.1f} s")
     else:
         return None
-    me = os.getpid()
+    top = ", ".join(f"{name} ({pct:.0f} %)" for pct, name in
+                    _top(_mine(since is not None and since.tree)) if pct >= 1)
+    return (f"this machine is busy: {why}"
+            + (f"; using the CPU: {top}" if top else "")
+            + "; timings may be slow and noisy, and cases measured under contention are "
+              "marked 'contended'")
+
+
+def _mine(tree: bool) -> set[int]:
+    """This process's id, with its live descendants' under `tree`."""
+    import psutil
+
+    me = psutil.Process()
+    return {me.pid} | ({p.pid for p in me.children(recursive=True)} if tree else set())
+
+
+def _top(mine: set[int]) -> list[tuple[float, str]]:
+    """The TOP_PROCESSES other processes using the most CPU over 0.3 s, but `mine`: each's
+    percent of a core and its name."""
+    import psutil
+
     procs = list(psutil.process_iter(["pid", "name"]))
     for p in procs:
         try:
@@ -186,13 +251,8 @@ def busy_line(since: Snapshot | None = None) -> str | None:
     usage = []
     for p in procs:
         try:
-            if p.pid != me:
+            if p.pid not in mine:
                 usage.append((p.cpu_percent(None), p.info["name"] or str(p.pid)))
         except psutil.Error:
             continue
-    top = ", ".join(f"{name} ({pct:.0f} %)" for pct, name in sorted(usage, reverse=True)
-                    [:TOP_PROCESSES] if pct >= 1)
-    return (f"this machine is busy: {why}"
-            + (f"; using the CPU: {top}" if top else "")
-            + "; timings may be slow and noisy, and cases measured under contention are "
-              "marked 'contended'")
+    return sorted(usage, reverse=True)[:TOP_PROCESSES]
