@@ -8,7 +8,8 @@ size step of each other. Those that differ are named.
 
 The calibration's probes are left out (they describe the machine, not the work), and so
 are a post's `as_written` replays, which run once, as the post ran them, and carry no
-interval. Two exports (`--json` of `gpuvs run`, `seeds`, `run-file`), from one machine
+interval; a post's replay answers (who wins, from where) as the post's own method would,
+and is counted apart. Two exports (`--json` of `gpuvs run`, `seeds`, `run-file`), from one machine
 or two:
 
     PYTHONPATH=src python3 benchmarks/repeat_agreement.py A.json B.json
@@ -22,6 +23,7 @@ import statistics
 import sys
 from pathlib import Path
 
+from gpuvs.analysis import regression
 from gpuvs.analysis.crossover import crossovers
 from gpuvs.errors import UsageError
 from gpuvs.model import Measurement, Status
@@ -34,12 +36,18 @@ def loaded(path: Path) -> tuple[str, list[Measurement]]:
 
 
 def intervals(ms: list[Measurement]) -> dict[str, tuple[float, float, float]]:
-    """Each case finished ok with an interval: (median, CI low, CI high) by key."""
+    """Each case finished ok with an interval: (median, CI low, CI high) by key. A case
+    timed in one process (a call too long to sample in two) reaches as far as `compare`
+    and `check` judge it: its own interval, or ± the spread it borrows from its run's
+    cases of its backend and device (`regression.borrowed`), whichever is wider."""
+    spread = regression.process_spread(ms)
     out = {}
     for m in ms:
         s = m.summary
         if m.status is Status.OK and s is not None and m.case.variant != "as_written":
-            out[m.case.key] = (s.median, s.ci_low, s.ci_high)
+            lent = 1 + regression.borrowed(m, spread)
+            out[m.case.key] = (s.median, min(s.ci_low, s.median / lent),
+                               max(s.ci_high, s.median * lent))
     return out
 
 
@@ -101,12 +109,14 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  the medians apart: {f['median_apart']:.1%} at the median, "
           f"{f['p90_apart']:.1%} at the 90th percentile")
     aa, ab = answered(a), answered(b)
-    common = sorted(aa.keys() & ab.keys())
-    differ = [k for k in common if not same_answer(aa[k], ab[k])]
-    print(f"  answers (winner at the largest size; crossover within one size step): "
-          f"{len(common) - len(differ)} of {len(common)} the same")
-    for k in differ:
-        print(f"    {k}: A {aa[k][0]} from {aa[k][1]}, B {ab[k][0]} from {ab[k][1]}")
+    for label, replays in (("answers", False), ("the posts' replays as written", True)):
+        common = sorted(k for k in aa.keys() & ab.keys() if ("/as_written/" in k) == replays)
+        differ = [k for k in common if not same_answer(aa[k], ab[k])]
+        if common:
+            print(f"  {label} (winner at the largest size; crossover within one size step): "
+                  f"{len(common) - len(differ)} of {len(common)} the same")
+        for k in differ:
+            print(f"    {k}: A {aa[k][0]} from {aa[k][1]}, B {ab[k][0]} from {ab[k][1]}")
     return 0
 
 

@@ -193,6 +193,13 @@ class Measurement:
         measured for its timer (`REPEAT_SPREAD`)."""
         return self._summarized("samples")
 
+    @property
+    def one_process(self) -> bool:
+        """Whether it finished with its samples from one process: a call too long to
+        sample in two, a post's replay, the user's function timed in its own process. Its
+        interval shows that process only; a repeat lands where the kind's processes land."""
+        return self.status is Status.OK and len(self.passes) < 2
+
     @cached_property
     def regimes(self) -> stats.Regimes | None:
         """The two groups its processes' medians fell in, where they did (a launch-bound

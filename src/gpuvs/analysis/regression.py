@@ -44,6 +44,11 @@ runs can see: it passes, and the gate says that it could not resolve the thresho
 (`unresolved`) — five processes pin a launch-bound figure on these VMs to ±27 % at the
 median, and failing every such case failed every rerun of unchanged code
 (docs/accuracy.md).
+
+A case timed in one process shows that process's spread only; judged, it borrows the
+spread its run's cases of the same backend and device showed across processes
+(`borrowed`). A post's timing replayed as written (one call, timed as the post timed it)
+is set side by side and never gated (`Gate.replays`): it times the post's method.
 """
 
 from __future__ import annotations
@@ -73,6 +78,12 @@ FAMILY = 0.95
 # (and the timer's repeat spread, `model.REPEAT_SPREAD`) already hold that.
 HOST_BOUND_RUN_SPREAD = 0.15
 DEVICE_BOUND = 0.8
+# A case timed in one process (a call too long to sample in two, the user's function in
+# its own process) shows that process's samples only: on one H100 two full `gpuvs seeds`
+# back to back (2026-11-28) put NumPy's 10⁹-element passes 24–31 % apart and the CPU
+# Jacobians 13–15 %, each case's two samples 1–8 % apart. It borrows the spread of its
+# run's cases of the same backend and device sampled in SPREAD_FROM processes or more.
+SPREAD_FROM = 3
 VERDICTS = ("slower", "ambiguous", "faster", "same", "machine")
 # Statuses that say a case went wrong, not that it could not run here (unavailable, skipped).
 FAILED = (Status.CRASHED, Status.TIMEOUT, Status.OOM, Status.WRONG_RESULT)
@@ -100,6 +111,7 @@ class Change:
     code_changed: bool = False  # the user's own code, at another version in B
     case_verdict: str = ""
     machine: calibration.Machine | None = None
+    replay: bool = False  # a post's own timing replayed as written: shown, never gated
 
 
 @dataclass(frozen=True)
@@ -146,12 +158,25 @@ class Gate:
     machine: tuple[Change, ...] = ()
 
     @property
+    def judged(self) -> tuple[Change, ...]:
+        """The changes the gate judges: all but a post's replays as written (`replays`)."""
+        return tuple(c for c in self.changes if not c.replay)
+
+    @property
+    def replays(self) -> tuple[Change, ...]:
+        """A post's timings replayed as written: one call each, timed as the post timed it
+        (often without a synchronisation), with no interval a repeat would fall in. They
+        are set side by side, and never pass or fail a gate: they time the post's method,
+        not the work."""
+        return tuple(c for c in self.changes if c.replay)
+
+    @property
     def slower(self) -> tuple[Change, ...]:
-        return tuple(c for c in self.changes if c.verdict == "slower")
+        return tuple(c for c in self.judged if c.verdict == "slower")
 
     @property
     def ambiguous(self) -> tuple[Change, ...]:
-        return tuple(c for c in self.changes if c.verdict == "ambiguous")
+        return tuple(c for c in self.judged if c.verdict == "ambiguous")
 
     @property
     def failing(self) -> tuple[NotMeasured, ...]:
@@ -160,7 +185,7 @@ class Gate:
     @property
     def unjudged(self) -> tuple[Change, ...]:
         """The cases this gate cannot judge, which keep it from passing (`unjudged`)."""
-        return tuple(c for c in self.changes if unjudged(c, self.threshold))
+        return tuple(c for c in self.judged if unjudged(c, self.threshold))
 
     @property
     def unresolved(self) -> tuple[Change, ...]:
@@ -223,18 +248,47 @@ def noise_floor(m: Measurement) -> float:
     """The run-to-run spread of a case of `m`'s kind, as a fraction: HOST_BOUND_RUN_SPREAD
     for a GPU case whose device is busy for less than DEVICE_BOUND of a call (launch-bound
     work, copies, or a busy time never measured); none for a device-bound GPU case, whose
-    own interval holds its spread, nor for the CPU, whose run-to-run spread was measured
-    only between two machines here (docs/accuracy.md), not between two runs of one."""
+    own interval holds its spread, nor for the CPU, whose spread between processes each
+    case's own processes show (and `borrowed` lends a case timed in one)."""
     if m.case.device == "cpu" or m.summary is None:
         return 0.0
+    return 0.0 if _device_bound(m) else HOST_BOUND_RUN_SPREAD
+
+
+def _device_bound(m: Measurement) -> bool:
+    """A GPU case with its data resident whose device is busy for DEVICE_BOUND of a call."""
     busy = busy_seconds(m)
-    device_bound = (busy is not None and m.case.param("data") != "end_to_end"
-                    and busy >= DEVICE_BOUND * m.summary.median)
-    return 0.0 if device_bound else HOST_BOUND_RUN_SPREAD
+    return (m.case.device != "cpu" and m.summary is not None and busy is not None
+            and m.case.param("data") != "end_to_end" and busy >= DEVICE_BOUND * m.summary.median)
+
+
+def process_spread(ms: Sequence[Measurement]) -> dict[tuple[str, str], float]:
+    """How far a run's processes put one case's figure apart, per backend and device: the
+    median, over its cases sampled in SPREAD_FROM processes or more, of their 95 %
+    interval's half-width (geometric, as a fraction), which holds where a repeat's figure
+    lands (`stats.repeat_interval`). The calibration's probes are left out: they are the
+    machine's, and the all-threads CPU probe's processes can be a hundred times apart."""
+    widths: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for m in ms:
+        s = m.summary
+        if (m.status is Status.OK and s is not None and s.ci_low > 0 and not m.case.calibrates
+                and len(m.passes) >= SPREAD_FROM):
+            widths[m.case.backend, m.case.device].append(math.sqrt(s.ci_high / s.ci_low) - 1)
+    return {k: float(np.median(v)) for k, v in widths.items()}
+
+
+def borrowed(m: Measurement, spread: dict[tuple[str, str], float]) -> float:
+    """The spread a case timed in one process borrows from its run (`process_spread`): one
+    process shows its own samples only, and a repeat lands where the kind's processes
+    land. None for a case sampled in several, which shows its own, nor for a GPU case its
+    device keeps busy, whose interval holds its repeat (docs/accuracy.md)."""
+    if not m.one_process or _device_bound(m):
+        return 0.0
+    return spread.get((m.case.backend, m.case.device), 0.0)
 
 
 def change(a: Measurement, b: Measurement, threshold: float = DEFAULT_THRESHOLD,
-           statistic: str = "median", widening: float = 1.0) -> Change:
+           statistic: str = "median", widening: float = 1.0, lent: float = 0.0) -> Change:
     """B against A for one case (both must have samples). For the median, the ratio is
     of the two figures (each the median of its processes' medians), and its interval
     is over processes: where both sides were sampled in three processes or more,
@@ -242,14 +296,18 @@ def change(a: Measurement, b: Measurement, threshold: float = DEFAULT_THRESHOLD,
     narrower than the two cases' own intervals allow (B's over A's, worst to worst), which
     cover each case's passes. Either way never narrower than the run-to-run spread of its
     timer (`model.REPEAT_SPREAD`), which a bootstrap of the pooled samples cannot see,
-    nor than ± the run-to-run spread measured on cases of its kind (`noise_floor`): a GPU
-    case the host sets the pace of moved 15 % between two-process runs at the median.
+    nor, where either side has too few processes for Welch's t, than ± the run-to-run
+    spread measured on cases of its kind (`noise_floor`: a GPU case the host sets the pace
+    of moved 15 % between two-process runs at the median; over twenty processes a side,
+    that floor alone hid a launch-bound function slowed by 18 %), nor than ± `lent`, the
+    spread a case timed in one process borrows (`borrowed`).
     `widening` stretches the interval, in logarithms, for a case judged with others
     (`family_widening`)."""
     ratio, low, high = stats.ratio_ci(b.samples, a.samples, statistic=statistic)
     f = stats.STATISTICS[statistic]
     fa, fb = float(f(a.samples)), float(f(b.samples))
     sa, sb = a.summary, b.summary
+    over = None
     if statistic == "median" and sa is not None and sb is not None and sa.ci_low > 0:
         fa, fb, ratio = sa.median, sb.median, sb.median / sa.median
         over = stats.ratio_over_processes(b.samples, b.passes, a.samples, a.passes)
@@ -258,8 +316,8 @@ def change(a: Measurement, b: Measurement, threshold: float = DEFAULT_THRESHOLD,
         else:
             low = min(low, ratio, sb.ci_low / sa.ci_high)
             high = max(high, ratio, sb.ci_high / sa.ci_low)
-    floor = max(noise_floor(a), noise_floor(b), REPEAT_SPREAD.get(a.timer, 0.0),
-                REPEAT_SPREAD.get(b.timer, 0.0))
+    host = (noise_floor(a), noise_floor(b)) if over is None else (0.0, 0.0)
+    floor = max(*host, REPEAT_SPREAD.get(a.timer, 0.0), REPEAT_SPREAD.get(b.timer, 0.0), lent)
     low, high = min(low, ratio / (1 + floor)), max(high, ratio * (1 + floor))
     low, high = ratio * (low / ratio) ** widening, ratio * (high / ratio) ** widening
     _, p = stats.mann_whitney_u(b.samples, a.samples)
@@ -272,7 +330,8 @@ def change(a: Measurement, b: Measurement, threshold: float = DEFAULT_THRESHOLD,
                        c.dtype, *(f"{k}={v}" for k, v in c.params)])
     return Change(c.key, c.workload, series, c.size, fa, fb, ratio, low, high, p, word,
                   contended,
-                  c.users_code and a.workload_version != b.workload_version, word)
+                  c.users_code and a.workload_version != b.workload_version, word,
+                  replay=c.variant == "as_written")
 
 
 def machine(a: Sequence[Measurement], b: Sequence[Measurement],
@@ -339,7 +398,10 @@ def compare(a: Sequence[Measurement], b: Sequence[Measurement],
                 continue
         pairs.append((base, m))
     widening = family_widening(len(pairs)) if together else 1.0
-    changes = [change(base, m, threshold, statistic, widening) for base, m in pairs]
+    spread_a, spread_b = process_spread(a), process_spread(b)
+    changes = [change(base, m, threshold, statistic, widening,
+                      max(borrowed(base, spread_a), borrowed(m, spread_b)))
+               for base, m in pairs]
     seen = {m.case.key for m in b}
     unmatched += [Unmatched(k, "only in A") for k in first if k not in seen]
     # Each judged against its bound's probe, where A's calibration tells its bound, the
@@ -373,11 +435,12 @@ def gate(a: Sequence[Measurement], b: Sequence[Measurement],
     if not changes and not failing:
         return Gate(ERROR, _nothing_in_common(a, b), threshold, (), not_measured,
                     tuple(unmatched), tuple(probes))
-    reasons = _slower(changes, threshold)
+    judged = [c for c in changes if not c.replay]
+    reasons = _slower(judged, threshold)
     if failing and not allow_failed:
         reasons.append(f"{len(failing)} case(s) did not end ok: " + ", ".join(
             f"{n.key} ({n.status})" for n in failing))
-    reasons += _cannot_judge(changes, threshold)
+    reasons += _cannot_judge(judged, threshold)
     if unfinished and not allow_failed:
         reasons.append(unfinished)
     if reasons:
@@ -386,9 +449,12 @@ def gate(a: Sequence[Measurement], b: Sequence[Measurement],
     allowed = (f"; allowed (--allow-failed): {len(failing)} case(s) that did not end ok"
                if failing else "") + (f"; allowed (--allow-failed): {unfinished}"
                                       if unfinished else "")
-    explained = sum(c.verdict == "machine" for c in changes)
+    explained = sum(c.verdict == "machine" for c in judged)
     by_machine = (f" beyond what the machine explains ({explained} case(s) machine)"
                   if explained else "")
+    replays = len(changes) - len(judged)
+    by_machine += (f"; {replays} post replay(s) as written set side by side, not judged"
+                   if replays else "")
     return Gate(PASS, f"no case slower by more than {100 * threshold:g} %{by_machine}"
                 f"{allowed}", threshold, tuple(changes), not_measured, tuple(unmatched),
                 tuple(probes))

@@ -281,7 +281,10 @@ def check(
     below it); or (unless --allow-failed) when a case of the judged run did not end ok or
     the run stopped early. The cases are judged together: each CI is widened so that all
     hold at 95 % (Bonferroni), and a case whose processes spread wider than --fail-above,
-    with no change the runs can see, passes and is named as not resolved. Exit 2 when
+    with no change the runs can see, passes and is named as not resolved; a case timed in
+    one process (a call too long to sample in two) is judged with the spread its run's
+    cases of its backend showed across processes; a post's timing replayed as written is
+    shown beside the rest and never gated. Exit 2 when
     nothing can be judged: no case in common, or a baseline from another set-up (unless
     --allow-env-change); else 0. Your own functions (run-file, gpuvs.compare, the pytest
     fixture) are judged at a new version of their code, which the output says. What

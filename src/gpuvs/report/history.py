@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from gpuvs import units
-from gpuvs.analysis.regression import FAILED, FAMILY, Change, Gate, Mean, Unmatched
+from gpuvs.analysis.regression import FAILED, FAMILY, Change, Gate, Mean, Unmatched, unjudged
 from gpuvs.machine.env import setup_changes
 from gpuvs.model import Measurement, Run, Status
 from gpuvs.table import Table
@@ -110,7 +110,7 @@ def change_table(changes: Sequence[Change], threshold: float, names: tuple[str, 
     order = sorted(changes, key=lambda c: (c.workload, -c.ratio))
     rows = tuple((c.key, units.seconds(c.a), units.seconds(c.b),
                   f"{c.ratio:.3f} [{c.low:.3f}, {c.high:.3f}]", f"{c.p_value:.2g}",
-                  verdict_cell(c)) for c in order)
+                  verdict_cell(c, threshold)) for c in order)
     t = 100 * threshold
     machine = (("machine: the case's change is within the threshold of its bound's "
                 "calibration probe's (B ÷ A of the probe beside it): the machine's, not the "
@@ -128,15 +128,19 @@ def change_table(changes: Sequence[Change], threshold: float, names: tuple[str, 
                  wrapping=frozenset({"verdict"}))
 
 
-def verdict_cell(c: Change) -> str:
+def verdict_cell(c: Change, threshold: float) -> str:
     """The verdict, and whose it is: 'machine (launch (torch cuda:0) 1.35×)' where the
     case's bound's probe explains it; 'slower (1.21× over launch (numpy cpu) at 1.00×)'
-    where it was judged by its ratio over that probe's; the word alone where no probe
-    was set against it."""
+    where it was judged by its ratio over that probe's; 'ambiguous: slower by its ratio,
+    CI above 1' where a gate cannot pass it (`regression.unjudged`); a post's replay as
+    written is marked not gated; the word alone where no probe was set against it."""
     m = c.machine
     contended = " (contended)" if c.contended else ""
+    replay = " (replay as written: not gated)" if c.replay else ""
+    if m is None and not c.contended and c.verdict == "ambiguous" and unjudged(c, threshold):
+        return "ambiguous: slower by its ratio, CI above 1" + replay
     if m is None or c.verdict == "same":
-        return c.verdict + contended
+        return c.verdict + contended + replay
     if c.verdict == "machine":
         return f"machine ({m.probe} {m.ratio:.3f}×)"
     return f"{c.verdict} ({m.residual:.3f}× over {m.probe} at {m.ratio:.3f}×)"
@@ -170,7 +174,7 @@ def one_process_lines(*runs: Sequence[Measurement]) -> list[str]:
 
 def one_process(m: Measurement) -> bool:
     """Whether a finished case of the user's own code took its samples in one process."""
-    return m.case.users_code and m.status is Status.OK and len(m.passes) < 2
+    return m.case.users_code and m.one_process
 
 
 def unmatched_lines(unmatched: Sequence[Unmatched], forced: bool) -> list[str]:

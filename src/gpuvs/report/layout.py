@@ -207,8 +207,7 @@ def regimes_words(m: Measurement) -> str:
 def _note(m: Measurement, finding: Finding | None, wins_from: int | None) -> str:
     """The bound and why (with where this GPU series starts to win), then the caveats, and
     where the case's processes fell in two groups, the groups."""
-    alone = ("one process's interval" if m.case.users_code and m.status is Status.OK
-             and len(m.passes) < 2 else "")
+    alone = "one process's interval" if m.case.users_code and m.one_process else ""
     named = ", ".join(filter(None, [*(str(cv).replace("_", " ") for cv in m.caveats),
                                     regimes_words(m), alone]))
     if finding is None:
