@@ -263,3 +263,27 @@ def test_an_attention_whose_shapes_torchs_formula_refuses_is_counted_by_its_prod
         q, k, v, is_causal=True, enable_gqa=True), (q, kv, kv.clone()), {})
     attention = [t for t in work.tallies if t.op_class == "attention"]
     assert refused and attention and attention[0].flops == 2 * 2 * 32 * 64 * 64 * 32 / 2
+
+
+@pytest.mark.filterwarnings("ignore:Sparse CSR tensor support is in beta")
+def test_a_compressed_sparse_argument_or_conversion_is_counted_and_named() -> None:
+    """A CSR matrix has no storage of its own to read: `gpuvs.predict` raised
+    NotImplementedError on one, as an argument or made inside the function."""
+    import torch
+
+    g = torch.Generator().manual_seed(0)
+    dense = (torch.rand(64, 64, generator=g) < 0.1).float()
+    r = torch.rand(64, 1, generator=g)
+
+    def pagerank_step(a: Any, r: Any) -> Any:
+        return 0.85 * torch.sparse.mm(a, r) + 0.15 / r.shape[0]
+
+    def made_inside(x: Any) -> Any:
+        return x.to_sparse_csr() @ r
+
+    work, _ = count(pagerank_step, (dense.to_sparse_csr(), r), {})
+    assert "gather" in {t.op_class for t in work.tallies}
+    assert any("(a sparse product) priced as a gather" in n for n in work.named)
+    work, _ = count(made_inside, (dense,), {})
+    assert any(n.startswith("aten._to_sparse_csr.default (a sparse product)")
+               for n in work.named)

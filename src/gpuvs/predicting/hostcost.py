@@ -81,7 +81,7 @@ def _least(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: Mapping[str, A
 def _shrunk(args: tuple[Any, ...], kwargs: Mapping[str, Any]
             ) -> tuple[tuple[Any, ...], dict[str, Any]] | None:
     """The arguments with each tensor of more than one row cut to its first (a module's
-    weights as they are), or None where none has more than one."""
+    weights and a sparse tensor as they are), or None where none has more than one."""
     import torch
     from torch.utils._pytree import tree_map
 
@@ -89,7 +89,7 @@ def _shrunk(args: tuple[Any, ...], kwargs: Mapping[str, Any]
 
     def first(x: Any) -> Any:
         nonlocal cut
-        if isinstance(x, torch.Tensor) and not x.is_sparse and x.dim() and len(x) > 1:
+        if isinstance(x, torch.Tensor) and x.layout is torch.strided and x.dim() and len(x) > 1:
             cut = True
             return x[:1].clone()
         return x

@@ -97,7 +97,8 @@ NO_CLASS: dict[str, tuple[str, str]] = {
     **{op: ("gather", "a sparse product") for op in (
         "_sparse_addmm", "_sparse_mm", "sparse_mm", "_sparse_sparse_matmul", "hspmm",
         "_sparse_mm_reduce_impl", "_sparse_csr_mm", "_spdiags", "_to_sparse", "to_sparse",
-        "_to_dense", "to_dense", "coalesce", "_coalesce", "_sparse_sum",
+        "_to_dense", "to_dense", "coalesce", "_coalesce", "_sparse_sum", "_to_sparse_csr",
+        "_to_sparse_csc", "_to_sparse_bsr", "_to_sparse_bsc",
         "_sparse_coo_tensor_with_dims_and_tensors")},
     **{op: ("matmul", "a linear-algebra solver") for op in (
         "linalg_solve_ex", "linalg_lu_factor_ex", "linalg_cholesky_ex", "linalg_inv_ex",

@@ -9,9 +9,12 @@ from typing import Any
 
 def tensors(tree: Any, modules: bool = True) -> list[Any]:
     """The torch tensors in nested tuples, lists and dicts, each storage once (a sparse
-    one as its indices and values); a module's parameters and buffers too, unless not
+    one as its indices and values, a compressed one — CSR, CSC, BSR, BSC — as its two
+    index arrays and its values); a module's parameters and buffers too, unless not
     `modules`."""
     import torch
+
+    _COMPRESSED = (torch.sparse_csr, torch.sparse_csc, torch.sparse_bsr, torch.sparse_bsc)
     from torch.utils._pytree import tree_leaves
 
     seen: set[int] = set()
@@ -21,6 +24,11 @@ def tensors(tree: Any, modules: bool = True) -> list[Any]:
             leaves: Iterable[Any] = [*leaf.parameters(), *leaf.buffers()] if modules else []
         elif isinstance(leaf, torch.Tensor) and leaf.is_sparse:  # its indices and values
             leaves = [leaf._indices(), leaf._values()]
+        elif isinstance(leaf, torch.Tensor) and leaf.layout in _COMPRESSED:
+            # CSR and BSR by rows, CSC and BSC by columns: no storage of their own to read
+            rows = leaf.layout in (torch.sparse_csr, torch.sparse_bsr)
+            leaves = [leaf.crow_indices() if rows else leaf.ccol_indices(),
+                      leaf.col_indices() if rows else leaf.row_indices(), leaf.values()]
         else:
             leaves = [leaf]
         for t in leaves:
