@@ -50,3 +50,33 @@ def test_the_case_table_says_what_size_counts() -> None:
     (table,) = result_tables(ms)
     assert table.title == "Elementwise x·5 in place, float32"
     assert table.notes[0] == "size: elements"
+
+
+def test_a_case_timed_in_one_process_says_how_far_a_repeat_may_land() -> None:
+    """A 10⁹-element NumPy pass timed in one process read ±1 % on an H100 while the next
+    run's process landed 31 % away; its run's NumPy cases in five processes spread ±29 %.
+    Its note says so; a case in five processes, and a post's replay, say nothing of it."""
+    import numpy as np
+
+    def sampled(size: int, medians: tuple[float, ...], variant: str = "correct"
+                ) -> Measurement:
+        samples = np.concatenate([np.full(10, 1e-3 * f) for f in medians])
+        return Measurement(Case("matmul", variant, "numpy", "cpu", "float32", size),
+                           Status.OK, samples=tuple(samples), passes=(10,) * len(medians))
+
+    spread = (0.75, 0.9, 1.0, 1.1, 1.3)
+    ms = [sampled(64, spread), sampled(128, (1.0,)), sampled(64, (1.0,), "as_written")]
+    notes = {(t.title, r[0]): r[-1] for t in result_tables(ms) for r in t.rows}
+    one, = (n for (title, size), n in notes.items() if size == "128")
+    assert one.startswith("one process's interval: a repeat may land ±")
+    assert one.endswith("% away, as this run's numpy cpu cases fell across processes")
+    assert all("one process" not in n for (title, size), n in notes.items() if size == "64")
+
+
+def test_your_function_timed_in_its_own_process_says_its_interval_is_that_process_s() -> None:
+    """`gpuvs.compare` times a closure in the caller's process: nothing of its kind ran in
+    several, so there is no spread to lend; the note says whose interval it is."""
+    m = Measurement(Case("yours:f", "correct", "torch", "cpu", "float32", 10), Status.OK,
+                    samples=(1e-3,) * 5)
+    (row,) = result_tables([m])[0].rows
+    assert row[-1] == "one process's interval"

@@ -55,7 +55,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -277,7 +277,7 @@ def process_spread(ms: Sequence[Measurement]) -> dict[tuple[str, str], float]:
     return {k: float(np.median(v)) for k, v in widths.items()}
 
 
-def borrowed(m: Measurement, spread: dict[tuple[str, str], float]) -> float:
+def borrowed(m: Measurement, spread: Mapping[tuple[str, str], float]) -> float:
     """The spread a case timed in one process borrows from its run (`process_spread`): one
     process shows its own samples only, and a repeat lands where the kind's processes
     land. None for a case sampled in several, which shows its own, nor for a GPU case its

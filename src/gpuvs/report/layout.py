@@ -21,6 +21,7 @@ from gpuvs.analysis.crossover import (
     group_key,
 )
 from gpuvs.analysis.implementations import side_by_side
+from gpuvs.analysis.regression import borrowed, process_spread
 from gpuvs.analysis.roofline import Finding, busy_seconds, findings
 from gpuvs.analysis.speedup import best_cpu_by_size
 from gpuvs.measuring import caveats
@@ -75,10 +76,11 @@ def result_tables(measurements: Iterable[Measurement],
         groups[group_key(m.case)].append(m)
     tables = []
     disturbed = contended_note(ceilings)
+    spread = process_spread(measurements)
     for key, ms in groups.items():
         found = crossovers(ms)
         wins_from = {c.gpu: c.size for c in found if c.size is not None}
-        table = _table(key, ms, ceilings, findings(ms, ceilings), wins_from, prices)
+        table = _table(key, ms, ceilings, findings(ms, ceilings), wins_from, prices, spread)
         if disturbed and any(row[COLUMNS.index("of peak")] for row in table.rows):
             table = replace(table, notes=(*table.notes, disturbed))
         tables.append(table)
@@ -120,13 +122,14 @@ def _crossover_row(c: Crossover) -> tuple[str, ...]:
 
 def _table(key: GroupKey, ms: list[Measurement], ceilings: Sequence[Ceiling],
            found: Mapping[str, Finding], wins_from: Mapping[Case, int],
-           prices: Prices = NO_PRICES) -> Table:
+           prices: Prices, spread: Mapping[tuple[str, str], float]) -> Table:
     best_cpu = best_cpu_by_size(ms)
     shown = [m for m in ms if m.status is not Status.UNAVAILABLE]
     order = sorted(shown, key=lambda m: (m.case.size, m.case.device != "cpu", m.case.backend,
                                          m.case.device, m.case.param("data")))
     rows = tuple(_row(m, best_cpu.get(m.case.size), ceilings, found.get(m.case.key),
-                      wins_from.get(m.case.series), prices) for m in order)
+                      wins_from.get(m.case.series), prices, borrowed(m, spread))
+                 for m in order)
     axis = size_axis(key)
     notes = ((f"size: {axis.label}",) if axis != SizeAxis() else ()) + (
         fairness(ms), *resources.notes(ms, prices), *_unavailable_notes(ms))
@@ -168,8 +171,8 @@ def _unavailable_notes(ms: Sequence[Measurement]) -> tuple[str, ...]:
 
 
 def _row(m: Measurement, cpu: Measurement | None, ceilings: Sequence[Ceiling],
-         finding: Finding | None, wins_from: int | None, prices: Prices = NO_PRICES
-         ) -> tuple[str, ...]:
+         finding: Finding | None, wins_from: int | None, prices: Prices = NO_PRICES,
+         lent: float = 0.0) -> tuple[str, ...]:
     c = m.case
     threads = m.counters.get("threads")
     head = (units.size(c.size), c.backend, c.device, f"{threads:.0f}" if threads else "",
@@ -182,7 +185,7 @@ def _row(m: Measurement, cpu: Measurement | None, ceilings: Sequence[Ceiling],
     return (*head, units.seconds_ci(s.median, s.ci_halfwidth_rel)
             + caveats.doubts(m.caveats), wall,
             busy_cell(m), throughput(m), of_peak(m, ceilings), _speedup(m, cpu),
-            *resources.cells(m, prices), _note(m, finding, wins_from))
+            *resources.cells(m, prices), _note(m, finding, wins_from, lent))
 
 
 def busy_cell(m: Measurement) -> str:
@@ -204,10 +207,17 @@ def regimes_words(m: Measurement) -> str:
             f"{total}, {units.seconds(found.slow)} in {found.slow_count}")
 
 
-def _note(m: Measurement, finding: Finding | None, wins_from: int | None) -> str:
+def _note(m: Measurement, finding: Finding | None, wins_from: int | None,
+          lent: float = 0.0) -> str:
     """The bound and why (with where this GPU series starts to win), then the caveats, and
-    where the case's processes fell in two groups, the groups."""
-    alone = "one process's interval" if m.case.users_code and m.one_process else ""
+    where the case's processes fell in two groups, the groups. A case timed in one process
+    says so: where its run's cases of its kind show how far processes fall apart (`lent`,
+    `regression.borrowed`), how far a repeat may land, which `compare` and `check` judge it
+    by; the user's own code, timed in its own process, that its interval is that one's."""
+    alone = (f"one process's interval: a repeat may land ±{lent:.0%} away, as this run's "
+             f"{m.case.backend} {m.case.device} cases fell across processes"
+             if lent > 0 and m.case.variant != "as_written"  # a replay is the post's timing
+             else "one process's interval" if m.case.users_code and m.one_process else "")
     named = ", ".join(filter(None, [*(str(cv).replace("_", " ") for cv in m.caveats),
                                     regimes_words(m), alone]))
     if finding is None:
