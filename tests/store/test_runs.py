@@ -83,6 +83,13 @@ def test_the_calibrations_probes_are_counted_apart_from_the_cases_an_interrupt_k
                 "kept: 1 ok, with the machine's calibration (1 probe). again.")), \
                 guarded(run, "again."):
             raise KeyboardInterrupt
+        # a case after its first pass only is counted among the cases, never a probe
+        # (an interrupted run said "34 ok (38 of them after their first pass only …)")
+        with pytest.raises(Interrupted, match=re.escape(
+                "kept: 1 ok (1 of them after their first pass only, which finishing it "
+                "measures again), with the machine's calibration (1 probe). again.")), \
+                guarded(run, "again.", finished=lambda: 0):
+            raise KeyboardInterrupt
 
 
 def test_a_run_written_lazily_and_stopped_before_its_first_case_names_no_run(

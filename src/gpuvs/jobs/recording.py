@@ -96,8 +96,8 @@ def executed(run: RunHandle, execute: Callable[[RunHandle, Shown], Mapping[str, 
     """The run executed guarded (an interrupt leaves it `interrupted`, its cases kept, and
     says `again`: how to finish it), then finished. `gpuvs predict` measures its CPU
     cases through this alone: its tables are predictions, not the run's."""
-    def finished() -> int:
-        done = run.measurements()
+    def finished() -> int:  # the cases that need nothing more; the probes are apart
+        done = [m for m in run.measurements() if not m.case.calibrates]
         return sum(map(complete, done)) if complete else len(done)
 
     with guarded(run, again, finished):

@@ -116,10 +116,10 @@ def guarded(run: RunHandle, how_to_finish: str,
       raised at the third size).
 
     Either way the cases recorded so far stay. The message counts them by status, the
-    calibration's probes apart (`_kept`), and `finished` says how many of them need
-    nothing more (a case stored after its first pass of two is measured again by
-    `--resume`); by default, all of them. A run written lazily and stopped before its
-    first case was never stored: the message names no run."""
+    calibration's probes apart (`_kept`), and `finished` says how many of the cases (the
+    probes not among them) need nothing more (a case stored after its first pass of two
+    is measured again by `--resume`); by default, all of them. A run written lazily and
+    stopped before its first case was never stored: the message names no run."""
     caught: list[str] = []
 
     def terminated(signum: int, frame: Any) -> None:
@@ -170,7 +170,7 @@ def _kept(run: RunHandle, finished: Callable[[], int] | None) -> str:
             if probes else "")
     if not counts:
         return f"no case was recorded{also}"
-    partial = len(ms) - finished() if finished is not None else 0
+    partial = sum(counts.values()) - finished() if finished is not None else 0
     said = [f"{n} {status}" + (f" ({partial} of them after their first pass only, which "
                                 "finishing it measures again)"
                                 if status is Status.OK and partial > 0 else "")
