@@ -987,12 +987,17 @@ def sparse_row_sum(n: int) -> Built:
 
     def row_sums(a: Any) -> Any:
         return torch.sparse.sum(a, dim=1).to_dense()
+    return row_sums, (_sparse_square(n, torch.rand),)
+
+
+def _sparse_square(n: int, draw: Callable[..., Any]) -> Any:
+    """An n × n COO matrix, 1 % of it set at seeded places, its values `draw(nnz)`."""
+    import torch
     g = _g()
     nnz = n * n // 100
     where = torch.randint(0, n, (2, nnz), generator=g)
-    a = torch.sparse_coo_tensor(where, torch.rand(nnz, generator=g), (n, n),
-                                check_invariants=True).coalesce()
-    return row_sums, (a,)
+    return torch.sparse_coo_tensor(where, draw(nnz, generator=g), (n, n),
+                                   check_invariants=True).coalesce()
 
 
 # === the fourth set: held out, written after the third was measured ================
@@ -1323,12 +1328,7 @@ def sparse_edge_softmax(n: int) -> Built:
 
     def normalised(scores: Any) -> Any:
         return torch.sparse.softmax(scores, dim=1).values()  # per node, over its edges
-    g = _g()
-    nnz = n * n // 100
-    where = torch.randint(0, n, (2, nnz), generator=g)
-    scores = torch.sparse_coo_tensor(where, torch.randn(nnz, generator=g), (n, n),
-                                     check_invariants=True).coalesce()
-    return normalised, (scores,)
+    return normalised, (_sparse_square(n, torch.randn),)
 
 
 def patch_centering(n: int) -> Built:
