@@ -91,3 +91,17 @@ def interruptible(cmd: list[str], stderr: int = subprocess.STDOUT) -> subprocess
     test that sends it one would wait forever."""
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=stderr, text=True,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+
+
+def measured_and_observed(cases: Any, criterion: str = "fixed:n=3", budget_s: float = 0.02,
+                          timeout_s: float = 300.0) -> dict[str, Any]:
+    """`cases` measured as a run measures them, by key: timed in a worker process, then
+    observed (parts timed alone, kernels profiled, a graph replayed) by a worker that
+    times nothing more. A worker's `run_case` alone times only: the counters a case's
+    record carries from its observation (`kernels`, a part's seconds) come from here."""
+    from gpuvs.config import RunConfig
+    from gpuvs.execute.runner import Kept, execute
+    kept = Kept()
+    execute(kept, list(cases), RunConfig(budget_s=budget_s, timeout_s=timeout_s, passes=1,
+                                         criterion=criterion).validate())
+    return {m.case.key: m for m in kept.measurements}

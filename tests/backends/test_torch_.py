@@ -206,13 +206,13 @@ def test_a_compiled_case_leaves_no_compile_processes_to_contend_with_the_next() 
     _cuda()
     psutil = pytest.importorskip("psutil")
     from gpuvs.execute.runner import Worker
+    from gpuvs.execute.wire import Measured, Sampling, Take
     from gpuvs.model import Case, Status
     tuned = Case("elementwise", "tuned", "torch", "cuda:0", "float32", 10**6, (("op", "chain"),))
     worker = Worker("torch", "cuda:0")
     try:
-        answer = worker.ask({"case": tuned.to_dict(), "budget": {"seconds": 0.1},
-                             "criterion": "median-ci"}, timeout_s=300)
-        assert answer is not None and answer["measurement"]["status"] == Status.OK.value
+        answer = worker.ask(Take(tuned, Sampling(0.1)), timeout_s=300)
+        assert isinstance(answer, Measured) and answer.measurement.status is Status.OK
         assert psutil.Process(worker.proc.pid).children(recursive=True) == []
     finally:
         worker.close()

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from tests.helpers import measured_and_observed
 
 from gpuvs import backends, workloads
 from gpuvs.errors import WrongResult
@@ -200,13 +201,25 @@ def test_which_cases_exist(variant, how, device, backend, exists) -> None:
     assert workloads.get("gru").applies(case) is exists
 
 
-@pytest.mark.gpu
-@pytest.mark.parametrize("how", ["autograd", "sequential", "streams", "batched", "graph"])
-@pytest.mark.parametrize(("axis", "size"), [("hidden", 20), ("hidden", 1024), ("seq", 512),
-                                            ("batch", 4096)])
-def test_every_way_is_right_on_the_gpu(how: str, axis: str, size: int) -> None:
+GPU_WAYS = ("autograd", "sequential", "streams", "batched", "graph")
+GPU_SIZES = (("hidden", 20), ("hidden", 1024), ("seq", 512), ("batch", 4096))
+
+
+@pytest.fixture(scope="module")
+def on_the_gpu() -> dict[str, Measurement]:
+    """Every way at every size on the GPU, measured as a run measures them: timed in one
+    worker, then observed (kernels profiled, each GRU timed alone) by it."""
     _needs_gpu()
-    m = _run(_case(how, GPU, size, axis))
+    return measured_and_observed(_case(how, GPU, size, axis) for how in GPU_WAYS
+                                 for axis, size in GPU_SIZES)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("how", GPU_WAYS)
+@pytest.mark.parametrize(("axis", "size"), GPU_SIZES)
+def test_every_way_is_right_on_the_gpu(how: str, axis: str, size: int,
+                                       on_the_gpu: dict[str, Measurement]) -> None:
+    m = on_the_gpu[_case(how, GPU, size, axis).key]
     assert m.status is Status.OK, m.reason
     assert m.timer == "cuda_events" and m.counters["kernels"] > 0
     if how in ("sequential", "graph"):

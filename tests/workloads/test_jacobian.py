@@ -10,11 +10,12 @@ import time
 
 import numpy as np
 import pytest
+from tests.helpers import measured_and_observed
 
 from gpuvs import backends, workloads
 from gpuvs.errors import WrongResult
 from gpuvs.execute.wire import Sampling, Take
-from gpuvs.model import Case, Status
+from gpuvs.model import Case, Measurement, Status
 from gpuvs.workloads import jacobian as jac
 from gpuvs.workloads.jacobian import CORRECT, METHODS, OUT, Jacobian
 
@@ -217,20 +218,29 @@ def _cuda() -> str:
     return "cuda:0"
 
 
+@pytest.fixture(scope="module")
+def on_the_gpu() -> dict[str, Measurement]:
+    """Every method at val = 10 on the GPU, measured as a run measures them: timed in one
+    worker, then profiled by it for their kernels."""
+    return measured_and_observed((_case(method, 10, _cuda()) for method in METHODS),
+                                 criterion="fixed")
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("method", METHODS)
-def test_each_method_is_right_on_the_gpu(method: str) -> None:
-    m, _ = _run(_case(method, 10, _cuda()))
+def test_each_method_is_right_on_the_gpu(method: str,
+                                         on_the_gpu: dict[str, Measurement]) -> None:
+    m = on_the_gpu[_case(method, 10, "cuda:0").key]
     assert m.status is Status.OK, m.reason
     assert m.counters["kernels"] > 0 and m.timer == "cuda_events"
 
 
 @pytest.mark.gpu
-def test_naive_launches_far_more_kernels_than_the_per_sample_methods() -> None:
-    device = _cuda()
+def test_naive_launches_far_more_kernels_than_the_per_sample_methods(
+        on_the_gpu: dict[str, Measurement]) -> None:
     kernels = {}
     for method in METHODS:
-        m, _ = _run(_case(method, 10, device))
+        m = on_the_gpu[_case(method, 10, "cuda:0").key]
         assert m.status is Status.OK, m.reason
         kernels[method] = m.counters["kernels"]
     assert kernels["naive"] >= 4 * OUT * 10  # several kernels for each backward pass
@@ -267,7 +277,8 @@ def test_vectorize_at_1000_is_skipped_on_the_gpu_too() -> None:
 
 
 @pytest.mark.gpu
-def test_the_naive_kernel_count_is_profiled_at_the_cases_own_val() -> None:
+def test_the_naive_kernel_count_is_profiled_at_the_cases_own_val(
+        on_the_gpu: dict[str, Measurement]) -> None:
     """Kernels a backward pass change with val (8 at val = 2, 9 at 30 on an H100), so
     the count is taken at the case's val — and read off the raw events, it matches the
     profiler's own event list."""
@@ -275,7 +286,7 @@ def test_the_naive_kernel_count_is_profiled_at_the_cases_own_val() -> None:
     from torch.profiler import ProfilerActivity, profile
 
     device, val = _cuda(), 10
-    m, _ = _run(_case("naive", val, device))
+    m = on_the_gpu[_case("naive", val, device).key]
     assert m.status is Status.OK, m.reason
     assert m.counters["kernels"] >= 8 * OUT * val  # at least one 8-kernel pass an output
 
