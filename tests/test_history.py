@@ -244,6 +244,16 @@ def test_no_case_in_common_is_an_error_not_a_pass(db: str, two_runs: tuple[str, 
     assert doc["exit_reason"].startswith("no case in common")
 
 
+def test_two_exports_are_checked_without_a_store(tmp_path: Path) -> None:
+    """Two runs' files carried off two machines are all a gate needs: a store that is not
+    there is neither asked for nor made."""
+    a = Path(__file__).parent / "data" / "golden" / "cpu-matmul-sweep.json"
+    absent = tmp_path / "none.sqlite"
+    checked = invoke("check", "--baseline", str(a), "--run", str(a), "--db", str(absent))
+    assert checked.exit_code == 0, checked.output
+    assert "passed" in checked.output and not absent.exists()
+
+
 @pytest.mark.usefixtures("worker_env")
 def test_check_as_json_is_numbers_and_a_verdict(db: str, two_runs: tuple[str, str]) -> None:
     a, b = two_runs

@@ -295,9 +295,10 @@ def check(
     with usage_errors(), _gate_errors(fmt):
         check_format(fmt)
         t = _threshold(fail_above)
-        store = open_store(db, reading=True)
+        exports = all(_is_export(spec) for spec in (run_spec, baseline))
+        store = None if exports else open_store(db, reading=True)  # files need no store
         run, ms = load(run_spec, store)
-        base, base_ms = (_previous(store, run) if baseline == "latest"
+        base, base_ms = (_previous(store, run) if baseline == "latest" and store is not None
                          else load(baseline, store))
         changed = setup_changes(base.environment.facts, run.environment.facts)
         if changed and not (allow_env_change or force):
