@@ -313,8 +313,8 @@ def test_a_post_s_replay_as_written_is_set_side_by_side_and_never_gated() -> Non
 def test_a_case_in_many_processes_is_judged_by_them_not_by_the_floor_of_two_process_runs(
         ) -> None:
     """A launch-bound function in twenty processes a side, slowed 20 %: the 15 % floor
-    measured on two-process runs hid it (1.18× [1.009, 1.39], 'cannot judge'); Welch's t
-    over twenty processes' medians holds what a repeat gives, and calls it slower."""
+    measured on two-process runs hid it (1.18× [1.009, 1.39], 'cannot judge'); the rank
+    interval over twenty processes' medians holds what a repeat gives, and calls it slower."""
     def launch_bound(median: float) -> Measurement:
         groups = tuple(1.0 if i % 5 else 1.08 for i in range(20))
         case = Case("w", "correct", "torch", "cuda:0", "float32", 1)

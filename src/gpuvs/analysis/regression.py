@@ -292,11 +292,11 @@ def change(a: Measurement, b: Measurement, threshold: float = DEFAULT_THRESHOLD,
     """B against A for one case (both must have samples). For the median, the ratio is
     of the two figures (each the median of its processes' medians), and its interval
     is over processes: where both sides were sampled in three processes or more,
-    Welch's t over their processes' medians (`stats.ratio_over_processes`); else never
+    Moses' rank interval over their processes' medians (`stats.ratio_over_processes`); else never
     narrower than the two cases' own intervals allow (B's over A's, worst to worst), which
     cover each case's passes. Either way never narrower than the run-to-run spread of its
     timer (`model.REPEAT_SPREAD`), which a bootstrap of the pooled samples cannot see,
-    nor, where either side has too few processes for Welch's t, than ± the run-to-run
+    nor, where either side has too few processes for an interval over them, than ± the run-to-run
     spread measured on cases of its kind (`noise_floor`: a GPU case the host sets the pace
     of moved 15 % between two-process runs at the median; over twenty processes a side,
     that floor alone hid a launch-bound function slowed by 18 %), nor than ± `lent`, the
