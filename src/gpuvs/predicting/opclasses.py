@@ -171,7 +171,7 @@ def flops(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any,
     if op_class == "attention" and formula is None:  # the CPU's: laid out as flash's
         formula = flop_registry[torch.ops.aten._scaled_dot_product_flash_attention]
     if formula is None:
-        return 0.0
+        return _vector_product_flops(packet, args)
     try:
         counted = float(formula(*args, **kwargs, out_val=out))
     except AssertionError:
@@ -183,6 +183,18 @@ def flops(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any,
     if op_class == "attention" and _argument(func, args, kwargs, "is_causal"):
         counted /= 2
     return counted
+
+
+def _vector_product_flops(packet: Any, args: tuple[Any, ...]) -> float:
+    """A matrix–vector or dot product's FLOPs, which torch's formulas leave out (0, and
+    `gpuvs.predict` divided by the zero device time of a `torch.mv`): 2·m·n, 2·n."""
+    name = getattr(packet, "__name__", "")
+    if name in ("mv", "addmv"):
+        matrix = args[0] if name == "mv" else args[1]
+        return 2.0 * float(matrix.shape[0] * matrix.shape[1])
+    if name in ("dot", "vdot"):
+        return 2.0 * float(args[0].numel())
+    return 0.0
 
 
 def _attention_flops(args: tuple[Any, ...]) -> float:

@@ -279,7 +279,8 @@ def _part(t: Tally, device: float, peaks: Mapping[str, float]) -> str:
     48 MiB'."""
     what = f"{t.ops} × {OP_CLASSES[t.op_class].split(' ', 1)[1]}"
     if t.op_class in FLOP_CLASSES:
-        return f"{what}: {t.flops:.3g} FLOP at {units.rate(t.flops / device, 'FLOP/s')}"
+        rate = units.rate(t.flops / device, "FLOP/s") if device > 0 else "no time"
+        return f"{what}: {t.flops:.3g} FLOP at {rate}"
     passes = device * peaks["bytes"] / t.bytes if t.bytes else 0.0
     return f"{what}: {passes:.2g} pass(es) over {units.nbytes(t.bytes)}"
 
