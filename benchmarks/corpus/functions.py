@@ -12,15 +12,17 @@ are judged with that calibration and never shaped it. Only held-out figures are
 published against the bar. None of them is one of the suite's workloads (matrix
 products, `x *= 5`, the GRU, the CNN, the Jacobians).
 
-There are four sets. The first 39 were written, and the model's classes with them,
+There are five sets. The first 39 were written, and the model's classes with them,
 before any was measured on a GPU; 24 of them were held out. Once measured (2026-11-27),
 those 24 were read to shape the model, so they are held out no longer: all 39 are
 `fit`. The second set of 24 was written afterwards and held out until it was measured
 (2026-11-27, evening); what it showed may now shape the model, so it is `fit` from now
 on, for the same reason. The third set of 24 was written after the second was measured
 and held out until it was measured on an H100 (2026-11-28) and its held-out figures
-published; it is `fit` from now on, for the same reason. The `held_out` functions are a
-fourth set of 24, written after the third was measured and before any change to the
+published; it is `fit` from now on, for the same reason. The fourth set of 24 was
+written after the third was measured and held out until it was measured on an H100
+(2026-11-28); it is `fit` from now on, for the same reason. The `held_out` functions are
+a fifth set of 24, written after the fourth was measured and before any change to the
 model or its intervals was measured on it — a held-out figure means something only
 while nothing in the model was chosen by looking at it. Each set holds pieces of the
 same kinds, none a copy of an earlier set's.
@@ -1382,6 +1384,403 @@ def horner_polynomial(n: int) -> Built:
     return sine, ((_rand(n) * 2 - 1) * 3.14159,)
 
 
+# === the fifth set: held out, written after the fourth was measured ================
+#
+# Written once the fourth set was measured (2026-11-28), before any change to the model or
+# its intervals was measured on these; none was run on a GPU before then. Each is a piece
+# of a kind the corpus has, by an op mix none of the 111 before it has.
+
+# --- attention (fifth set) ---------------------------------------------------------
+
+def relative_position_attention(n: int) -> Built:
+    import torch
+
+    class RelativeBias(torch.nn.Module):  # a learnt bias a head for each offset (Swin, T5)
+        longest = 1024
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.table = torch.nn.Parameter(torch.randn(2 * self.longest - 1, 8) * 0.1)
+
+        def forward(self, q: Any, k: Any, v: Any) -> Any:
+            where = torch.arange(q.shape[-2], device=q.device)
+            offset = where[None, :] - where[:, None] + self.longest - 1
+            bias = self.table[offset].permute(2, 0, 1)  # (heads, queries, keys)
+            scores = q @ k.transpose(-1, -2) * q.shape[-1] ** -0.5 + bias
+            return torch.softmax(scores, dim=-1) @ v
+    g = _g()
+    q, k, v = (torch.rand(2, 8, n, 64, generator=g) for _ in range(3))
+    return _module(RelativeBias), (q, k, v)
+
+
+def perceiver_cross_attention(n: int) -> Built:
+    import torch
+
+    class LatentCrossAttention(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.latents = torch.nn.Parameter(torch.randn(64, 256) * 0.02)
+            self.norm = torch.nn.LayerNorm(128)
+            self.attn = torch.nn.MultiheadAttention(256, 8, kdim=128, vdim=128,
+                                                    batch_first=True)
+
+        def forward(self, x: Any, padding: Any) -> Any:  # 64 latents read the inputs
+            kv = self.norm(x)
+            return self.attn(self.latents.expand(x.shape[0], -1, -1), kv, kv,
+                             key_padding_mask=padding, need_weights=False)[0]
+    g = _g()
+    x = torch.rand(n, 1024, 128, generator=g)
+    lengths = torch.randint(1, 1025, (n, 1), generator=g)  # each input keeps 1 to 1024
+    return _module(LatentCrossAttention), (x, torch.arange(1024) >= lengths)
+
+
+def performer_attention(n: int) -> Built:
+    import torch
+
+    def favor(q: Any, k: Any, v: Any, projection: Any) -> Any:
+        def features(x: Any, over: tuple[int, ...]) -> Any:  # positive random features
+            x = x * x.shape[-1] ** -0.25
+            wx = x @ projection.T
+            stable = wx.amax(dim=over, keepdim=True)  # a constant the quotient cancels
+            return torch.exp(wx - x.square().sum(-1, keepdim=True) / 2 - stable)
+        q, k = features(q, (-1,)), features(k, (-2, -1))
+        return (q @ (k.transpose(-1, -2) @ v)) / (q @ k.sum(dim=-2).unsqueeze(-1))
+    g = _g()
+    q, k, v = (torch.randn(2, 8, n, 64, generator=g) for _ in range(3))
+    return favor, (q, k, v, torch.randn(256, 64, generator=g))  # 256 features (FAVOR+)
+
+
+def attention_pool(n: int) -> Built:
+    import torch
+
+    class AttentionPool(torch.nn.Module):  # CLIP's ResNet head: the mean token's query
+        def __init__(self) -> None:
+            super().__init__()
+            self.position = torch.nn.Parameter(torch.randn(50, 512) / 512 ** 0.5)
+            self.attn = torch.nn.MultiheadAttention(512, 8, batch_first=True)
+
+        def forward(self, x: Any) -> Any:
+            x = x.flatten(2).transpose(1, 2)  # 7×7 tokens
+            x = torch.cat((x.mean(dim=1, keepdim=True), x), dim=1) + self.position
+            return self.attn(x[:, :1], x, x, need_weights=False)[0].squeeze(1)
+    return _module(AttentionPool), (_rand(n, 512, 7, 7),)
+
+
+# --- normalisations (fifth set) ----------------------------------------------------
+
+def weight_norm_linear(n: int) -> Built:
+    import torch
+    from torch.nn.utils.parametrizations import weight_norm
+    return _module(lambda: torch.nn.Sequential(
+        weight_norm(torch.nn.Linear(1024, 1024)), torch.nn.ReLU())), (_rand(n, 1024),)
+
+
+def spectral_norm_conv(n: int) -> Built:
+    import torch
+    import torch.nn.functional as F
+
+    def discriminator_conv(x: Any, weight: Any, u: Any) -> Any:
+        w = weight.flatten(1)  # one power iteration, u a row as in SN-GAN's own code
+        v = F.normalize(u @ w, dim=1)
+        wv = v @ w.T
+        sigma = (F.normalize(wv, dim=1) * wv).sum()
+        return F.leaky_relu(F.conv2d(x, weight / sigma, padding=1), 0.1)
+    g = _g()
+    x = torch.rand(n, 64, 32, 32, generator=g)
+    weight = torch.randn(128, 64, 3, 3, generator=g) * 0.05
+    return discriminator_conv, (x, weight, F.normalize(torch.randn(1, 128, generator=g)))
+
+
+def batch_renorm(n: int) -> Built:
+    import torch
+
+    def renormalised(x: Any, running_mean: Any, running_std: Any, weight: Any,
+                     bias: Any) -> Any:  # batch renormalisation's training forward
+        var, mean = torch.var_mean(x, dim=0, correction=0)
+        std = torch.sqrt(var + 1e-5)
+        r = (std / running_std).clamp(1 / 3, 3)
+        d = ((mean - running_mean) / running_std).clamp(-5, 5)
+        return weight * ((x - mean) / std * r + d) + bias
+    g = _g()
+    x = torch.randn(n, 1024, generator=g) * 2 + 1
+    running_mean, running_std, weight, bias = (
+        torch.rand(1024, generator=g) + 0.5 for _ in range(4))
+    return renormalised, (x, running_mean, running_std, weight, bias)
+
+
+# --- MLP and conv blocks (fifth set) -----------------------------------------------
+
+def res2net_block(n: int) -> Built:
+    import torch
+
+    def conv_bn(c_in: int, c_out: int, k: int) -> Any:
+        return torch.nn.Sequential(torch.nn.Conv2d(c_in, c_out, k, padding=k // 2, bias=False),
+                                   torch.nn.BatchNorm2d(c_out))
+
+    class Res2Net(torch.nn.Module):  # scale 4, width 26: a bottleneck of split 3×3 convs
+        def __init__(self) -> None:
+            super().__init__()
+            self.reduce, self.expand = conv_bn(256, 104, 1), conv_bn(104, 256, 1)
+            self.convs = torch.nn.ModuleList(conv_bn(26, 26, 3) for _ in range(3))
+
+        def forward(self, x: Any) -> Any:
+            parts = torch.relu(self.reduce(x)).chunk(4, dim=1)
+            outs, y = [], None
+            for part, conv in zip(parts[:3], self.convs, strict=True):
+                y = torch.relu(conv(part if y is None else part + y))  # each sees the last
+                outs.append(y)
+            y = self.expand(torch.cat((*outs, parts[-1]), dim=1))
+            return torch.relu(x + y)
+    return _module(Res2Net), (_rand(n, 256, 28, 28),)
+
+
+def mixer_block(n: int) -> Built:
+    import torch
+
+    def mlp(width: int, hidden: int) -> Any:
+        return torch.nn.Sequential(torch.nn.Linear(width, hidden), torch.nn.GELU(),
+                                   torch.nn.Linear(hidden, width))
+
+    class Mixer(torch.nn.Module):  # MLP-Mixer-S/16: 196 patches, 512 channels
+        def __init__(self) -> None:
+            super().__init__()
+            self.norm1, self.norm2 = torch.nn.LayerNorm(512), torch.nn.LayerNorm(512)
+            self.tokens, self.channels = mlp(196, 256), mlp(512, 2048)
+
+        def forward(self, x: Any) -> Any:
+            x = x + self.tokens(self.norm1(x).transpose(1, 2)).transpose(1, 2)
+            return x + self.channels(self.norm2(x))
+    return _module(Mixer), (_rand(n, 196, 512),)
+
+
+def conformer_conv_module(n: int) -> Built:
+    import torch
+    import torch.nn.functional as F
+
+    class ConvModule(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.norm = torch.nn.LayerNorm(256)
+            self.pointwise_in = torch.nn.Conv1d(256, 512, 1)
+            self.depthwise = torch.nn.Conv1d(256, 256, 31, padding=15, groups=256)
+            self.batch_norm = torch.nn.BatchNorm1d(256)
+            self.pointwise_out = torch.nn.Conv1d(256, 256, 1)
+
+        def forward(self, x: Any) -> Any:  # (batch, frames, 256)
+            y = F.glu(self.pointwise_in(self.norm(x).transpose(1, 2)), dim=1)
+            y = self.pointwise_out(F.silu(self.batch_norm(self.depthwise(y))))
+            return x + y.transpose(1, 2)
+    return _module(ConvModule), (_rand(n, 512, 256),)
+
+
+# --- embeddings and losses (fifth set) ---------------------------------------------
+
+def dice_loss(n: int) -> Built:
+    import torch
+
+    def loss(logits: Any, target: Any) -> Any:
+        p = torch.sigmoid(logits)
+        overlap = (p * target).sum(dim=(2, 3))
+        total = p.sum(dim=(2, 3)) + target.sum(dim=(2, 3))
+        return (1 - (2 * overlap + 1) / (total + 1)).mean()  # soft Dice, smoothed by 1
+    g = _g()
+    logits = torch.randn(n, 4, 128, 128, generator=g)
+    return loss, (logits, (torch.rand(n, 4, 128, 128, generator=g) > 0.5).float())
+
+
+def infonce_hard_negatives(n: int) -> Built:
+    import torch
+    import torch.nn.functional as F
+
+    def loss(query: Any, positive: Any, negatives: Any) -> Any:
+        q, p, negatives = (F.normalize(t, dim=-1) for t in (query, positive, negatives))
+        scores = torch.cat(((q * p).sum(-1, keepdim=True),
+                            torch.bmm(negatives, q.unsqueeze(-1)).squeeze(-1)), dim=1)
+        labels = torch.zeros(q.shape[0], dtype=torch.long, device=q.device)  # the positive
+        return F.cross_entropy(scores / 0.05, labels)
+    g = _g()
+    query = torch.randn(n, 256, generator=g)
+    positive = query + torch.randn(n, 256, generator=g)
+    # 15 mined a query: hard ones, nearly as near it as its positive
+    return loss, (query, positive, query[:, None] + 1.2 * torch.randn(n, 15, 256, generator=g))
+
+
+def rotary_complex(n: int) -> Built:
+    import torch
+
+    def rotated(q: Any, k: Any, freqs: Any) -> Any:  # as LLaMA's apply_rotary_emb
+        def rotate(x: Any) -> Any:
+            pairs = torch.view_as_complex(x.reshape(*x.shape[:-1], -1, 2))
+            return torch.view_as_real(pairs * freqs).flatten(-2)
+        return rotate(q), rotate(k)
+    inverse = 10_000.0 ** (-torch.arange(0, 64, 2).float() / 64)
+    angles = torch.outer(torch.arange(512).float(), inverse)
+    freqs = torch.polar(torch.ones_like(angles), angles)[:, None, :]  # (positions, 1, 32)
+    g = _g()
+    q, k = (torch.rand(n, 512, 8, 64, generator=g) for _ in range(2))
+    return rotated, (q, k, freqs)
+
+
+# --- sorting, top-k and ranking (fifth set) ----------------------------------------
+
+def beam_search_step(n: int) -> Built:
+    import torch
+
+    def step(log_probs: Any, beam_scores: Any) -> Any:
+        batch, beams, vocab = log_probs.shape
+        candidates = (beam_scores[:, :, None] + log_probs).view(batch, beams * vocab)
+        scores, where = candidates.topk(2 * beams, dim=-1)  # 2× the beams, as HF's
+        return scores, where // vocab, where % vocab  # each one's beam and token
+    beams, vocab = 4, 32_000
+    # Each candidate's total a distinct multiple of 2⁻²² in (-2, -1), its parts exact: the
+    # sums are the totals on any device, with no tie to order.
+    totals = -1 - (torch.randperm(n * beams * vocab, generator=_g()).float() + 1) * 2.0 ** -22
+    beam_scores = -torch.arange(beams).float() / 8
+    log_probs = totals.view(n, beams, vocab) - beam_scores[:, None]
+    return step, (log_probs, beam_scores.expand(n, beams).contiguous())
+
+
+def knn_anomaly_score(n: int) -> Built:
+    import torch
+
+    def score(queries: Any, reference: Any) -> Any:  # mean distance to the 10 nearest
+        squared = (queries.square().sum(1, keepdim=True) - 2 * queries @ reference.T
+                   + reference.square().sum(1))
+        nearest = squared.topk(10, dim=1, largest=False).values
+        return nearest.clamp_min(0).sqrt().mean(dim=1)
+    g = _g()
+    queries = torch.randn(n, 64, generator=g)
+    return score, (queries, torch.randn(4096, 64, generator=g))
+
+
+def spearman_correlation(n: int) -> Built:
+    import torch
+
+    def spearman(x: Any, y: Any) -> Any:
+        def ranks(z: Any) -> Any:  # each value's place in its row: argsort of an argsort
+            r = torch.argsort(torch.argsort(z, dim=1), dim=1).float()
+            return r - r.mean(dim=1, keepdim=True)
+        rx, ry = ranks(x), ranks(y)
+        return (rx * ry).sum(dim=1) / (rx.norm(dim=1) * ry.norm(dim=1))
+    g = _g()
+    x = torch.rand(n, 1024, generator=g).argsort(dim=1, stable=True)  # 0 to 1023 a row
+    noise = torch.randint(-256, 257, (n, 1024), generator=g)
+    order = torch.rand(n, 1024, generator=g).argsort(dim=1, stable=True)
+    # y follows x loosely; each value distinct in its row (no tie to rank), and exact
+    return spearman, (x.float(), ((x + noise) * 1024 + order).float())
+
+
+# --- scans and FFTs (fifth set) ----------------------------------------------------
+
+def cox_partial_likelihood(n: int) -> Built:
+    import torch
+
+    def loss(risk: Any, time: Any, event: Any) -> Any:
+        order = torch.argsort(time, descending=True)  # distinct times: no tie to order
+        risk, event = risk[order], event[order]
+        at_risk = torch.logcumsumexp(risk, dim=0)  # over all still at risk at each time
+        return -((risk - at_risk) * event).sum() / event.sum()
+    g = _g()
+    time = torch.randperm(n, generator=g).float() / n
+    risk = torch.randn(n, generator=g)
+    return loss, (risk, time, (torch.rand(n, generator=g) < 0.7).float())
+
+
+def packed_positions(n: int) -> Built:
+    import torch
+    import torch.nn.functional as F
+
+    def positions(lengths: Any) -> Any:  # sequences packed end to end (varlen attention)
+        ends = torch.cumsum(lengths, dim=0)
+        starts = torch.repeat_interleave(ends - lengths, lengths)
+        where = torch.arange(starts.shape[0], device=lengths.device) - starts
+        return where, F.pad(ends, (1, 0))  # each token's position, the cumulative lengths
+    return positions, (torch.randint(1, 513, (n,), generator=_g()),)
+
+
+def dct_ii(n: int) -> Built:
+    import torch
+
+    def dct(x: Any) -> Any:  # orthonormal DCT-II of rows by one FFT (Makhoul)
+        size = x.shape[-1]
+        v = torch.cat((x[..., ::2], x[..., 1::2].flip(-1)), dim=-1)
+        spectrum = torch.fft.fft(v)
+        k = torch.arange(size, device=x.device)
+        angle = -torch.pi * k / (2 * size)
+        y = spectrum.real * angle.cos() - spectrum.imag * angle.sin()
+        return y * torch.where(k == 0, (1 / size) ** 0.5, (2 / size) ** 0.5)
+    return dct, (_rand(n, 4096),)
+
+
+def phase_correlation(n: int) -> Built:
+    import torch
+
+    def correlation(a: Any, b: Any) -> Any:  # its peak marks the shift between a and b
+        cross = torch.fft.rfft2(a) * torch.fft.rfft2(b).conj()
+        return torch.fft.irfft2(cross / (cross.abs() + 1e-8), s=a.shape[-2:])
+    g = _g()
+    a = torch.rand(n, 256, 256, generator=g)
+    b = torch.roll(a, (9, -17), dims=(-2, -1)) + 0.1 * torch.rand(n, 256, 256, generator=g)
+    return correlation, (a, b)
+
+
+# --- indexing, scatters, masks and sparse ops (fifth set) --------------------------
+
+def keypoint_descriptors(n: int) -> Built:
+    import torch
+    import torch.nn.functional as F
+
+    def described(features: Any, image: Any, y: Any, x: Any) -> Any:
+        picked = features.permute(0, 2, 3, 1)[image, y, x]  # gather_nd: (keypoints, 256)
+        return F.normalize(picked, dim=-1)
+    g = _g()
+    features = torch.rand(n, 256, 32, 32, generator=g)  # at 1/8 of a 256×256 image
+    image = torch.arange(n).repeat_interleave(1024)  # 1024 keypoints an image
+    y, x = (torch.randint(0, 32, (1024 * n,), generator=g) for _ in range(2))
+    return described, (features, image, y, x)
+
+
+def soft_target_cross_entropy(n: int) -> Built:
+    import torch
+    import torch.nn.functional as F
+
+    def loss(logits: Any, target: Any) -> Any:
+        classes = logits.shape[-1]
+        soft = torch.full_like(logits, 0.1 / (classes - 1)).scatter_(1, target[:, None], 0.9)
+        return -(soft * F.log_softmax(logits, dim=-1)).sum(dim=-1).mean()
+    g = _g()
+    logits = torch.randn(n, 32_000, generator=g)
+    return loss, (logits, torch.randint(0, 32_000, (n,), generator=g))
+
+
+def top_k_filter(n: int) -> Built:
+    import torch
+
+    def filtered(logits: Any) -> Any:  # top-k sampling's probabilities, as HF's TopK warper
+        kth = torch.topk(logits, 50, dim=-1).values[..., -1:]
+        return torch.softmax(logits.masked_fill(logits < kth, float("-inf")), dim=-1)
+    return filtered, (_distinct(n, 32_000) * 16,)  # ×16 exactly: still distinct
+
+
+def gcn_layer(n: int) -> Built:
+    import torch
+
+    def layer(adjacency: Any, x: Any, weight: Any) -> Any:  # relu(Â X W), Kipf and Welling
+        return torch.relu(torch.sparse.mm(adjacency, x @ weight))
+    g = _g()
+    edges = torch.randint(0, n, (2, 8 * n), generator=g)
+    loops = torch.arange(n).expand(2, n)
+    where = torch.cat((edges, edges.flip(0), loops), dim=1)  # undirected, self-loops
+    a = torch.sparse_coo_tensor(where, torch.ones(where.shape[1]), (n, n),
+                                check_invariants=True).coalesce()
+    i, j = a.indices()
+    degree = torch.zeros(n).index_add_(0, i, a.values())
+    normalised = a.values() / (degree[i] * degree[j]).sqrt()  # D^-1/2 A D^-1/2
+    adjacency = torch.sparse_coo_tensor(a.indices(), normalised, (n, n),
+                                        check_invariants=True).coalesce()
+    return layer, (adjacency, torch.rand(n, 128, generator=g), torch.randn(128, 64, generator=g))
+
+
 FUNCTIONS = (
     Function("sdpa", "fit", (64, 1024), sdpa, "scaled-dot-product attention"),
     Function("sdpa_causal", "fit", (64, 1024), sdpa_causal, "causal SDPA"),
@@ -1525,54 +1924,105 @@ FUNCTIONS = (
     Function("roll_flip", "fit", (1, 256), roll_flip, "torch.roll then flip of images"),
     Function("sparse_row_sum", "fit", (512, 16_384), sparse_row_sum,
              "torch.sparse.sum over rows of a COO matrix (1 %)"),
-    # The fourth set, held out: written after the third was measured (see above).
-    Function("kv_cache_decode", "held_out", (64, 8192), kv_cache_decode,
+    # The fourth set: held out until it was measured (2026-11-28), `fit` since.
+    Function("kv_cache_decode", "fit", (64, 8192), kv_cache_decode,
              "one decoding step: cat onto a KV cache, SDPA of one query over it"),
-    Function("window_attention", "held_out", (1, 16), window_attention,
+    Function("window_attention", "fit", (1, 16), window_attention,
              "Swin window attention over 7×7 windows, written with SDPA"),
-    Function("transformer_decoder_layer", "held_out", (1, 64), transformer_decoder_layer,
+    Function("transformer_decoder_layer", "fit", (1, 64), transformer_decoder_layer,
              "nn.TransformerDecoderLayer: causal self-attention, cross-attention with a "
              "key-padding mask, FFN"),
-    Function("latent_kv_attention", "held_out", (1, 32), latent_kv_attention,
+    Function("latent_kv_attention", "fit", (1, 32), latent_kv_attention,
              "causal attention, keys and values up-projected from a 128-wide latent (MLA)"),
-    Function("layer_norm_2d", "held_out", (1, 64), layer_norm_2d,
+    Function("layer_norm_2d", "fit", (1, 64), layer_norm_2d,
              "LayerNorm over the channels of NCHW, written out (ConvNeXt, SAM)"),
-    Function("adain", "held_out", (1, 32), adain,
+    Function("adain", "fit", (1, 32), adain,
              "adaptive instance norm: content renormalised to a style's statistics"),
-    Function("convnext_block", "held_out", (1, 16), convnext_block,
+    Function("convnext_block", "fit", (1, 16), convnext_block,
              "ConvNeXt block: depthwise 7×7, LayerNorm, MLP, layer scale, residual"),
-    Function("densenet_layer", "held_out", (1, 64), densenet_layer,
+    Function("densenet_layer", "fit", (1, 64), densenet_layer,
              "DenseNet layer: BN-ReLU-conv 1×1, BN-ReLU-conv 3×3, concatenated"),
-    Function("aspp", "held_out", (1, 16), aspp,
+    Function("aspp", "fit", (1, 16), aspp,
              "atrous spatial pyramid pooling, rates 6, 12, 18 and image pooling"),
-    Function("segnet_decoder", "held_out", (1, 16), segnet_decoder,
+    Function("segnet_decoder", "fit", (1, 16), segnet_decoder,
              "max_unpool2d by the encoder's indices, conv, batch norm, ReLU"),
-    Function("vit_patch_embedding", "held_out", (1, 64), vit_patch_embedding,
+    Function("vit_patch_embedding", "fit", (1, 64), vit_patch_embedding,
              "ViT patch embedding: 16×16 conv, class token, position embedding"),
-    Function("clip_contrastive_loss", "held_out", (8, 2048), clip_contrastive_loss,
+    Function("clip_contrastive_loss", "fit", (8, 2048), clip_contrastive_loss,
              "CLIP's symmetric contrastive loss over normalised embeddings"),
-    Function("cosine_embedding_loss", "held_out", (8, 65_536), cosine_embedding_loss,
+    Function("cosine_embedding_loss", "fit", (8, 65_536), cosine_embedding_loss,
              "F.cosine_embedding_loss of 256-wide pairs"),
-    Function("voxel_downsample", "held_out", (1000, 65_536), voxel_downsample,
+    Function("voxel_downsample", "fit", (1000, 65_536), voxel_downsample,
              "point features averaged per voxel by unique rows and index_add_"),
-    Function("run_length_encode", "held_out", (10_000, 8_000_000), run_length_encode,
+    Function("run_length_encode", "fit", (10_000, 8_000_000), run_length_encode,
              "run-length encoding by unique_consecutive with counts"),
-    Function("percentile_clip", "held_out", (8, 2048), percentile_clip,
+    Function("percentile_clip", "fit", (8, 2048), percentile_clip,
              "rows clamped to their 1st and 99th percentiles (torch.quantile)"),
-    Function("cumulative_trapezoid", "held_out", (8, 4096), cumulative_trapezoid,
+    Function("cumulative_trapezoid", "fit", (8, 4096), cumulative_trapezoid,
              "running trapezoid integral of rows over uneven times"),
-    Function("fft_gaussian_blur", "held_out", (1, 32), fft_gaussian_blur,
+    Function("fft_gaussian_blur", "fit", (1, 32), fft_gaussian_blur,
              "3-D Gaussian blur by rfftn, a gain, irfftn"),
-    Function("gnn_max_aggregate", "held_out", (1000, 1_000_000), gnn_max_aggregate,
+    Function("gnn_max_aggregate", "fit", (1000, 1_000_000), gnn_max_aggregate,
              "graph max-aggregation: index_select, scatter_reduce amax"),
-    Function("sparse_edge_softmax", "held_out", (512, 16_384), sparse_edge_softmax,
+    Function("sparse_edge_softmax", "fit", (512, 16_384), sparse_edge_softmax,
              "torch.sparse.softmax over each row of a COO graph (1 %)"),
-    Function("patch_centering", "held_out", (1, 16), patch_centering,
+    Function("patch_centering", "fit", (1, 16), patch_centering,
              "overlapping patches centred by F.unfold, overlap-added by F.fold"),
-    Function("flow_warp", "held_out", (1, 64), flow_warp,
+    Function("flow_warp", "fit", (1, 64), flow_warp,
              "an image warped by an optical flow with grid_sample"),
-    Function("batched_solve", "held_out", (16, 262_144), batched_solve,
+    Function("batched_solve", "fit", (16, 262_144), batched_solve,
              "torch.linalg.solve of many 8×8 systems"),
-    Function("horner_polynomial", "held_out", (10_000, 8_000_000), horner_polynomial,
+    Function("horner_polynomial", "fit", (10_000, 8_000_000), horner_polynomial,
              "sine by a degree-11 polynomial, Horner's rule"),
+    # The fifth set, held out: written after the fourth was measured (see above).
+    Function("relative_position_attention", "held_out", (64, 1024),
+             relative_position_attention,
+             "attention written out, a learnt bias a head for each relative position"),
+    Function("perceiver_cross_attention", "held_out", (1, 64), perceiver_cross_attention,
+             "64 learnt latents cross-attending to padded inputs (Perceiver), kdim ≠ dim"),
+    Function("performer_attention", "held_out", (64, 2048), performer_attention,
+             "Performer attention by 256 positive random features (FAVOR+)"),
+    Function("attention_pool", "held_out", (1, 256), attention_pool,
+             "CLIP's attention pooling: the mean token queries 7×7 features"),
+    Function("weight_norm_linear", "held_out", (8, 8192), weight_norm_linear,
+             "weight-normalised Linear(1024, 1024) (parametrizations.weight_norm), ReLU"),
+    Function("spectral_norm_conv", "held_out", (1, 128), spectral_norm_conv,
+             "one spectral-norm power iteration, then the normalised conv (SN-GAN)"),
+    Function("batch_renorm", "held_out", (16, 16_384), batch_renorm,
+             "batch renormalisation's training forward, written out"),
+    Function("res2net_block", "held_out", (1, 64), res2net_block,
+             "Res2Net bottleneck: hierarchical 3×3 convs over 4 channel splits"),
+    Function("mixer_block", "held_out", (1, 32), mixer_block,
+             "MLP-Mixer block: token-mixing MLP over the transpose, channel MLP"),
+    Function("conformer_conv_module", "held_out", (1, 32), conformer_conv_module,
+             "Conformer convolution module: pointwise, GLU, depthwise 31, BN, SiLU"),
+    Function("dice_loss", "held_out", (1, 512), dice_loss,
+             "soft Dice loss of 4-class segmentation logits"),
+    Function("infonce_hard_negatives", "held_out", (8, 8192), infonce_hard_negatives,
+             "InfoNCE over a positive and 15 mined hard negatives a query (bmm)"),
+    Function("rotary_complex", "held_out", (1, 64), rotary_complex,
+             "rotary embedding on Q and K by complex multiplication, as LLaMA's"),
+    Function("beam_search_step", "held_out", (1, 32), beam_search_step,
+             "beam search step: top-8 of 4 beams × 32k tokens, their beams and tokens"),
+    Function("knn_anomaly_score", "held_out", (16, 8192), knn_anomaly_score,
+             "mean distance to the 10 nearest of 4096 points, by matmul and top-k"),
+    Function("spearman_correlation", "held_out", (8, 1024), spearman_correlation,
+             "Spearman rank correlation of rows, ranks by argsort of argsort"),
+    Function("cox_partial_likelihood", "held_out", (1000, 1_000_000),
+             cox_partial_likelihood,
+             "Cox partial likelihood: sort by time, logcumsumexp over the risk sets"),
+    Function("packed_positions", "held_out", (16, 16_384), packed_positions,
+             "position ids and cumulative lengths of packed sequences"),
+    Function("dct_ii", "held_out", (8, 4096), dct_ii,
+             "orthonormal DCT-II of rows by one FFT (Makhoul)"),
+    Function("phase_correlation", "held_out", (1, 128), phase_correlation,
+             "phase correlation of images by rfft2, the normalised cross-power, irfft2"),
+    Function("keypoint_descriptors", "held_out", (1, 128), keypoint_descriptors,
+             "descriptors gathered at (image, y, x) keypoints (gather_nd), normalised"),
+    Function("soft_target_cross_entropy", "held_out", (8, 512), soft_target_cross_entropy,
+             "label-smoothed targets by scatter_, soft-target cross-entropy, 32k classes"),
+    Function("top_k_filter", "held_out", (4, 1024), top_k_filter,
+             "top-k sampling's filter: masked_fill below the 50th, softmax"),
+    Function("gcn_layer", "held_out", (1000, 65_536), gcn_layer,
+             "GCN layer: relu(Â X W), the normalised adjacency sparse COO"),
 )
