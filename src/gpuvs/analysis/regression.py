@@ -291,16 +291,16 @@ def change(a: Measurement, b: Measurement, threshold: float = DEFAULT_THRESHOLD,
            statistic: str = "median", widening: float = 1.0, lent: float = 0.0) -> Change:
     """B against A for one case (both must have samples). For the median, the ratio is
     of the two figures (each the median of its processes' medians), and its interval
-    is over processes: where both sides were sampled in three processes or more,
-    Moses' rank interval over their processes' medians (`stats.ratio_over_processes`); else never
+    is over processes: where both sides were sampled in three processes or more, Moses'
+    rank interval over their processes' medians (`stats.ratio_over_processes`); else never
     narrower than the two cases' own intervals allow (B's over A's, worst to worst), which
     cover each case's passes. Either way never narrower than the run-to-run spread of its
     timer (`model.REPEAT_SPREAD`), which a bootstrap of the pooled samples cannot see,
-    nor, where either side has too few processes for an interval over them, than ± the run-to-run
-    spread measured on cases of its kind (`noise_floor`: a GPU case the host sets the pace
-    of moved 15 % between two-process runs at the median; over twenty processes a side,
-    that floor alone hid a launch-bound function slowed by 18 %), nor than ± `lent`, the
-    spread a case timed in one process borrows (`borrowed`).
+    nor, where either side has too few processes for an interval over them, than ± the
+    run-to-run spread measured on cases of its kind (`noise_floor`: a GPU case the host
+    sets the pace of moved 15 % between two-process runs at the median; over twenty
+    processes a side, that floor alone hid a launch-bound function slowed by 18 %), nor
+    than ± `lent`, the spread a case timed in one process borrows (`borrowed`).
     `widening` stretches the interval, in logarithms, for a case judged with others
     (`family_widening`)."""
     ratio, low, high = stats.ratio_ci(b.samples, a.samples, statistic=statistic)
