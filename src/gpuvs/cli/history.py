@@ -6,7 +6,7 @@ machines. Runs are named by id, `latest`, or the path of a JSON export
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -45,6 +45,12 @@ _RELATIVE = re.compile(r"^(\d+)([dhw])$")
 
 def _is_export(spec: str) -> bool:
     return spec.endswith(".json") or Path(spec).is_file()
+
+
+def _store_for(specs: Sequence[str], db: str | None) -> SqlStore | None:
+    """The store the runs `specs` name are read from; None where every one is a JSON
+    export (files carried off two machines need no store, and none is made)."""
+    return None if all(_is_export(spec) for spec in specs) else open_store(db, reading=True)
 
 
 def load(spec: str, store: SqlStore | None) -> tuple[Any, list[Any]]:
@@ -175,8 +181,7 @@ def compare(
         if len(runs_) < 2:
             raise UsageError("compare needs two runs or more: gpuvs compare A B [C …]")
         t = _threshold(threshold)
-        exports = all(_is_export(spec) for spec in runs_)
-        store = None if exports else open_store(db, reading=True)  # files need no store
+        store = _store_for(runs_, db)
         loaded = [load(spec, store) for spec in runs_]
         base_run, base_ms = loaded[0]
         results = []
@@ -295,8 +300,7 @@ def check(
     with usage_errors(), _gate_errors(fmt):
         check_format(fmt)
         t = _threshold(fail_above)
-        exports = all(_is_export(spec) for spec in (run_spec, baseline))
-        store = None if exports else open_store(db, reading=True)  # files need no store
+        store = _store_for((run_spec, baseline), db)
         run, ms = load(run_spec, store)
         base, base_ms = (_previous(store, run) if baseline == "latest" and store is not None
                          else load(baseline, store))

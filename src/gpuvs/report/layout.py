@@ -207,19 +207,24 @@ def regimes_words(m: Measurement) -> str:
             f"{total}, {units.seconds(found.slow)} in {found.slow_count}")
 
 
+def _one_process(m: Measurement, lent: float) -> str:
+    """A case timed in one process, in words: where its run's cases of its kind show how
+    far processes fall apart (`lent`, `regression.borrowed`), how far a repeat may land,
+    which `compare` and `check` judge it by; the user's own code, timed in its own
+    process, that its interval is that one's. A post's replay is the post's timing."""
+    if lent > 0 and m.case.variant != "as_written":
+        return (f"one process's interval: a repeat may land ±{lent:.0%} away, as this "
+                f"run's {m.case.backend} {m.case.device} cases fell across processes")
+    return "one process's interval" if m.case.users_code and m.one_process else ""
+
+
 def _note(m: Measurement, finding: Finding | None, wins_from: int | None,
           lent: float = 0.0) -> str:
     """The bound and why (with where this GPU series starts to win), then the caveats, and
-    where the case's processes fell in two groups, the groups. A case timed in one process
-    says so: where its run's cases of its kind show how far processes fall apart (`lent`,
-    `regression.borrowed`), how far a repeat may land, which `compare` and `check` judge it
-    by; the user's own code, timed in its own process, that its interval is that one's."""
-    alone = (f"one process's interval: a repeat may land ±{lent:.0%} away, as this run's "
-             f"{m.case.backend} {m.case.device} cases fell across processes"
-             if lent > 0 and m.case.variant != "as_written"  # a replay is the post's timing
-             else "one process's interval" if m.case.users_code and m.one_process else "")
+    where the case's processes fell in two groups, the groups, and what `_one_process`
+    says of a case timed in one process."""
     named = ", ".join(filter(None, [*(str(cv).replace("_", " ") for cv in m.caveats),
-                                    regimes_words(m), alone]))
+                                    regimes_words(m), _one_process(m, lent)]))
     if finding is None:
         return named
     why = f"{finding.bound}: {finding.why}"
