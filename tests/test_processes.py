@@ -71,6 +71,8 @@ def test_every_case_takes_two_processes_and_more_only_where_processes_may_decide
 @pytest.mark.parametrize("case", [
     replace(CASE, device="cpu", backend="numpy"),  # the CPU's pace is the host's own
     replace(CASE, params=(("data", "end_to_end"), ("op", "scale"))),  # copies: the host's
+    Case("calibration", "correct", "torch", "cuda:0", "float32", 1 << 22,
+         (("bound", "transfer"),)),  # the calibration's round trip: copies too
 ])
 def test_a_long_call_the_host_paces_takes_every_process_though_two_agree(case: Case) -> None:
     m = replace(_measured(5e-3, apart=0.005), case=case)
