@@ -5,6 +5,7 @@ a case of two million samples once asked 29.8 GiB of `report --from`, `compare`,
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import random
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from tests.helpers import invoke, pythonpath
+from tests.helpers import REPO, invoke, pythonpath
 
 from gpuvs import stats
 from gpuvs.errors import UsageError
@@ -138,3 +139,21 @@ def test_the_bootstraps_draw_the_same_resamples_in_bounded_chunks() -> None:
     ma = np.median(a[rng.integers(0, a.size, size=(2000, a.size))], axis=1)
     mb = np.median(b[rng.integers(0, b.size, size=(2000, b.size))], axis=1)
     assert stats.ratio_ci(a, b)[1:] == tuple(np.quantile(ma / mb, [0.025, 0.975]))
+
+
+def test_a_gzipped_run_file_is_read_and_one_that_inflates_past_the_limit_is_refused(
+        tmp_path: Path) -> None:
+    kept = REPO / "docs" / "runs" / "regression" / "h200-vm1-launch-a.json.gz"
+    run, measurements, _ = load_json(kept)  # as docs/runs keeps exports
+    assert run.run_id and measurements
+    bomb = tmp_path / "bomb.json.gz"
+    with gzip.open(bomb, "wb") as f:  # a few hundred KiB that inflate to 256 MiB and more
+        for _ in range(MAX_FILE_BYTES // 2**20 + 1):
+            f.write(b" " * 2**20)
+    with pytest.raises(UsageError, match=r"bomb.json.gz inflates past 256 MiB; gpuvs reads "
+                                         r"a run file of at most 256 MiB"):
+        load_json(bomb)
+    cut = tmp_path / "cut.json.gz"
+    cut.write_bytes(kept.read_bytes()[:200])
+    with pytest.raises(UsageError, match=r"cannot read .*cut.json.gz"):
+        load_json(cut)

@@ -4,6 +4,8 @@ config, environment, raw samples and the machine's measured ceilings."""
 
 from __future__ import annotations
 
+import gzip
+import io
 import json
 import math
 from bisect import bisect_left
@@ -178,17 +180,26 @@ def _check_version(doc: Any) -> None:
 
 
 def load_json(path: Path) -> tuple[Run, list[Measurement], list[Ceiling]]:
-    """A run exported with `gpuvs export -f json` (or `--json`), from a file: at most
-    MAX_FILE_BYTES, and each case's series at most MAX_SAMPLES (`thinned`)."""
+    """A run exported with `gpuvs export -f json` (or `--json`), from a file, gzipped or
+    not (docs/runs keeps them gzipped): at most MAX_FILE_BYTES, inflated too, and each
+    case's series at most MAX_SAMPLES (`thinned`)."""
+    too_big = (f"gpuvs reads a run file of at most {MAX_FILE_BYTES // 2**20} MiB (export "
+               "fewer cases, or a run at a time)")
     try:
         size = path.stat().st_size
         if size > MAX_FILE_BYTES:
-            raise UsageError(f"{path} is {size / 2**20:,.0f} MiB; gpuvs reads a run file of "
-                             f"at most {MAX_FILE_BYTES // 2**20} MiB (export fewer cases, "
-                             "or a run at a time)")
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as err:
-        raise UsageError(f"cannot read {path}: {err.strerror or err}") from None
+            raise UsageError(f"{path} is {size / 2**20:,.0f} MiB; {too_big}")
+        raw = path.read_bytes()
+        if raw[:2] == b"\x1f\x8b":  # gzip's magic: read no more than the limit inflated
+            with gzip.GzipFile(fileobj=io.BytesIO(raw)) as inflated:
+                raw = inflated.read(MAX_FILE_BYTES + 1)
+            if len(raw) > MAX_FILE_BYTES:
+                raise UsageError(f"{path} inflates past {MAX_FILE_BYTES // 2**20} MiB; "
+                                 f"{too_big}")
+        doc = json.loads(raw.decode("utf-8"))
+    except (OSError, EOFError) as err:  # a gzip stream that is broken or cut short too
+        raise UsageError(f"cannot read {path}: "
+                         f"{getattr(err, 'strerror', None) or err or 'cut short'}") from None
     except RecursionError:
         raise UsageError(f"{path} is not a gpuvs run export: it nests arrays or objects "
                          "too deeply") from None
