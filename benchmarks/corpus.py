@@ -41,6 +41,16 @@ its own series. `--write-residuals` writes the suite's residuals with the fit
 functions' beside them: what ships for NAME. `--recount` counts each function's work
 again with this checkout (records measured before the counting changed), keeping the
 host cost the target's CPU measured.
+
+**On another GPU of the same chip** (the H200 is the H100's processor with faster
+memory), the held-out functions measured there are judged with the fit functions
+measured on the first: a ratio of measured to modelled time is what the model misses
+about the code, and the two profiles carry what differs between the machines.
+
+    PYTHONPATH=src python3 benchmarks/corpus.py tables --from H200/corpus.json \\
+        --profile H200/h200.json --residuals H200/h200.residuals.json \\
+        --fit-from docs/runs/corpus/h100-corpus.json.gz \\
+        --fit-profile docs/runs/corpus/h100-profile-20261127.json
 """
 
 from __future__ import annotations
@@ -122,6 +132,12 @@ def _parser() -> argparse.ArgumentParser:
     t.add_argument("--recount", action="store_true",
                    help="count each function's work again here (after the counting "
                         "changed), keeping the host cost measured on the target's CPU")
+    t.add_argument("--fit-from", metavar="CORPUS.json",
+                   help="calibrate with the fit functions of this corpus run instead, "
+                        "measured on another GPU of the same chip (each function's "
+                        "measured ÷ modelled time, priced with --fit-profile)")
+    t.add_argument("--fit-profile", metavar="PROFILE.json",
+                   help="the profile --fit-from's run was priced with (its GPU's)")
     return p
 
 
@@ -232,26 +248,26 @@ def _write(path: Path, doc: dict[str, Any]) -> None:
 # --- here: the tables --------------------------------------------------------------
 
 def tables(args: argparse.Namespace) -> int:
-    source = Path(args.source)  # the records as measured, or as kept in docs/ (gzipped)
-    doc = json.loads(gzip.decompress(source.read_bytes()) if source.suffix == ".gz"
-                     else source.read_text(encoding="utf-8"))
-    # the split is the corpus's, by function, now: a function that shaped the model
-    # since it was measured is `fit`, whatever the record says it was then
-    splits = {f.name: f.split for f in functions().FUNCTIONS}
-    doc["records"] = [{**r, "split": splits.get(r["name"], r["split"])}
-                      for r in doc["records"]]
-    if args.recount:
-        doc["records"] = [_recounted(r) for r in doc["records"]]
+    if bool(args.fit_from) != bool(args.fit_profile):
+        raise UsageError("--fit-from and --fit-profile go together: the fit functions' run "
+                         "and the profile of the GPU it ran on")
+    doc = _records(Path(args.source), args.recount)
     found = profile.load_file(Path(args.profile))
     judged = _judged(doc["records"], found.profile)
     if not judged:
         raise UsageError(f"no record of {args.source} has a GPU measured: nothing to judge")
     suite = (Residuals.from_dict(json.loads(Path(args.residuals).read_text()),
                                  args.residuals) if args.residuals else beside(found))
+    fitted, fit_run = judged, "corpus"
+    if args.fit_from:  # ratios travel between GPUs of one chip: the profiles hold the rest
+        fit_doc = _records(Path(args.fit_from), args.recount)
+        fitted = _judged(fit_doc["records"], profile.load_file(Path(args.fit_profile)).profile)
+        judged = [j for j in judged if j[0]["split"] != "fit"]
+        fit_run = f"corpus on {fit_doc.get('device', 'another GPU')}"
     fit = [Residual(USERS, e.regime, _series(r, data), measured / e.seconds)
-           for r, data, e, measured in judged if r["split"] == "fit"]
+           for r, data, e, measured in fitted if r["split"] == "fit"]
     residuals = of_points(found.profile.name,
-                          dict.fromkeys((*(suite.runs if suite else ()), "corpus")),
+                          dict.fromkeys((*(suite.runs if suite else ()), fit_run)),
                           suite.measured_at if suite else doc.get("device", ""),
                           (*(p for p in (suite.points if suite else ()) if p.workload != USERS),
                            *fit))  # the fit functions as counted and priced now
@@ -263,6 +279,20 @@ def tables(args: argparse.Namespace) -> int:
     if args.write_residuals:
         save(residuals, Path(args.write_residuals))
     return 0
+
+
+def _records(source: Path, recount: bool) -> dict[str, Any]:
+    """A corpus run's document (as measured, or gzipped as docs/ keeps it), each record's
+    split the corpus's now: a function that shaped the model since it was measured is
+    `fit`, whatever the record says it was then."""
+    doc = json.loads(gzip.decompress(source.read_bytes()) if source.suffix == ".gz"
+                     else source.read_text(encoding="utf-8"))
+    splits = {f.name: f.split for f in functions().FUNCTIONS}
+    doc["records"] = [{**r, "split": splits.get(r["name"], r["split"])}
+                      for r in doc["records"]]
+    if recount:
+        doc["records"] = [_recounted(r) for r in doc["records"]]
+    return doc
 
 
 def _recounted(r: dict[str, Any]) -> dict[str, Any]:

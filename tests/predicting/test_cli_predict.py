@@ -93,7 +93,7 @@ def test_a_validated_target_gives_intervals_and_marks_a_missed_workload(
     save(of_points("syn", ["r1"], "2026-11-26", missed), syn.with_name("syn.residuals.json"))
     result = invoke("predict", "--from-run", str(cpu_export), "--target", "syn", "-b", "torch")
     assert result.exit_code == 0, result.output
-    assert "intervals: where 90 % of 15 cases measured on syn fell (run r1)" in result.output
+    assert "intervals: where 90 % of 15 cases validated for syn fell (run r1)" in result.output
     assert "344 µs [" in result.output
     assert "low confidence: syn's validation missed matmul cases by" in result.output
     rows = [x for x in result.output.splitlines()

@@ -52,7 +52,7 @@ class Target:
         """Where the profile came from, and what its intervals rest on."""
         r = self.residuals
         validated = (
-            f"intervals: where 90 % of {len(r.points)} cases measured on {self.name} fell "
+            f"intervals: where 90 % of {len(r.points)} cases validated for {self.name} fell "
             f"({_runs(r.runs)}), each against its prediction made without it"
             if r is not None else
             f"interval: not yet validated for {self.name}: no residuals beside its profile "
