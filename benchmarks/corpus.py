@@ -258,16 +258,17 @@ def tables(args: argparse.Namespace) -> int:
         raise UsageError(f"no record of {args.source} has a GPU measured: nothing to judge")
     suite = (Residuals.from_dict(json.loads(Path(args.residuals).read_text()),
                                  args.residuals) if args.residuals else beside(found))
-    fitted, fit_run = judged, "corpus"
+    fitted, fit_runs = judged, ["corpus"]
     if args.fit_from:  # ratios travel between GPUs of one chip: the profiles hold the rest
         fit_doc = _records(Path(args.fit_from), args.recount)
-        fitted = _judged(fit_doc["records"], profile.load_file(Path(args.fit_profile)).profile)
-        judged = [j for j in judged if j[0]["split"] != "fit"]
-        fit_run = f"corpus on {fit_doc.get('device', 'another GPU')}"
+        fitted = [*_judged(fit_doc["records"],
+                           profile.load_file(Path(args.fit_profile)).profile), *judged]
+        fit_runs = [f"corpus on {fit_doc.get('device', 'another GPU')}",
+                    *(["corpus"] if any(j[0]["split"] == "fit" for j in judged) else [])]
     fit = [Residual(USERS, e.regime, _series(r, data), measured / e.seconds)
            for r, data, e, measured in fitted if r["split"] == "fit"]
     residuals = of_points(found.profile.name,
-                          dict.fromkeys((*(suite.runs if suite else ()), fit_run)),
+                          dict.fromkeys((*(suite.runs if suite else ()), *fit_runs)),
                           suite.measured_at if suite else doc.get("device", ""),
                           (*(p for p in (suite.points if suite else ()) if p.workload != USERS),
                            *fit))  # the fit functions as counted and priced now
