@@ -74,8 +74,11 @@ def test_a_change_that_moves_timings_is_named_part_by_part() -> None:
                    variables={"OMP_NUM_THREADS": "1"})
     assert env.fingerprint(after) != env.fingerprint(before)
     assert env.setup_changes(before, after) == [
-        "BLAS threads 2 → 1", "variables none set → OMP_NUM_THREADS=1",
+        "BLAS threads 2 → 1", "variables OMP_NUM_THREADS: unset → 1",
         "torch 2.13.0 → 2.14.1"]
+    nccl = {"NCCL_NVLS_ENABLE": "0", "NCCL_VERSION": "2.28.3-1"}  # one of two unset
+    assert env.setup_changes(_facts(variables=nccl), _facts(variables={
+        "NCCL_VERSION": "2.28.3-1"})) == ["variables NCCL_NVLS_ENABLE: 0 → unset"]
     gpu = {"index": 0, "name": "NVIDIA H100 80GB HBM3", "memory_total": 85520809984}
     assert env.setup_changes(before, _facts(gpus=[gpu], driver="580.1", cuda_driver="13.0")
                              ) == ["GPU none → NVIDIA H100 80GB HBM3 (79.6 GiB)"]

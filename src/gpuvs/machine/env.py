@@ -143,9 +143,19 @@ def setup_changes(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[s
     installed since measured nothing before (none of its cases match), and a part an
     older gpuvs did not record cannot be told."""
     a, b = timing_parts(before), timing_parts(after)
-    return [f"{'' if str(a[label]).startswith(label) else label + ' '}{a[label]} → {b[label]}"
+    return [_variables_change(before["variables"], after["variables"]) if label == "variables"
+            else f"{'' if str(a[label]).startswith(label) else label + ' '}{a[label]} → "
+                 f"{b[label]}"
             for label in a
             if a[label] is not None and b[label] is not None and a[label] != b[label]]
+
+
+def _variables_change(before: Mapping[str, str], after: Mapping[str, str]) -> str:
+    """The variables that differ, each once ("variables NCCL_NVLS_ENABLE: 0 → unset"): the
+    whole lists side by side hid a one-variable change among the ones both runs had."""
+    changed = sorted(k for k in {*before, *after} if before.get(k) != after.get(k))
+    return "variables " + ", ".join(
+        f"{k}: {before.get(k, 'unset')} → {after.get(k, 'unset')}" for k in changed)
 
 
 def blas_threads(facts: Mapping[str, Any]) -> str | None:
