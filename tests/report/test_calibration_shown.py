@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import numpy as np
 from tests.report.samples import GPU, calibration, golden, gpu_sweep, run
 
 from gpuvs.analysis.regression import compare, machine
@@ -89,3 +90,18 @@ def test_two_runs_calibrations_side_by_side_and_a_case_the_machine_explains() ->
     assert (record["verdict"], record["case_verdict"]) == ("machine", "slower")
     assert probe is not None and record["machine_probe"] == probe.probe
     assert abs(record["residual"] - 1.0) < 0.01
+
+
+def test_a_probe_whose_processes_fell_in_two_groups_says_so_under_the_machines() -> None:
+    """The round trip on the H200s: some processes 4× faster than the others, so its
+    ratio spans so much that it explains nothing; the reader is told why."""
+    rng = np.random.default_rng(3)
+    a, b = calibration(), calibration()
+    trip = next(i for i, m in enumerate(b) if m.case.param("bound") == "transfer")
+    medians = [3.4e-3] * 3 + [14.2e-3] * 17
+    samples = tuple(float(x) for m in medians for x in m * (1 + 0.01 * rng.standard_normal(5)))
+    b[trip] = replace(b[trip], samples=samples, passes=(5,) * 20)
+    table = side_by_side(machine(a, b), ("A", "B"), a, b)
+    assert table.notes[0] == (f"host↔device round trip (torch {GPU}): B bimodal across "
+                              "processes: 3.39 ms in 3 of 20, 14.2 ms in 17")
+    assert len(side_by_side(machine(a, a), ("A", "B"), a, a).notes) == 1  # none: one line

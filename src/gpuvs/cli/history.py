@@ -243,7 +243,7 @@ def _calibration(a_ms: list[Any], b_ms: list[Any], probes: list[Any],
     missing = missing_line(a_ms, b_ms)
     if missing:
         return [missing], []
-    return [], [side_by_side(probes, names)] if probes else []
+    return [], [side_by_side(probes, names, a_ms, b_ms)] if probes else []
 
 
 def _page(path: Path, base_run: Any, base_ms: list[Any], results: list[Any], t: float,

@@ -12,6 +12,7 @@ from gpuvs.analysis.calibration import label, rate, split
 from gpuvs.analysis.regression import Change
 from gpuvs.measuring import caveats
 from gpuvs.model import Caveat, Measurement, Status
+from gpuvs.report.layout import regimes_words
 from gpuvs.table import Table
 from gpuvs.workloads.calibration import what
 
@@ -38,21 +39,35 @@ def table(ms: Sequence[Measurement]) -> Table | None:
                 if s is not None else f"{m.status.value}: {m.reason}")
         rows.append((label(m.case), what(m.case), time,
                      units.rate(*found) if found else "",
-                     ", ".join(str(cv).replace("_", " ") for cv in m.caveats
-                               if cv not in caveats.DOUBTS)))
+                     ", ".join([*(str(cv).replace("_", " ") for cv in m.caveats
+                                  if cv not in caveats.DOUBTS),
+                                *filter(None, [regimes_words(m)])])))
     return Table(TITLE, COLUMNS, tuple(rows), notes=(
         "`gpuvs compare` and `gpuvs check` set each case against its bound's probe in the "
         "two runs: a change the machine's probe shows too is the machine's "
         "(docs/across-machines.md)",), wrapping=frozenset({"note"}))
 
 
-def side_by_side(probes: Sequence[Change], names: tuple[str, str]) -> Table:
-    """Two runs' probes: A's, B's, B ÷ A with its CI and its verdict, as a case's."""
+def side_by_side(probes: Sequence[Change], names: tuple[str, str],
+                 a_ms: Sequence[Measurement] = (), b_ms: Sequence[Measurement] = ()
+                 ) -> Table:
+    """Two runs' probes: A's, B's, B ÷ A with its CI and its verdict, as a case's; under
+    them, each probe whose processes fell in two groups in either run, in words — the
+    reason its ratio spans so much that it explains nothing (on two H200s the round trip
+    took 2.4–4.8 ms in some processes and 11–17 ms in others)."""
     rows = tuple((c.series, units.seconds(c.a), units.seconds(c.b),
                   f"{c.ratio:.3f} [{c.low:.3f}, {c.high:.3f}]",
                   c.verdict + (" (contended)" if c.contended else "")) for c in probes)
+    by = ({m.case.key: m for m in a_ms}, {m.case.key: m for m in b_ms})
+    grouped = []
+    for c in probes:
+        said = [f"{side} {words}" for side, runs in zip("AB", by, strict=True)
+                if c.key in runs and (words := regimes_words(runs[c.key]))]
+        if said:
+            grouped.append(f"{c.series}: {'; '.join(said)}")
     return Table(f"the machines: B ({names[1]}) against A ({names[0]}), probe by probe",
                  SIDE_BY_SIDE_COLUMNS, rows, notes=(
+                     *grouped,
                      "each case below is set against its bound's probe: a change within "
                      "the threshold of its probe's is the machine's (verdict machine); a "
                      "probe contended or ambiguous explains nothing",))

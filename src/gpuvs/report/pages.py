@@ -52,7 +52,8 @@ def render_compare(base: Run, base_ms: Sequence[Measurement],
         missing = missing_line(base_ms, ms)
         lines = (*environment_diff(base, run), *unmatched_lines(unmatched, False),
                  *([missing] if missing else []), f"B against A: {verdict_counts(changes)}")
-        tables = (*([view(side_by_side(probes, names))] if probes and not missing else []),
+        tables = (*([view(side_by_side(probes, names, base_ms, ms))]
+                    if probes and not missing else []),
                   view(change_table(changes, threshold, names)),
                   view(means_table(geometric_means(changes))))
         sections.append(Section(f"{run.run_id} (B) against {base.run_id} (A)", lines,
