@@ -44,15 +44,18 @@ def test_code_no_validation_saw_is_calibrated_by_every_case_of_its_regime() -> N
     assert "13 launch-bound cases" in p.why()
 
 
-def test_the_users_code_is_calibrated_by_the_validated_functions_of_its_regime() -> None:
+def test_the_users_code_is_calibrated_by_every_validated_function() -> None:
     """`benchmarks/corpus.py` measures ordinary functions on the target: their residuals
-    (workload "") calibrate the user's code, and its interval is where they fell."""
+    (workload "") calibrate the user's code, whatever their regime, and its interval is
+    where its regime's fell."""
     functions = [("", "launch", f"corpus/f{i}/resident", x)
                  for i, x in enumerate([2.0, 2.2, 2.4, 2.6, 2.8, 3.0])]
-    r = residuals(steady("elementwise", 0.5, series=9) + functions)
+    memory = [("", "memory", f"corpus/m{i}/resident", 2.5) for i in range(5)]
+    r = residuals(steady("elementwise", 0.5, series=9) + functions + memory)
     p = r.predict(LAUNCH, "")
     assert p.seconds == pytest.approx(2.5 * 10e-6)  # their median, not the workloads' 0.5
-    assert "6 launch-bound validated function cases" in p.why()
+    assert "11 validated function cases" in p.why()
+    p = residuals(steady("elementwise", 0.5, series=9) + functions).predict(LAUNCH, "")
     ratios = [x for *_, x in functions]
     own = [x / float(np.median([y for y in ratios if y != x])) for x in ratios]
     low, high = p.interval  # type: ignore[misc]  # where they fell, each without itself
