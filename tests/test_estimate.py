@@ -229,15 +229,16 @@ def test_the_same_plan_on_an_empty_store_is_estimated_the_same_every_time(
     assert not said[0].busy and said[0].from_history == 0
 
 
-def test_a_machine_busy_over_15_minutes_is_estimated_busy(monkeypatch: pytest.MonkeyPatch
-                                                           ) -> None:
+def test_a_machine_busy_over_15_minutes_and_still_is_estimated_busy(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     from gpuvs.cli.planning import plan_estimate
     from gpuvs.machine.contention import BUSY_LOAD_SHARE
     cases = [square(1024)]
     monkeypatch.setattr("os.cpu_count", lambda: 2)
     monkeypatch.setattr("os.getloadavg", lambda: (0.1, 0.1, 0.1))
     quiet = plan_estimate(cases, CONFIG, db="/nonexistent/r.sqlite")
-    monkeypatch.setattr("os.getloadavg", lambda: (0.1, 0.1, 2 * BUSY_LOAD_SHARE * 2))
+    heavy = 2 * BUSY_LOAD_SHARE * 2
+    monkeypatch.setattr("os.getloadavg", lambda: (heavy, heavy, heavy))
     busy = plan_estimate(cases, CONFIG, db="/nonexistent/r.sqlite")
     assert busy.busy and not quiet.busy
     assert busy.seconds > 2 * quiet.seconds  # each pass again, after a pause, at half rate
@@ -288,3 +289,24 @@ def test_the_store_gives_the_estimate_only_this_set_ups_finished_cases(tmp_path:
         rows = store.history("f-here", ["matmul"])
     assert [(config["budget_s"], m.case) for config, m in rows] == [
         (0.5, square(4096)), (0.5, square(1024))]  # newest first
+
+
+@pytest.mark.parametrize(("one", "fifteen", "busy"), [
+    (4.0, 4.0, True),    # busy for a while, and still
+    (0.1, 4.0, False),   # a heavy job that ended: the 15-minute load lags behind
+    (4.0, 0.1, False),   # a load begun a moment ago: the steadiest average says quiet
+])
+def test_the_plan_counts_a_busy_machine_only_while_it_is_still_busy(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path, one: float, fifteen: float,
+        busy: bool) -> None:
+    import psutil
+
+    from gpuvs.cli.planning import plan_estimate
+    from gpuvs.machine import contention
+    loads = {1: one, 5: (one + fifteen) / 2, 15: fifteen}  # of two cores
+    monkeypatch.setattr(contention, "load_average", lambda minutes=1: loads[minutes])
+    monkeypatch.setattr(psutil, "cpu_count", lambda logical=True: 2)
+    planned = plan_estimate(plan.expand(RunConfig(workloads=("matmul",), sizes=(64,))),
+                            CONFIG, db=str(tmp_path / "none.sqlite"),
+                            environment=Environment("fp", {}))
+    assert planned.busy is busy

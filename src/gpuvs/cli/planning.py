@@ -73,12 +73,15 @@ def plan_estimate(cases: Sequence[Any], config: RunConfig, store: SqlStore | Non
                   db: str | None = None, environment: Environment | None = None) -> Any:
     """How long the plan takes (`execute.estimate`): from this machine's stored cases of
     its workloads — in `store`, or at `db` if a store is there (a dry run creates none)
-    — and whether the machine has been busy over the last 15 minutes."""
+    — and whether the machine has been busy over the last 15 minutes and still is over
+    the last one: the 15-minute load alone kept a machine whose test suite had just ended
+    busy, and `make run` then said "about 6 min" of a run that took 32 s."""
     from gpuvs.execute.estimate import estimate
     from gpuvs.machine import contention, env
     fingerprint = (environment or env.collect()).fingerprint
     past = _past(store, db, fingerprint, sorted({c.workload for c in cases}))
-    return estimate(tuple(cases), config, past, busy=contention.loaded(minutes=15))
+    busy = contention.loaded(minutes=15) and contention.loaded(minutes=1)
+    return estimate(tuple(cases), config, past, busy=busy)
 
 
 def _past(store: SqlStore | None, db: str | None, fingerprint: str,

@@ -33,7 +33,8 @@ the budget, or one more call) and fresh inputs; the first pass also the float64
 reference; a case whose first pass takes over the runner's `PASS_MAX_CASE_S` runs once;
 a post's replay costs `REPLAY_S`. Then the workers' start-ups and the command's own work.
 On a busy machine — busy over the last 15 minutes, the steadiest of the load averages,
-so that two estimates a minute apart agree — a pass that other processes disturbed is
+so that two estimates a minute apart agree, and still busy over the last minute, so that
+a machine whose heavy job has ended is not — a pass that other processes disturbed is
 measured again after a pause (`protocol.CONTENDED_RETRIES`), so every case is counted
 that many more times, with the pauses, and about half the passes split or drift and are
 measured again with three times their budget (`protocol.measure_again_if_split`;
