@@ -30,14 +30,13 @@ each op is priced by its class (`model.OP_CLASSES`), read along that class's pro
 target over sizes (`ClassCost`): the host pays the class's launch (its smallest size's
 time per op), the device the probe's time at the op's bytes (FLOPs for the products,
 convolutions and attention) — a sort several passes over its memory, an elementwise op
-one. The ops of a call run one after another on the device, so their
-device times add (`Estimate.summed`); the host pays their launches and a share of the
-call's own cost beyond them (`Work.host_s`, measured on the CPU; `HOST_SHARE`); an op
-that waits for the device (a unique, a masked selection) overlaps nothing
-(`Estimate.waits`), and one priced by
-a class whose probe does not wait (a `bincount`, a scatter that must learn its size
-first) pays the target's launch-and-sync round trip on top: counted as a plain scatter,
-a bincount was predicted at 12 µs where the GPU took 60–100 µs. A class the profile
+one. The ops of a call run one after another on the device, so their device times add
+(`Estimate.summed`); the host pays their launches and a share of the call's own cost
+beyond them (`Work.host_s`, measured on the CPU; `HOST_SHARE`); an op that waits for
+the device (a unique, a masked selection) overlaps nothing (`Estimate.waits`), and one
+priced by a class whose probe does not wait (a `bincount`, a scatter that must learn
+its size first) pays the target's launch-and-sync round trip on top: counted as a plain
+scatter, a bincount was predicted at 12 µs where the GPU took 60–100 µs. A class the profile
 did not measure is priced as the nearest one it did, and said (`Estimate.notes`). The
 copies of an end-to-end call go at the rate measured for their size on the target, as
 `gpuvs.compare` makes them (`.to(device)` in, `.cpu()` into new host memory out).

@@ -39,9 +39,9 @@ def table(ms: Sequence[Measurement]) -> Table | None:
                 if s is not None else f"{m.status.value}: {m.reason}")
         rows.append((label(m.case), what(m.case), time,
                      units.rate(*found) if found else "",
-                     ", ".join([*(str(cv).replace("_", " ") for cv in m.caveats
-                                  if cv not in caveats.DOUBTS),
-                                *filter(None, [regimes_words(m)])])))
+                     ", ".join(filter(None, [*(str(cv).replace("_", " ") for cv in m.caveats
+                                               if cv not in caveats.DOUBTS),
+                                             regimes_words(m)]))))
     return Table(TITLE, COLUMNS, tuple(rows), notes=(
         "`gpuvs compare` and `gpuvs check` set each case against its bound's probe in the "
         "two runs: a change the machine's probe shows too is the machine's "
