@@ -207,6 +207,9 @@ def test_on_cuda_both_resident_and_end_to_end_run_and_agree() -> None:
     assert "outputs agree with cpu's" in repr(result)
     gpu = [m for m in result.measurements if m.case.device == "cuda"]
     assert all(m.timer == "cuda_events" for m in gpu)
+    # the end-to-end call copied both inputs in and the product out: three 16 MiB arrays
+    copied = next(m for m in gpu if m.case.param("data") == "end_to_end")
+    assert copied.counters["copied_bytes"] == 3 * x.nbytes
 
 
 @pytest.mark.gpu

@@ -126,3 +126,9 @@ def test_on_cuda_numpy_arrays_in_a_dataclass_become_cupy_arrays_and_come_back() 
     assert isinstance(moved.images, cupy.ndarray) and moved.images.device.id == 0
     back = moving.to_host(moved)
     assert isinstance(back.images, np.ndarray) and np.array_equal(back.images, batch.images)
+
+
+def test_the_bytes_an_end_to_end_call_copies_count_arrays_and_tensors_not_modules() -> None:
+    args = (torch.ones(10), {"w": np.ones(3)}, Batch(np.ones((2, 2)), np.arange(2)),
+            torch.nn.Linear(100, 100), 7)
+    assert moving.copied_bytes(args) == 10 * 4 + 3 * 8 + 4 * 8 + 2 * 8

@@ -110,6 +110,27 @@ def test_each_case_follows_the_probe_of_what_limits_it() -> None:
     }
 
 
+def test_an_end_to_end_call_whose_copies_are_latency_sized_follows_the_launch_probe() -> None:
+    # 8 KB in and out: the copies take 30 of its 50 µs, but no bandwidth sets them
+    small = _case("torch", "cuda:0", 1000, ("data", "end_to_end"))
+    ms = [*_cases(), _m(small, 50e-6, {"copied_bytes": 8000.0})]
+    assert _bound_of(ms, _probes())[small.key] == "launch (torch cuda:0)"
+
+
+def test_an_end_to_end_call_whose_copies_are_big_follows_the_round_trip_probe() -> None:
+    big = _m(COPIED, 220e-3, {"copied_bytes": 3 * 4.0 * 8192**2})
+    ms = [*_cases(), big]
+    found = _bound_of([m for m in ms if m.case != COPIED or m is big], _probes())
+    assert found[COPIED.key] == "host↔device round trip (torch cuda:0)"
+
+
+def test_an_end_to_end_call_mostly_working_follows_its_resident_twins_probe() -> None:
+    # a launch-bound call whose small copies take a third of it: the launches set its pace
+    copied = _case("torch", "cuda:0", 1000, ("data", "end_to_end"))
+    ms = [*_cases(), _m(copied, 30e-6, {"copied_bytes": 8000.0})]
+    assert _bound_of(ms, _probes())[copied.key] == "launch (torch cuda:0)"
+
+
 def test_a_case_on_one_thread_follows_the_one_thread_probe() -> None:
     found = _bound_of(_cases(threads=1.0), _probes())
     assert found[PRODUCT.key] == "CPU arithmetic, 1 thread (numpy cpu)"

@@ -56,7 +56,7 @@ def test_a_gpu_plan_is_calibrated_by_the_devices_probes_on_its_first_backend(
         ("launch", "torch", "x * 1 on one element, per op"),
         ("device_compute", "torch", "a 2048² float32 product, no TF32"),
         ("device_memory", "torch", "a copy of 128 MiB"),
-        ("transfer", "torch", "16 MiB to the device and back"),
+        ("transfer", "torch", "64 MiB to the device and back"),
     ]
 
 

@@ -73,6 +73,16 @@ def test_the_fused_chain_moves_one_pass_of_memory() -> None:
     assert w.counters(tuned)["launches"] == 1
 
 
+def test_an_end_to_end_case_counts_the_bytes_it_copies_in_and_out() -> None:
+    w = workloads.get("elementwise")
+    case = Case("elementwise", "correct", "torch", "cuda:0", "float32", 10**4,
+                (("data", "end_to_end"), ("op", "scale")))
+    assert w.counters(case)["copied_bytes"] == 2 * 4 * 10**4  # x in, x * 5 out
+    resident = Case("elementwise", "correct", "torch", "cuda:0", "float32", 10**4,
+                    (("op", "scale"),))
+    assert "copied_bytes" not in w.counters(resident)
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("backend", ["cupy", "torch", "jax"])
 def test_the_fused_chain_is_right_on_the_gpu(backend: str) -> None:

@@ -6,7 +6,9 @@ run's own calibration rather than `gpuvs ceilings`' peaks, so that every calibra
 can be judged without one: the host issuing the work where the GPU's busy time says so,
 or where the call is within LAUNCH_FACTOR of its ops at the launch probe's cost (the
 launch probe of the case's own backend and device); the copies, for an end-to-end call
-that spends over TRANSFER_SHARE of its time copying; else its arithmetic intensity
+that spends over TRANSFER_SHARE of its time copying (the round-trip probe, or the launch
+probe where the copies are latency-sized: `latency_sized`); for one that spends less,
+its resident twin's bound; else its arithmetic intensity
 against the calibration's ridge point (the product probe's FLOP/s over the copy probe's
 bytes/s, on the case's device): the device's or the CPU's arithmetic (on one thread for a
 case that computes on one, else on all), or its memory. A case that counts neither FLOPs
@@ -28,6 +30,10 @@ from gpuvs.analysis.roofline import (
 )
 from gpuvs.model import Case, Caveat, Measurement, Status, on_gpu
 
+# Under this many bytes copied a call (in and out), an end-to-end call's copies take the
+# driver's fixed cost, not the link's bandwidth: 1 MiB crosses a 10–25 GB/s link in
+# 40–100 µs, where a pageable copy's fixed cost is about 10 µs.
+LATENCY_BYTES = float(1 << 20)
 # How each bound is named for a person, and what its figure is a rate of (none: its time
 # per call is the figure, as the launch probe's seconds per op).
 NAMES = {"launch": "launch", "cpu": "CPU arithmetic", "host_memory": "host memory",
@@ -137,7 +143,9 @@ def _bound(m: Measurement, resident: Measurement | None,
     gpu = on_gpu(c.device)
     share = copy_share(m, resident)
     if gpu and share is not None and share > TRANSFER_SHARE:
-        return by.get(("transfer", c.device, "", ""))
+        return launch if latency_sized(m) else by.get(("transfer", c.device, "", ""))
+    if gpu and share is not None and resident is not None:
+        return _bound(resident, None, by)  # the copies are the lesser part: the work's
     if gpu:
         compute = by.get(("device_compute", c.device, "", ""))
         memory = by.get(("device_memory", c.device, "", ""))
@@ -146,6 +154,16 @@ def _bound(m: Measurement, resident: Measurement | None,
         compute = by.get(("cpu", "cpu", "1" if one else "all", ""))
         memory = by.get(("host_memory", "cpu", "", ""))
     return _by_intensity(m, compute, memory)
+
+
+def latency_sized(m: Measurement) -> bool:
+    """Whether an end-to-end call's copies are too small for their bytes to set their
+    time: under LATENCY_BYTES a call, in and out together, each copy is the host asking
+    the driver and waiting, as a launch is (the host's pace: the launch probe's), not bytes
+    crossing the link (the round-trip probe's 64 MiB). A call whose copies were not
+    counted (a run stored before "copied_bytes") is taken as bandwidth-sized."""
+    copied = m.counters.get("copied_bytes")
+    return copied is not None and copied < LATENCY_BYTES
 
 
 def _by_intensity(m: Measurement, compute: Measurement | None,

@@ -265,6 +265,10 @@ class Workload(ABC):
             c["flops"] = f
         if (b := self.bytes_moved(case.size, case.params, case.dtype)) is not None:
             c["bytes_moved"] = b
+        if case.param("data") == "end_to_end":
+            copied_in, copied_out = self.copies(case.size, case.params, case.dtype)
+            if copied_in or copied_out:
+                c["copied_bytes"] = float(sum(copied_in) + sum(copied_out))
         return c
 
 

@@ -8,8 +8,9 @@ one-element `x * 1`, on every backend and device of the run), the CPU's arithmet
 a 256² float32 product, on one thread and on all), the host's memory (`host_memory`: a
 copy of 64 MiB, past most caches), the device's arithmetic and memory (`device_compute`:
 a 2048² float32 product without TF32; `device_memory`: a copy of 128 MiB, past any L2),
-and the host↔device copies (`transfer`: 16 MiB to the device and back, through the
-backend's own copy path, as an end-to-end call copies). The launch and the products run
+and the host↔device copies (`transfer`: 64 MiB to the device and back, through the
+backend's own copy path, as an end-to-end call copies, into fresh host pages every call:
+see TRANSFER_ELEMENTS). The launch and the products run
 a ceiling probe's code (`workloads.probes`) at a small fixed size, the copies the
 `copy` probe's call on inputs made and checked in milliseconds; each samples SAMPLING_S
 in each process, whatever the run's budget: the same probe in every run, a few seconds in
@@ -45,7 +46,12 @@ DTYPE = "float32"
 PREFERRED = ("numpy", "torch", "cupy", "jax")
 CPU_BOUNDS = ("cpu", "host_memory")
 DEVICE_BOUNDS = ("device_compute", "device_memory", "transfer")
-TRANSFER_ELEMENTS = 1 << 22
+# 64 MiB: over glibc's largest threshold for serving a block from its heap (32 MiB), so
+# the copy back lands in fresh pages every call, in every process. At 16 MiB whether it
+# did depended on what the process had freed before: on two H200 VMs (2026-11-28) the
+# probe's processes fell in two groups 4× apart (2.4–4.8 ms and 11–17 ms) and its B ÷ A
+# explained nothing (docs/accuracy.md).
+TRANSFER_ELEMENTS = 1 << 24
 COPY_VALUE = 2.0
 
 
@@ -115,7 +121,7 @@ def probes_for(on: Iterable[tuple[str, str]]) -> list[Case]:
 
 def what(case: Case) -> str:
     """What a probe runs, in words: "x * 1 on one element", "a 256² float32 product",
-    "a copy of 64 MiB", "16 MiB to the device and back"."""
+    "a copy of 64 MiB", "64 MiB to the device and back"."""
     bound, data = case.param("bound"), nbytes(case.size * ITEMSIZE[case.dtype])
     if bound == "launch":
         return "x * 1 on one element, per op"

@@ -408,8 +408,9 @@ def _on_device(s: _Settings, impl: Implementation, inputs: Inputs, cases: list[C
         return moving.to_host(impl.fn(*ha, **hkw))
 
     _started(s, cases[1])
+    copied = {"copied_bytes": moving.copied_bytes((host_a, host_kw))}
     return [resident, _reported(s, _measure(s, impl, end_to_end, cases[1], backend, reference,
-                                            counters))]
+                                            counters, copied))]
 
 
 def _remake_reference(impl: Implementation, inputs: Inputs, case: Case,
@@ -475,8 +476,21 @@ def _placed(a: tuple[Any, ...], kw: dict[str, Any], device: str, name: str,
 
 
 def _measure(s: _Settings, impl: Implementation, call: Callable[[], object], case: Case,
-             backend: Any, reference: _Reference, counters: dict[str, float]) -> Measurement:
-    prepared = Prepared(call=call, check=reference.checker(case))
+             backend: Any, reference: _Reference, counters: dict[str, float],
+             copied: dict[str, float] | None = None) -> Measurement:
+    """`call` taken as `case`. For an end-to-end call, `copied` holds the bytes it copies
+    in ("copied_bytes"), and the output's, counted when it is checked (outside the timed
+    calls), are added to them: `analysis.calibration` tells a latency-sized copy from a
+    bandwidth-sized one by them."""
+    checker = reference.checker(case)
+    copied_in = dict(copied or {})
+
+    def check(out: object) -> None:
+        if copied is not None:
+            copied["copied_bytes"] = copied_in["copied_bytes"] + moving.copied_bytes(out)
+        checker(out)
+
+    prepared = Prepared(call=call, check=check)
     first = reference.source is None
     try:
         m = take(case, lambda: prepared, Sampling(s.budget_s, s.criterion),
@@ -488,7 +502,7 @@ def _measure(s: _Settings, impl: Implementation, call: Callable[[], object], cas
         if first and failed.status is Status.CRASHED:
             raise UsageError(what) from e
         return failed
-    extra = dict(counters)
+    extra = dict(counters) | (copied or {})
     if case.key in reference.errors:
         extra["rel_error"] = reference.errors[case.key]
     return replace(m, counters={**m.counters, **extra}, workload_version=impl.version)

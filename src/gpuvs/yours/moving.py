@@ -142,6 +142,12 @@ def leaves(obj: Any) -> list[object]:
     return [x for v in values for x in leaves(v)]
 
 
+def copied_bytes(obj: object) -> float:
+    """The bytes of the tensors and arrays inside `obj`: what an end-to-end call copies of
+    it (modules stay on the device, so they are not counted)."""
+    return float(sum(getattr(x, "nbytes", 0) for x in leaves(obj) if not is_module(x)))
+
+
 def backend_for(obj: object, device: str) -> str:
     """The gpuvs backend that runs work on these arguments on `device`."""
     found = leaves(obj)
