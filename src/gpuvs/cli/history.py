@@ -411,7 +411,10 @@ def unresolved_line(gate: Gate) -> str:
     named = ", ".join(keys[:UNRESOLVED_NAMED]) + (
         f" and {len(keys) - UNRESOLVED_NAMED} more (the JSON's `unresolved` lists them)"
         if len(keys) > UNRESOLVED_NAMED else "")
+    mixed = sum(1 for c in gate.unresolved if c.low > 1)
+    groups = (f"; {mixed} of them slower by their ratio, but with processes in two groups "
+              "whose mix moves the median (docs/across-machines.md)" if mixed else "")
     return (f"{len(keys)} case(s) not resolved at ±{100 * gate.threshold:g} %, not failing: "
-            f"no change the runs can see, but their processes spread wider (up to {spread}), "
-            "so a change that small would pass there unseen; more processes (--passes) "
-            f"narrow them: {named}")
+            f"no change the runs can see, but their processes spread wider (up to {spread})"
+            f"{groups}, so a change that small would pass there unseen; more processes "
+            f"(--passes) narrow them: {named}")

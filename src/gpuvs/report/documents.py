@@ -203,6 +203,7 @@ def change_record(c: Change) -> dict[str, Any]:
             "ratio_high": c.high, "p_value": c.p_value, "verdict": c.verdict,
             "case_verdict": c.case_verdict or c.verdict,
             "contended": c.contended, "code_changed": c.code_changed, "replay": c.replay,
+            "grouped": c.grouped,
             "machine_probe": m.probe if m else None, "machine_key": m.key if m else None,
             "machine_ratio": m.ratio if m else None,
             "machine_ratio_low": m.low if m else None,
