@@ -367,7 +367,7 @@ def test_a_case_in_two_groups_of_processes_fails_on_its_interval_not_its_ratio()
     assert c.grouped and c.ratio > 1.3 and c.verdict == "ambiguous" and 1 < c.low <= 1.05
     assert rerun.verdict == PASS and rerun.unresolved == (c,)
     from gpuvs.cli.history import unresolved_line
-    assert "1 of them slower by their ratio, but with processes in two groups" in \
+    assert "1 slower by their ratio, but with processes in two groups" in \
         unresolved_line(rerun)
     slowed = gate(a, [_grouped(79e-6, slow=13, factor=1.2)])
     assert slowed.verdict == FAIL and slowed.changes[0].verdict == "slower"

@@ -402,9 +402,11 @@ UNRESOLVED_NAMED = 5
 
 def unresolved_line(gate: Gate) -> str:
     """The cases a check passes though it cannot resolve its threshold in them, in one
-    line a CI log keeps readable: how many, how wide the widest spread (a spread wider
-    than the figure itself is '±>100 %', as a table says it), and the first few by name."""
-    widest = max(c.high / c.ratio - 1 for c in gate.unresolved)
+    line a CI log keeps readable: how many, how wide the widest interval reaches either
+    side of its figure (wider than the figure itself is '±>100 %', as a table says it),
+    which of them are slower by their ratio only because their processes fell in two
+    groups, and the first few by name."""
+    widest = max(max(c.high / c.ratio, c.ratio / c.low) - 1 for c in gate.unresolved)
     spread = (f"±{100 * widest:.0f} %" if widest <= units.CI_REL_SHOWN_MAX
               else f"±>{100 * units.CI_REL_SHOWN_MAX:.0f} %")
     keys = [c.key for c in gate.unresolved]
@@ -412,9 +414,10 @@ def unresolved_line(gate: Gate) -> str:
         f" and {len(keys) - UNRESOLVED_NAMED} more (the JSON's `unresolved` lists them)"
         if len(keys) > UNRESOLVED_NAMED else "")
     mixed = sum(1 for c in gate.unresolved if c.low > 1)
-    groups = (f"; {mixed} of them slower by their ratio, but with processes in two groups "
-              "whose mix moves the median (docs/across-machines.md)" if mixed else "")
+    why = [f"{len(keys) - mixed} with no change the runs can see"] if len(keys) > mixed else []
+    why += [f"{mixed} slower by their ratio, but with processes in two groups whose mix "
+            "moves the median (docs/across-machines.md)"] if mixed else []
     return (f"{len(keys)} case(s) not resolved at ±{100 * gate.threshold:g} %, not failing: "
-            f"no change the runs can see, but their processes spread wider (up to {spread})"
-            f"{groups}, so a change that small would pass there unseen; more processes "
-            f"(--passes) narrow them: {named}")
+            f"their intervals are wider than that (up to {spread}): {'; '.join(why)}; a "
+            "change that small would pass there unseen, and more processes (--passes) "
+            f"narrow them: {named}")
