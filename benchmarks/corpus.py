@@ -51,6 +51,15 @@ about the code, and the two profiles carry what differs between the machines.
         --profile H200/h200.json --residuals H200/h200.residuals.json \\
         --fit-from docs/runs/corpus/h100-corpus.json.gz \\
         --fit-profile docs/runs/corpus/h100-profile-20261127.json
+
+**A held-out set, as `gpuvs predict` predicts it.** A run of held-out functions has no
+`fit` function of its own, and without one the tables would calibrate its calls by the
+suite's workloads of their regime. `--as-shipped` calibrates them with the shipped
+residuals file as it is, its fit functions' points included:
+
+    PYTHONPATH=src python3 benchmarks/corpus.py tables --from OUT/corpus.json \\
+        --profile src/gpuvs/predicting/profiles/h200.json \\
+        --residuals src/gpuvs/predicting/profiles/h200.residuals.json --as-shipped
 """
 
 from __future__ import annotations
@@ -138,6 +147,9 @@ def _parser() -> argparse.ArgumentParser:
                         "measured ÷ modelled time, priced with --fit-profile)")
     t.add_argument("--fit-profile", metavar="PROFILE.json",
                    help="the profile --fit-from's run was priced with (its GPU's)")
+    t.add_argument("--as-shipped", action="store_true",
+                   help="calibrate with --residuals as it is, its fit functions' points "
+                        "included, as `gpuvs predict` does: how a held-out set is judged")
     return p
 
 
@@ -251,6 +263,9 @@ def tables(args: argparse.Namespace) -> int:
     if bool(args.fit_from) != bool(args.fit_profile):
         raise UsageError("--fit-from and --fit-profile go together: the fit functions' run "
                          "and the profile of the GPU it ran on")
+    if args.as_shipped and (args.fit_from or not args.residuals):
+        raise UsageError("--as-shipped judges with --residuals as it is: give --residuals, "
+                         "and no --fit-from")
     doc = _records(Path(args.source), args.recount)
     found = profile.load_file(Path(args.profile))
     judged = _judged(doc["records"], found.profile)
@@ -272,6 +287,8 @@ def tables(args: argparse.Namespace) -> int:
                           suite.measured_at if suite else doc.get("device", ""),
                           (*(p for p in (suite.points if suite else ()) if p.workload != USERS),
                            *fit))  # the fit functions as counted and priced now
+    if args.as_shipped:  # as `gpuvs predict` calibrates the user's code
+        residuals = suite
     rows = [_row(r, data, e, measured, residuals) for r, data, e, measured in judged]
     text = _markdown(rows, doc, found.profile.name)
     print(text)

@@ -98,3 +98,33 @@ def test_the_tables_without_a_gpu_measurement_say_there_is_nothing_to_judge(
     corpus, target = measured
     assert _bench().main(["tables", "--from", str(corpus), "--profile", str(target)]) == 2
     assert "has a GPU measured: nothing to judge" in capsys.readouterr().err
+
+
+def test_a_held_out_run_is_judged_as_shipped_with_the_residuals_files_fit_functions(
+        measured: tuple[Path, Path], tmp_path: Path) -> None:
+    """A run of held-out functions alone has no `fit` function of its own: judged as
+    `gpuvs predict` predicts (`--as-shipped`), the shipped file's fit points calibrate it;
+    without the flag they are dropped, and its calls read as the model alone."""
+    corpus, target = measured
+    bench = _bench()
+    timed = _with_gpu_times(json.loads(corpus.read_text()), target)
+    everything, written = tmp_path / "all.json", tmp_path / "syn.residuals.json"
+    everything.write_text(json.dumps(timed))
+    assert bench.main(["tables", "--from", str(everything), "--profile", str(target),
+                       "--write-residuals", str(written)]) == 0
+    held = tmp_path / "held.json"
+    held.write_text(json.dumps({**timed, "records": [
+        r for r in timed["records"] if r["split"] == "held_out"]}))
+
+    def resident_row(*extra: str) -> str:
+        out = tmp_path / "t.md"
+        assert bench.main(["tables", "--from", str(held), "--profile", str(target),
+                           "--residuals", str(written), *extra,
+                           "--markdown", str(out)]) == 0
+        return next(line for line in out.read_text().splitlines()
+                    if line.startswith("| held_out | resident |"))
+
+    assert "| 2 | 9.1% | 54.5% |" in resident_row("--as-shipped")  # calibrated at 2×
+    assert "| 2 | 54.5% | 54.5% |" in resident_row()  # the fit points dropped
+    assert bench.main(["tables", "--from", str(held), "--profile", str(target),
+                       "--as-shipped"]) == 2  # nothing shipped to judge it with
