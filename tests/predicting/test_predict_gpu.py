@@ -7,6 +7,7 @@ import pytest
 
 from gpuvs.model import Case
 from gpuvs.predicting import forecast, profile
+from gpuvs.predicting.counting import count
 from gpuvs.predicting.work import of_case
 
 pytestmark = pytest.mark.gpu
@@ -91,3 +92,26 @@ def test_each_op_class_probe_runs_and_checks_on_this_gpu(op: str) -> None:
         m = measure(workloads.get("op_class").prepare(b, case), case, b.clock("cuda:0"),
                     FixedCount(n=3))
         assert m.status is Status.OK, m.reason
+
+
+def test_an_rms_norm_launches_the_one_kernel_the_counting_counts() -> None:
+    """The counting takes `F.rms_norm` for one kernel on CUDA, though the CPU runs six ops
+    (`counting._fused_on_gpu`): torch's profiler, here in a test process that times
+    nothing, holds it to what CUDA launches."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    import torch.nn.functional as F
+    from torch.profiler import ProfilerActivity
+    from torch.profiler import profile as profiled
+
+    x, w = torch.randn(16, 1024), torch.rand(1024)
+    work, _ = count(lambda x, w: F.rms_norm(x, (1024,), w), (x, w), {})
+    cx, cw = x.cuda(), w.cuda()
+    F.rms_norm(cx, (1024,), cw)  # its first call alone: nothing loaded in the profile
+    torch.cuda.synchronize()
+    with profiled(activities=[ProfilerActivity.CUDA]) as prof:
+        F.rms_norm(cx, (1024,), cw)
+        torch.cuda.synchronize()
+    kernels = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+    assert len(kernels) == work.launches == 1
