@@ -273,22 +273,10 @@ def tables(args: argparse.Namespace) -> int:
         raise UsageError(f"no record of {args.source} has a GPU measured: nothing to judge")
     suite = (Residuals.from_dict(json.loads(Path(args.residuals).read_text()),
                                  args.residuals) if args.residuals else beside(found))
-    fitted, fit_runs = judged, ["corpus"]
-    if args.fit_from:  # ratios travel between GPUs of one chip: the profiles hold the rest
-        fit_doc = _records(Path(args.fit_from), args.recount)
-        fitted = [*_judged(fit_doc["records"],
-                           profile.load_file(Path(args.fit_profile)).profile), *judged]
-        fit_runs = [f"corpus on {fit_doc.get('device', 'another GPU')}",
-                    *(["corpus"] if any(j[0]["split"] == "fit" for j in judged) else [])]
-    fit = [Residual(USERS, e.regime, _series(r, data), measured / e.seconds)
-           for r, data, e, measured in fitted if r["split"] == "fit"]
-    residuals = of_points(found.profile.name,
-                          dict.fromkeys((*(suite.runs if suite else ()), *fit_runs)),
-                          suite.measured_at if suite else doc.get("device", ""),
-                          (*(p for p in (suite.points if suite else ()) if p.workload != USERS),
-                           *fit))  # the fit functions as counted and priced now
-    if args.as_shipped:  # as `gpuvs predict` calibrates the user's code
-        residuals = suite
+    # as `gpuvs predict` calibrates the user's code, or with the fit functions as counted
+    # and priced now
+    residuals = (suite if args.as_shipped and suite is not None
+                 else _fitted(args, doc, judged, found, suite))
     rows = [_row(r, data, e, measured, residuals) for r, data, e, measured in judged]
     text = _markdown(rows, doc, found.profile.name)
     print(text)
@@ -297,6 +285,28 @@ def tables(args: argparse.Namespace) -> int:
     if args.write_residuals:
         save(residuals, Path(args.write_residuals))
     return 0
+
+
+def _fitted(args: argparse.Namespace, doc: dict[str, Any],
+            judged: list[tuple[dict[str, Any], str, pricing.Estimate, float]],
+            found: profile.Found, suite: Residuals | None) -> Residuals:
+    """The suite's residuals with the fit functions' beside them: the judged run's, and
+    `--fit-from`'s, measured on another GPU of the same chip (ratios travel between such
+    GPUs: the profiles hold the rest)."""
+    fitted, fit_runs = judged, ["corpus"]
+    if args.fit_from:
+        fit_doc = _records(Path(args.fit_from), args.recount)
+        fitted = [*_judged(fit_doc["records"],
+                           profile.load_file(Path(args.fit_profile)).profile), *judged]
+        fit_runs = [f"corpus on {fit_doc.get('device', 'another GPU')}",
+                    *(["corpus"] if any(j[0]["split"] == "fit" for j in judged) else [])]
+    fit = [Residual(USERS, e.regime, _series(r, data), measured / e.seconds)
+           for r, data, e, measured in fitted if r["split"] == "fit"]
+    return of_points(found.profile.name,
+                     dict.fromkeys((*(suite.runs if suite else ()), *fit_runs)),
+                     suite.measured_at if suite else doc.get("device", ""),
+                     (*(p for p in (suite.points if suite else ()) if p.workload != USERS),
+                      *fit))
 
 
 def _records(source: Path, recount: bool) -> dict[str, Any]:

@@ -408,9 +408,8 @@ def _on_device(s: _Settings, impl: Implementation, inputs: Inputs, cases: list[C
         return moving.to_host(impl.fn(*ha, **hkw))
 
     _started(s, cases[1])
-    copied = {"copied_bytes": moving.copied_bytes((host_a, host_kw))}
     return [resident, _reported(s, _measure(s, impl, end_to_end, cases[1], backend, reference,
-                                            counters, copied))]
+                                            counters, moving.copied_bytes((host_a, host_kw))))]
 
 
 def _remake_reference(impl: Implementation, inputs: Inputs, case: Case,
@@ -477,17 +476,16 @@ def _placed(a: tuple[Any, ...], kw: dict[str, Any], device: str, name: str,
 
 def _measure(s: _Settings, impl: Implementation, call: Callable[[], object], case: Case,
              backend: Any, reference: _Reference, counters: dict[str, float],
-             copied: dict[str, float] | None = None) -> Measurement:
-    """`call` taken as `case`. For an end-to-end call, `copied` holds the bytes it copies
-    in ("copied_bytes"), and the output's, counted when it is checked (outside the timed
-    calls), are added to them: `analysis.calibration` tells a latency-sized copy from a
-    bandwidth-sized one by them."""
+             copied_in: float | None = None) -> Measurement:
+    """`call` taken as `case`. An end-to-end call copies `copied_in` bytes in; with the
+    output's, counted when it is checked (outside the timed calls), they are its
+    "copied_bytes", by which `analysis.calibration` tells a latency-sized copy from a
+    bandwidth-sized one."""
     checker = reference.checker(case)
-    copied_in = dict(copied or {})
+    copied_out: list[float] = []
 
     def check(out: object) -> None:
-        if copied is not None:
-            copied["copied_bytes"] = copied_in["copied_bytes"] + moving.copied_bytes(out)
+        copied_out[:] = [moving.copied_bytes(out)]
         checker(out)
 
     prepared = Prepared(call=call, check=check)
@@ -502,7 +500,9 @@ def _measure(s: _Settings, impl: Implementation, call: Callable[[], object], cas
         if first and failed.status is Status.CRASHED:
             raise UsageError(what) from e
         return failed
-    extra = dict(counters) | (copied or {})
+    extra = dict(counters)
+    if copied_in is not None:
+        extra["copied_bytes"] = copied_in + sum(copied_out)
     if case.key in reference.errors:
         extra["rel_error"] = reference.errors[case.key]
     return replace(m, counters={**m.counters, **extra}, workload_version=impl.version)
