@@ -73,6 +73,17 @@ def test_a_cell_takes_timeit_options_and_runs_its_setup_once(kernel: Kernel) -> 
     assert found is not None and found.groups()[:2] == ("4", "3"), out
 
 
+def test_dash_r_gives_that_many_samples_where_the_budget_holds_fewer(kernel: Kernel
+                                                                      ) -> None:
+    """A CI run printed "20 samples" for `-r 30` of a 20 ms call: the 0.4 s budget ended
+    the sampling first. %timeit's -r is a count, and so is this one's."""
+    kernel.run("import time\ndef nap():\n    time.sleep(10e-3)\n")
+    out, err = kernel.run("%gpuvs --budget 0.05 -r 12 nap()")
+    assert err == "", err
+    found = TIMING_LINE.search(out)
+    assert found is not None and found.groups()[:2] == ("12", "1"), out
+
+
 def test_dash_o_returns_the_timing_and_the_code_does_not_leak(kernel: Kernel) -> None:
     out, err = kernel.run("t = %gpuvs -o -q --budget 0.05 leaked = a.sum()\n"
                           "print(type(t).__name__, t.device, t.measurement.status, "
@@ -182,6 +193,7 @@ def test_a_time_measured_beside_two_busy_loops_says_it_was_contended(kernel: Ker
     finally:
         kernel.run("for h in hogs:\n    h.kill()\n    h.wait()")
     assert err == "", err
+    assert TIMING_LINE.search(out).group(1) == "30", out
     assert re.search(r"^contended: other processes took \d+% of the CPU it asked for while "
                      r"it was timed \(measured again after a pause, they still did\): the "
                      r"time may hold their work$", out, re.M), out

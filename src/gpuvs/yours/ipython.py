@@ -36,7 +36,7 @@ from gpuvs.config import build, check_devices
 from gpuvs.errors import GpuvsError, UsageError
 from gpuvs.execute.take import take
 from gpuvs.execute.wire import Sampling
-from gpuvs.measuring.protocol import Prepared
+from gpuvs.measuring.protocol import Budget, Prepared
 from gpuvs.model import Case, Caveat, Measurement
 from gpuvs.yours import moving
 from gpuvs.yours.moving import clock_for
@@ -44,6 +44,7 @@ from gpuvs.yours.timer import synchronize_all
 
 NAIVE_FACTOR = 2.0
 NAIVE_REPEAT = 3
+REPEAT_MARGIN = 2.0  # `-r R`'s budget holds R samples twice over (`repeat_budget_s`)
 DEFAULT_BUDGET_S = 1.0
 WORKLOAD = "yours:%gpuvs"
 _CELLS = itertools.count(1)
@@ -231,7 +232,7 @@ def time_source(ns: dict[str, Any], source: str, options: Options) -> Timing:
                 moving.batch_size(data))
     criterion = f"fixed:n={options.repeat}" if options.repeat else "median-ci"
     # -n: exactly this many loops per sample
-    sampling = Sampling(options.budget_s, criterion, loops=options.loops)
+    sampling = Sampling(repeat_budget_s(options, first_call_s), criterion, loops=options.loops)
     prepared = Prepared(call=call, check=lambda _: None)
     m = take(case, lambda: prepared, sampling, clock=clock, raising=True).measurement
     m = replace(m, first_call_s=first_call_s)
@@ -240,6 +241,20 @@ def time_source(ns: dict[str, Any], source: str, options: Options) -> Timing:
                     wall_samples=m.wall_samples[:options.repeat])
     naive = _naive_s(call, options.loops or m.loops) if clock.is_async else None
     return Timing(m, device, naive)
+
+
+def repeat_budget_s(options: Options, first_call_s: float) -> float:
+    """The sampling budget: `--budget`, stretched where `-r R` asks for more samples than
+    it holds. The protocol ends sampling when its budget does, so `-r 30` of a 20 ms call
+    within 0.4 s gave 20 samples. A sample lasts about the protocol's target length, or
+    `-n` calls, or one call where a call is longer (the first call is the estimate: it
+    is no faster than the rest); twice that leaves room, and costs nothing, because the
+    count ends the sampling as soon as it is reached."""
+    if options.repeat is None:
+        return options.budget_s
+    target = 0.0 if options.loops else Budget().target_sample_s
+    sample_s = max(target, first_call_s * (options.loops or 1))
+    return max(options.budget_s, REPEAT_MARGIN * options.repeat * sample_s)
 
 
 def _naive_s(call: Callable[[], object], loops: int) -> float:
