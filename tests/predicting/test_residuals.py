@@ -123,6 +123,15 @@ def test_a_workload_the_model_misses_is_marked_low_confidence_with_its_number() 
     assert "(median of 6, each predicted without its series)" in said
 
 
+def test_the_users_code_missed_by_its_regimes_functions_says_functions() -> None:
+    """It read "missed launch-bound functions cases by 29%" for a lambda on h200."""
+    functions = [("", "launch", f"corpus/f{i}/resident", x)
+                 for i, x in enumerate([1.0, 3.0, 1.0, 3.0, 1.0, 3.0])]
+    said = residuals(functions).predict(LAUNCH, "").low_confidence
+    assert said.startswith("low confidence: syn's validation missed launch-bound functions "
+                           "by "), said
+
+
 def test_without_residuals_there_is_no_interval_and_the_target_says_so(tmp_path: Path) -> None:
     path = profile.save(synthetic(), tmp_path)
     t = Target(profile.load(str(path)), None)

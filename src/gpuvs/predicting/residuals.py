@@ -119,7 +119,8 @@ class Residuals:
         error = self.errors.get(key)
         if error is None or error[0] <= TARGET_ERROR:
             return ""
-        return (f"low confidence: {self.target}'s validation missed {key} cases by "
+        what = key if key.endswith(" functions") else f"{key} cases"
+        return (f"low confidence: {self.target}'s validation missed {what} by "
                 f"{error[0]:.0%} (median of {error[1]}, each predicted without its series)")
 
     @cached_property
