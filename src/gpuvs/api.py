@@ -83,7 +83,8 @@ def compare(fn: Callable[..., object] | Mapping[str, Callable[..., object]], *ar
             devices: Sequence[str] = ("cpu", "cuda"),
             batch: Callable[[int], Any] | None = None, sizes: Sequence[int] | str | None = None,
             budget_s: float | None = None, tolerance: float | None = None,
-            name: str | None = None, **kwargs: Any) -> Comparison:
+            name: str | None = None, processes: int | None = None,
+            **kwargs: Any) -> Comparison:
     """Run `fn(*args, **kwargs)` on each device, check the outputs agree, time each.
 
     `fn` may be several implementations of one function by name, `{"loop": f,
@@ -104,8 +105,22 @@ def compare(fn: Callable[..., object] | Mapping[str, Callable[..., object]], *ar
     `batch` resizes the first axis of every tensor and array argument (rows repeated).
     `budget_s` is the sampling time per case (0.4 s, or `[tool.gpuvs]`'s `budget_s`). A
     sweep shows its progress on stderr.
+
+    The call is timed in this process, and its interval is one process's: on a GPU
+    machine a launch-bound call's speed can differ from process to process, and a new
+    process may land outside it. `processes=N` times it in N worker processes instead,
+    in turns, each with its share of the budget, the figure the median of their medians
+    and the interval over them, as `gpuvs run` and `gpuvs run-file` sample; a worker
+    imports `fn` by name, so it must be defined at the top of an importable module (not
+    in a notebook or the script being run), and the arguments are pickled to it.
     Returns a `gpuvs.yours.comparison.Comparison`.
     """
+    if processes is not None:
+        from gpuvs.yours import workers
+        if workers.check_processes(processes) > 1:
+            return workers.run(fn, args, kwargs, processes=processes, devices=devices,
+                               batch=batch, sizes=sizes, budget_s=budget_s,
+                               tolerance=tolerance, name=name, show_progress=True)
     from gpuvs.yours.compare import run
     return run(fn, args, kwargs, devices=devices, batch=batch, sizes=sizes,
                budget_s=budget_s, tolerance=tolerance, name=name, show_progress=True)

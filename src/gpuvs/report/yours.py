@@ -85,10 +85,25 @@ def summary(name: str, ms: Sequence[Measurement]) -> str:
                      f"({caveats})" if caveats else ""])
     time_col = 2 + sweep + several
     lines += ["  " + line for line in _aligned(rows, {0, time_col} if sweep else {time_col})]
-    lines += [f"{d}: skipped: {r}" for d, r in skipped.items()]
+    lines += [f"{d}: skipped: {r}" for d, r in skipped.items()] + _processes_lines(ms)
     lines += problems + _agreement_lines(ms, several)
     lines += _crossover_lines(crossovers(ms), several)
     return "\n".join(lines + (implementations.lines(ms) if several else []))
+
+
+def _processes_lines(ms: Sequence[Measurement]) -> list[str]:
+    """Where the samples came from: one process (the caller's, by default), whose
+    interval a new process may land outside, or several (`gpuvs.compare(…,
+    processes=N)`)."""
+    done = [m for m in ms if m.status is Status.OK]
+    if not done:
+        return []
+    if all(m.one_process for m in done):
+        return ["intervals: one process's each; a new process may land outside them "
+                "(on a GPU machine a launch-bound call's speed can differ by process)"]
+    most = max(len(m.passes) for m in done)
+    return [f"intervals: over the processes that sampled each case (up to {most}), "
+            "around the median of their medians"]
 
 
 def _aligned(rows: list[list[str]], right: set[int]) -> list[str]:

@@ -109,7 +109,7 @@ def run(fn: Functions, args: tuple[Any, ...], kwargs: Mapping[str, Any], *,
     check_tolerance(tolerance, "tolerance")
     settings = _Settings(implementations(fn, name), config.budget_s, tolerance,
                          config.criterion, on_result, on_start, on_plan, on_again)
-    plan = _plan(args, dict(kwargs), batch, sizes)
+    plan = plan_of(args, dict(kwargs), batch, sizes)
     earlier = _Earlier(devices, tuple(i.workload for i in settings.implementations),
                        {unit(m.case): m for m in done})
     with _progress_shown(settings, plan, devices, show_progress):
@@ -144,7 +144,7 @@ def _implementation(name: str, fn: Callable[..., object]) -> Implementation:
     return Implementation(name, call, prefix, source_hash(fn))
 
 
-def _sweep(s: _Settings, plan: _Plan, earlier: _Earlier) -> list[Measurement]:
+def _sweep(s: _Settings, plan: Plan, earlier: _Earlier) -> list[Measurement]:
     measurements: list[Measurement] = []
     oom = policy.OutOfMemorySeries()  # an implementation's series on a device stops growing
     for size in plan.sizes:
@@ -158,7 +158,7 @@ def _sweep(s: _Settings, plan: _Plan, earlier: _Earlier) -> list[Measurement]:
 
 
 @contextmanager
-def _progress_shown(s: _Settings, plan: _Plan, devices: Sequence[str], show: bool
+def _progress_shown(s: _Settings, plan: Plan, devices: Sequence[str], show: bool
                     ) -> Iterator[None]:
     """A sweep called from Python shows its progress on stderr as the commands do (a bar
     with the time left in a terminal or a notebook, a line per case elsewhere); one size
@@ -280,13 +280,13 @@ def source_hash(fn: Callable[..., object]) -> str:
 
 
 @dataclass
-class _Plan:
+class Plan:
     sizes: tuple[int, ...]
     inputs: Callable[[int], Inputs]
 
 
-def _plan(args: tuple[Any, ...], kwargs: dict[str, Any], batch: Callable[[int], Any] | None,
-          sizes: Sequence[int] | str | None) -> _Plan:
+def plan_of(args: tuple[Any, ...], kwargs: dict[str, Any], batch: Callable[[int], Any] | None,
+            sizes: Sequence[int] | str | None) -> Plan:
     """The sizes to run, and the arguments at each."""
     chosen = _sizes(sizes)
     if batch is not None:
@@ -295,15 +295,15 @@ def _plan(args: tuple[Any, ...], kwargs: dict[str, Any], batch: Callable[[int], 
                              "the arguments for each size")
         if not callable(batch):
             raise UsageError(f"batch= must be a function size -> arguments; got {batch!r}")
-        return _Plan(chosen or DEFAULT_SIZES, lambda n: (_built(batch, n), kwargs))
+        return Plan(chosen or DEFAULT_SIZES, lambda n: (_built(batch, n), kwargs))
     if chosen:
         if not any(getattr(x, "ndim", 0) >= 1 for x in moving.leaves((args, kwargs))):
             raise UsageError("sizes= without batch= resizes the first axis of the tensor "
                              "and array arguments, and there are none; pass batch=lambda "
                              "size: (...) to build the arguments for each size")
-        return _Plan(chosen, lambda n: (moving.resized(args, n), moving.resized(kwargs, n)))
+        return Plan(chosen, lambda n: (moving.resized(args, n), moving.resized(kwargs, n)))
     n = moving.batch_size((args, kwargs))
-    return _Plan((n,), lambda _: (args, kwargs))
+    return Plan((n,), lambda _: (args, kwargs))
 
 
 def _sizes(sizes: Sequence[int] | str | None) -> tuple[int, ...]:

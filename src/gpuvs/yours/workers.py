@@ -1,0 +1,156 @@
+"""`gpuvs.compare(…, processes=N)`: the user's function timed in N worker processes, as
+`gpuvs run-file` times it, instead of in the caller's own.
+
+On the GPU VMs a launch-bound call's speed is decided per process, in two groups
+(docs/accuracy.md): one process's interval shows its own group only, and a repeat in a
+new process may land outside it. Where the function can be imported by name in another
+process and its arguments pickled, compare hands the call to run-file's machinery
+(`file_runner.run`): the functions are imported by name in a small file written for the
+run, with the caller's `sys.path`, and the arguments (each size's, built here, where
+`batch=` lives) are read back from pickles. Each case's figure is then the median of its
+processes' medians and its interval covers them, as in `gpuvs run`.
+
+What cannot move is refused in one line that says why (`movable`): a function a worker
+cannot import by name — defined in `__main__` (a notebook, the script being run), a
+closure, a lambda, a method or a module instance — keyword arguments, an implementation
+name that is not a Python identifier, arguments that do not pickle. Without
+`processes=`, compare times the call in the caller's process, and its table says the
+interval is one process's.
+"""
+
+from __future__ import annotations
+
+import pickle
+import sys
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from gpuvs.config import KEYWORDS, MAX_PASSES, build, check_devices, check_tolerance
+from gpuvs.errors import UsageError, one_line
+from gpuvs.execute.wire import RunFile, Sampling
+from gpuvs.model import Measurement
+from gpuvs.report.progress import progress
+from gpuvs.yours.compare import Functions, Implementation, implementations, plan_of
+from gpuvs.yours.comparison import Comparison
+from gpuvs.yours.file_runner import run as run_in_workers
+from gpuvs.yours.run_file import case_count
+
+BUILDER = "gpuvs_inputs"  # the generated file's builder of each size's arguments
+
+
+def check_processes(processes: object) -> int:
+    """`processes=`, a whole number from 1 to MAX_PASSES, or a UsageError that says so."""
+    if not (isinstance(processes, int) and not isinstance(processes, bool)
+            and 1 <= processes <= MAX_PASSES):
+        raise UsageError(f"processes= must be a whole number from 1 to {MAX_PASSES}; got "
+                         f"{processes!r}")
+    return processes
+
+
+def run(fn: Functions, args: tuple[Any, ...], kwargs: Mapping[str, Any], *, processes: int,
+        devices: Sequence[str] = ("cpu", "cuda"), batch: Callable[[int], Any] | None = None,
+        sizes: Sequence[int] | str | None = None, budget_s: float | None = None,
+        tolerance: float | None = None, name: str | None = None,
+        show_progress: bool = False) -> Comparison:
+    """`gpuvs.compare` in `processes` worker processes (`file_runner.run`, run-file's
+    passes): the same cases, checks and result, each case sampled in turns over the
+    processes, the budget shared between them."""
+    devices = check_devices(devices)
+    config = build({"budget_s": budget_s, "devices": devices}, names=KEYWORDS)
+    check_tolerance(tolerance, "tolerance")
+    chosen = implementations(fn, name)
+    why = movable(chosen, kwargs)
+    if why:
+        raise UsageError(f"processes={processes} times the call in worker processes, "
+                         f"which import it by name: {why}; leave processes= out to time "
+                         "it in this process")
+    plan = plan_of(args, dict(kwargs), batch, sizes)
+    sized = batch is not None or sizes is not None
+    with tempfile.TemporaryDirectory(prefix="gpuvs-compare-") as folder:
+        where = Path(folder)
+        for n in plan.sizes:
+            _pickled(plan.inputs(n)[0], where / _inputs_file(n if sized else None))
+        script = where / "compared.py"
+        script.write_text(_script(chosen, where), encoding="utf-8")
+        request = RunFile(tuple(f"{script}::{i.name}" for i in chosen), BUILDER,
+                          plan.sizes if sized else (), devices, Sampling.of(config),
+                          tolerance, explain=False)
+        if not show_progress:
+            return run_in_workers(request, config.timeout_s, passes=processes).comparison
+        heard: set[str] = set()
+        with progress(case_count(request), stderr=True) as advance:
+            def shown(m: Measurement) -> None:  # a later process adds to it: shown once
+                if m.case.key not in heard:
+                    heard.add(m.case.key)
+                    advance(m)
+
+            return run_in_workers(request, config.timeout_s, shown, processes).comparison
+
+
+def movable(chosen: Sequence[Implementation], kwargs: Mapping[str, Any]) -> str:
+    """"" where every implementation can be imported by name in another process, else
+    why not (the arguments are tried apart, as they are pickled)."""
+    if kwargs:
+        return (f"keyword arguments ({', '.join(kwargs)}) are not passed to worker "
+                "processes; pass them positionally")
+    for impl in chosen:
+        if not impl.name.isidentifier() or impl.name == BUILDER:
+            return (f"the implementation name {impl.name!r} is not a Python identifier, "
+                    "which a worker binds it to")
+        if impl.prefix or _importable(impl.fn) is None:
+            return f"{impl.name} {_why_not(impl)}"
+    return ""
+
+
+def _importable(fn: Callable[..., object]) -> tuple[str, str] | None:
+    """(module, name) by which another process imports `fn`, else None: the module it
+    was defined in (imported here already) holds it under its own name."""
+    module, name = getattr(fn, "__module__", None), getattr(fn, "__qualname__", None)
+    if not module or not name or module == "__main__" or "." in name or "<" in name:
+        return None
+    return (module, name) if getattr(sys.modules.get(module), name, None) is fn else None
+
+
+def _why_not(impl: Implementation) -> str:
+    if impl.prefix:
+        return "is a module (or its method), which a worker cannot import by name"
+    if getattr(impl.fn, "__module__", None) == "__main__":
+        return ("is defined in __main__ (a notebook, or the script being run), which a "
+                "worker process cannot import")
+    return ("is not a function defined at the top of a module (a closure, a lambda, a "
+            "method or a partial)")
+
+
+def _pickled(args: tuple[Any, ...], path: Path) -> None:
+    try:
+        data = pickle.dumps(args, protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception as e:
+        raise UsageError(f"processes= sends the arguments to worker processes, and they do "
+                         f"not pickle: {one_line(e)}; leave "
+                         "processes= out to time the call in this process") from None
+    path.write_bytes(data)
+
+
+def _inputs_file(size: int | None) -> str:
+    return "inputs.pickle" if size is None else f"inputs-{size}.pickle"
+
+
+def _script(chosen: Sequence[Implementation], where: Path) -> str:
+    """The file run-file's workers load: the caller's `sys.path` first (as
+    multiprocessing's spawn passes it), each implementation imported by name under its
+    own, and the builder that reads a size's arguments back."""
+    lines = ['"""Written by gpuvs.compare(…, processes=N) for one comparison."""',
+             "import importlib as _importlib", "import os as _os", "import pickle as _pickle",
+             "import sys as _sys", "",
+             f"_sys.path[:0] = [p for p in {sys.path!r} if p not in _sys.path]"]
+    for impl in chosen:
+        module, name = _importable(impl.fn) or ("", "")
+        lines.append(f"{impl.name} = getattr(_importlib.import_module({module!r}), "
+                     f"{name!r})")
+    lines += ["", "", f"def {BUILDER}(size=None):",
+              f"    name = {_inputs_file(None)!r} if size is None else f'inputs-{{size}}.pickle'",
+              f"    with open(_os.path.join({str(where)!r}, name), 'rb') as f:",
+              "        return _pickle.load(f)", ""]
+    return "\n".join(lines)
