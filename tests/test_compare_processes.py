@@ -56,12 +56,37 @@ def test_a_function_that_raises_in_the_workers_is_one_clear_error() -> None:
         gpuvs.compare(broken, torch.rand(10), processes=2, devices=CPU, budget_s=0.05)
 
 
+def _local_module() -> object:
+    class Net(torch.nn.Module):
+        def forward(self, x: object) -> object:
+            return x
+
+    return Net()
+
+
+def test_a_module_is_pickled_to_the_workers_with_its_parameters() -> None:
+    """`compare(model, x, processes=N)`: the module travels whole, its class imported by
+    name, and each worker's copy moves with the data as compare's own does."""
+    torch.manual_seed(0)
+    model = torch.nn.Linear(64, 8)
+    r = gpuvs.compare(model, torch.rand(16, 64), processes=2, devices=CPU, budget_s=0.1)
+    (m,) = r.measurements
+    assert m.status.value == "ok" and m.case.workload == "yours:Linear"
+    assert len(m.passes) == 2
+    r = gpuvs.compare({"forward": model.forward, "doubled": doubled}, torch.rand(8, 64),
+                      processes=2, devices=CPU, budget_s=0.1)
+    by = {m.case.workload: m for m in r.measurements}
+    assert by["yours:forward"].status.value == "ok"  # a module's method: the module sent
+    assert by["yours:doubled"].status.value == "wrong_result"  # against forward's output
+
+
 @pytest.mark.parametrize(("call", "said"), [
     (lambda: gpuvs.compare(lambda x: x, torch.rand(4), processes=2),
      "lambda is not a function defined at the top of a module (a closure, a lambda, a "
      "method or a partial)"),
-    (lambda: gpuvs.compare(torch.nn.Linear(4, 4), torch.rand(4), processes=2),
-     "Linear is a module (or its method), which a worker cannot import by name"),
+    (lambda: gpuvs.compare(_local_module(), torch.rand(4), processes=2),
+     "Net is a module whose class Net is not defined at the top of a module, which a "
+     "worker cannot import"),
     (lambda: gpuvs.compare(doubled, x=torch.rand(4), processes=2),
      "keyword arguments (x) are not passed to worker processes; pass them positionally"),
     (lambda: gpuvs.compare({"doubled(x)": doubled}, torch.rand(4), processes=2),
@@ -76,8 +101,8 @@ def test_what_a_worker_cannot_import_is_refused_saying_why(call, said: str) -> N
 
 
 def test_arguments_that_do_not_pickle_are_refused_saying_so() -> None:
-    with pytest.raises(UsageError, match="processes= sends the arguments to worker "
-                                         "processes, and they do not pickle: TypeError"):
+    with pytest.raises(UsageError, match="processes= pickles the arguments for the worker "
+                                         "processes, and pickling failed: TypeError"):
         gpuvs.compare(doubled, threading.Lock(), processes=2, devices=CPU)
 
 
@@ -86,3 +111,19 @@ def test_a_bad_process_count_is_one_line(bad: object) -> None:
     with pytest.raises(UsageError, match=r"processes= must be a whole number from 1 to 32; "
                                          f"got {bad!r}"):
         gpuvs.compare(doubled, torch.rand(4), processes=bad, devices=CPU)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+def test_on_cuda_a_launch_bound_call_is_sampled_in_every_process_resident_and_end_to_end(
+        ) -> None:
+    """Where a launch-bound call's speed is decided per process: both GPU cases in all
+    three, the arguments pickled from a CUDA tensor and copied back in for end-to-end."""
+    r = gpuvs.compare(doubled, torch.rand(10_000, device="cuda"), processes=3, budget_s=0.3)
+    gpu = {m.case.param("data"): m for m in r.measurements if m.case.device == "cuda"}
+    assert set(gpu) == {"resident", "end_to_end"}
+    for m in gpu.values():
+        assert m.status.value == "ok" and m.timer == "cuda_events", m.reason
+        assert len(m.passes) == 3 and not m.one_process
+    assert gpu["end_to_end"].counters["copied_bytes"] == 2 * 10_000 * 4
+    assert r.speedup is not None and "outputs agree with cpu's" in repr(r)

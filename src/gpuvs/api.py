@@ -112,7 +112,8 @@ def compare(fn: Callable[..., object] | Mapping[str, Callable[..., object]], *ar
     in turns, each with its share of the budget, the figure the median of their medians
     and the interval over them, as `gpuvs run` and `gpuvs run-file` sample; a worker
     imports `fn` by name, so it must be defined at the top of an importable module (not
-    in a notebook or the script being run), and the arguments are pickled to it.
+    in a notebook or the script being run), and the arguments are pickled to it (a
+    module `fn` too, its class imported by name).
     Returns a `gpuvs.yours.comparison.Comparison`.
     """
     if processes is not None:

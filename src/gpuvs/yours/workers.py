@@ -10,10 +10,12 @@ run, with the caller's `sys.path`, and the arguments (each size's, built here, w
 `batch=` lives) are read back from pickles. Each case's figure is then the median of its
 processes' medians and its interval covers them, as in `gpuvs run`.
 
-What cannot move is refused in one line that says why (`movable`): a function a worker
-cannot import by name — defined in `__main__` (a notebook, the script being run), a
-closure, a lambda, a method or a module instance — keyword arguments, an implementation
-name that is not a Python identifier, arguments that do not pickle. Without
+A module (`compare(model, x, processes=5)`, or its method) is pickled to the workers,
+parameters and all, its class imported by name. What cannot move is refused in one line
+that says why (`movable`): a function a worker cannot import by name — defined in
+`__main__` (a notebook, the script being run), a closure, a lambda, a method of anything
+but a module — a module whose class is such, keyword arguments, an implementation name
+that is not a Python identifier, arguments that do not pickle. Without
 `processes=`, compare times the call in the caller's process, and its table says the
 interval is one process's.
 """
@@ -61,7 +63,8 @@ def run(fn: Functions, args: tuple[Any, ...], kwargs: Mapping[str, Any], *, proc
     config = build({"budget_s": budget_s, "devices": devices}, names=KEYWORDS)
     check_tolerance(tolerance, "tolerance")
     chosen = implementations(fn, name)
-    why = movable(chosen, kwargs)
+    originals = tuple(fn.values()) if isinstance(fn, Mapping) else (fn,)
+    why = movable(chosen, originals, kwargs)
     if why:
         raise UsageError(f"processes={processes} times the call in worker processes, "
                          f"which import it by name: {why}; leave processes= out to time "
@@ -71,9 +74,13 @@ def run(fn: Functions, args: tuple[Any, ...], kwargs: Mapping[str, Any], *, proc
     with tempfile.TemporaryDirectory(prefix="gpuvs-compare-") as folder:
         where = Path(folder)
         for n in plan.sizes:
-            _pickled(plan.inputs(n)[0], where / _inputs_file(n if sized else None))
+            _pickled(plan.inputs(n)[0], where / _inputs_file(n if sized else None),
+                     "the arguments")
+        for i, (impl, original) in enumerate(zip(chosen, originals, strict=True)):
+            if impl.prefix:  # a module, or its method: sent whole, parameters and all
+                _pickled(original, where / f"implementation-{i}.pickle", impl.name)
         script = where / "compared.py"
-        script.write_text(_script(chosen, where), encoding="utf-8")
+        script.write_text(_script(chosen, originals, where), encoding="utf-8")
         request = RunFile(tuple(f"{script}::{i.name}" for i in chosen), BUILDER,
                           plan.sizes if sized else (), devices, Sampling.of(config),
                           tolerance, explain=False)
@@ -89,47 +96,61 @@ def run(fn: Functions, args: tuple[Any, ...], kwargs: Mapping[str, Any], *, proc
             return run_in_workers(request, config.timeout_s, shown, processes).comparison
 
 
-def movable(chosen: Sequence[Implementation], kwargs: Mapping[str, Any]) -> str:
-    """"" where every implementation can be imported by name in another process, else
-    why not (the arguments are tried apart, as they are pickled)."""
+def movable(chosen: Sequence[Implementation], originals: Sequence[object],
+            kwargs: Mapping[str, Any]) -> str:
+    """"" where every implementation can reach another process — a function by its name,
+    a module (or its method) pickled with its class imported by name — else why not (the
+    arguments are tried apart, as they are pickled)."""
     if kwargs:
         return (f"keyword arguments ({', '.join(kwargs)}) are not passed to worker "
                 "processes; pass them positionally")
-    for impl in chosen:
+    for impl, original in zip(chosen, originals, strict=True):
         if not impl.name.isidentifier() or impl.name == BUILDER:
             return (f"the implementation name {impl.name!r} is not a Python identifier, "
                     "which a worker binds it to")
-        if impl.prefix or _importable(impl.fn) is None:
-            return f"{impl.name} {_why_not(impl)}"
+        why = _why_not(original, impl.name, bool(impl.prefix))
+        if why:
+            return why
     return ""
 
 
-def _importable(fn: Callable[..., object]) -> tuple[str, str] | None:
-    """(module, name) by which another process imports `fn`, else None: the module it
-    was defined in (imported here already) holds it under its own name."""
-    module, name = getattr(fn, "__module__", None), getattr(fn, "__qualname__", None)
+def _importable(obj: object) -> tuple[str, str] | None:
+    """(module, name) by which another process imports `obj` (a function, a class), else
+    None: the module it was defined in (imported here already) holds it under its own
+    name."""
+    module, name = getattr(obj, "__module__", None), getattr(obj, "__qualname__", None)
     if not module or not name or module == "__main__" or "." in name or "<" in name:
         return None
-    return (module, name) if getattr(sys.modules.get(module), name, None) is fn else None
+    return (module, name) if getattr(sys.modules.get(module), name, None) is obj else None
 
 
-def _why_not(impl: Implementation) -> str:
-    if impl.prefix:
-        return "is a module (or its method), which a worker cannot import by name"
-    if getattr(impl.fn, "__module__", None) == "__main__":
-        return ("is defined in __main__ (a notebook, or the script being run), which a "
-                "worker process cannot import")
-    return ("is not a function defined at the top of a module (a closure, a lambda, a "
-            "method or a partial)")
+def _why_not(original: object, name: str, module: bool) -> str:
+    """Why `original` cannot reach a worker, or ""."""
+    if module:  # pickled: its class is what the worker imports
+        owner = getattr(original, "__self__", original)
+        if _importable(type(owner)) is not None:
+            return ""
+        where = ("defined in __main__ (a notebook, or the script being run)"
+                 if type(owner).__module__ == "__main__" else "not defined at the top of a "
+                 "module")
+        return (f"{name} is a module whose class {type(owner).__name__} is {where}, which "
+                "a worker cannot import")
+    if _importable(original) is not None:
+        return ""
+    if getattr(original, "__module__", None) == "__main__":
+        return (f"{name} is defined in __main__ (a notebook, or the script being run), "
+                "which a worker process cannot import")
+    return (f"{name} is not a function defined at the top of a module (a closure, a "
+            "lambda, a method or a partial)")
 
 
-def _pickled(args: tuple[Any, ...], path: Path) -> None:
+def _pickled(sent: object, path: Path, what: str) -> None:
     try:
-        data = pickle.dumps(args, protocol=pickle.HIGHEST_PROTOCOL)
+        data = pickle.dumps(sent, protocol=pickle.HIGHEST_PROTOCOL)
     except Exception as e:
-        raise UsageError(f"processes= sends the arguments to worker processes, and they do "
-                         f"not pickle: {one_line(e)}; leave "
-                         "processes= out to time the call in this process") from None
+        raise UsageError(f"processes= pickles {what} for the worker processes, and "
+                         f"pickling failed: {one_line(e)}; leave processes= out to time "
+                         "the call in this process") from None
     path.write_bytes(data)
 
 
@@ -137,16 +158,23 @@ def _inputs_file(size: int | None) -> str:
     return "inputs.pickle" if size is None else f"inputs-{size}.pickle"
 
 
-def _script(chosen: Sequence[Implementation], where: Path) -> str:
+def _script(chosen: Sequence[Implementation], originals: Sequence[object], where: Path
+            ) -> str:
     """The file run-file's workers load: the caller's `sys.path` first (as
-    multiprocessing's spawn passes it), each implementation imported by name under its
-    own, and the builder that reads a size's arguments back."""
+    multiprocessing's spawn passes it), each implementation bound to its name (a
+    function imported by its own, a module unpickled), and the builder that reads a
+    size's arguments back."""
     lines = ['"""Written by gpuvs.compare(…, processes=N) for one comparison."""',
              "import importlib as _importlib", "import os as _os", "import pickle as _pickle",
              "import sys as _sys", "",
              f"_sys.path[:0] = [p for p in {sys.path!r} if p not in _sys.path]"]
-    for impl in chosen:
-        module, name = _importable(impl.fn) or ("", "")
+    for i, (impl, original) in enumerate(zip(chosen, originals, strict=True)):
+        if impl.prefix:
+            lines.append(f"with open(_os.path.join({str(where)!r}, "
+                         f"'implementation-{i}.pickle'), 'rb') as _f:")
+            lines.append(f"    {impl.name} = _pickle.load(_f)")
+            continue
+        module, name = _importable(original) or ("", "")
         lines.append(f"{impl.name} = getattr(_importlib.import_module({module!r}), "
                      f"{name!r})")
     lines += ["", "", f"def {BUILDER}(size=None):",
