@@ -248,8 +248,9 @@ def repeat_budget_s(options: Options, first_call_s: float) -> float:
     it holds. The protocol ends sampling when its budget does, so `-r 30` of a 20 ms call
     within 0.4 s gave 20 samples. A sample lasts about the protocol's target length, or
     `-n` calls, or one call where a call is longer (the first call is the estimate: it
-    is no faster than the rest); twice that leaves room, and costs nothing, because the
-    count ends the sampling as soon as it is reached."""
+    is no faster than the rest); twice that leaves room, and costs little: the count
+    ends the sampling as soon as it is reached, and only the warm-up (a quarter of the
+    budget, 50 calls at most) may run longer."""
     if options.repeat is None:
         return options.budget_s
     target = 0.0 if options.loops else Budget().target_sample_s
