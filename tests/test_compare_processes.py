@@ -42,6 +42,12 @@ def test_implementations_and_sizes_built_here_are_compared_in_the_workers() -> N
     assert [w.size for w in r.winners] == [100, 1000]
 
 
+def test_sizes_without_batch_resize_the_arguments_here_before_they_are_sent() -> None:
+    r = gpuvs.compare(doubled, torch.rand(10, 3), sizes=[100, 1000], processes=2,
+                      devices=CPU, budget_s=0.1)
+    assert [(m.case.size, len(m.passes)) for m in r.measurements] == [(100, 2), (1000, 2)]
+
+
 def test_without_processes_the_call_is_timed_here_and_says_so() -> None:
     r = gpuvs.compare(doubled, torch.rand(1000), devices=CPU, budget_s=0.05)
     assert r.measurements[0].one_process
