@@ -112,6 +112,9 @@ def test_without_a_saved_run_compare_says_so_and_does_not_fail(pytester: pytest.
     ("--gpuvs-fail=median:fast", "*LIMIT must be a percentage (5%) or seconds (0.001)*"),
     ("--gpuvs-compare=nope", "*gpuvs: no saved pytest run 'nope'; none saved yet*"),
     ("--gpuvs-budget=0", "*--gpuvs-budget must be a positive number of seconds*"),
+    ("--gpuvs-processes=0", "*--gpuvs-processes must be a whole number from 1 to *; got '0'*"),
+    ("--gpuvs-processes=many", "*--gpuvs-processes must be a whole number from 1 to *; "
+                               "got 'many'*"),
 ])
 def test_bad_options_are_usage_errors(pytester: pytest.Pytester, store: Path, option: str,
                                       message: str) -> None:
@@ -147,6 +150,32 @@ def test_on_cuda_the_fixture_times_where_the_tensors_live(pytester: pytest.Pytes
             assert m.summary.median > 5e-4  # the work, not the launch
     """)
     pytester.runpytest("test_cuda.py", "--gpuvs-save", *QUICK).assert_outcomes(passed=1)
+
+
+@pytest.mark.gpu
+def test_on_cuda_in_processes_each_worker_times_the_call_on_the_device(
+        pytester: pytest.Pytester, store: Path) -> None:
+    """A CUDA tensor pickled to three workers: each times the call there, resident only
+    (no end-to-end twin), by CUDA events; the case is named as the test's own would be."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    pytester.makepyfile(test_cuda="""
+        import torch
+        def scaled(x):
+            return x * 2.0
+        def test_scaled(gpuvs_bench):
+            x = torch.rand(10_000, device="cuda")
+            assert float(gpuvs_bench(scaled, x)[0]) == float(x[0] * 2.0)
+            m = gpuvs_bench.measurement
+            assert m.case.device == "cuda:0" and m.timer == "cuda_events"
+            assert len(m.passes) == 3 and m.case.params == ()
+    """)
+    result = pytester.runpytest("test_cuda.py", "--gpuvs-save", "--gpuvs-processes=3",
+                                *QUICK)
+    result.assert_outcomes(passed=1)
+    assert rows(store, "SELECT workload, device FROM measurements") == [
+        ("pytest:test_cuda.py::test_scaled", "cuda:0")]
 
 
 def test_a_baseline_from_another_machine_is_refused_unless_forced(
@@ -284,3 +313,73 @@ def test_several_implementations_side_by_side_are_each_timed_checked_and_ranked(
                      ("pytest:test_versions.py::test_versions::vectorised", "ok"),
                      ("pytest:test_versions.py::test_disagreeing::vectorised", "ok"),
                      ("pytest:test_versions.py::test_disagreeing::wrong", "wrong_result")]
+
+
+PROCESSES = """
+import numpy as np
+
+def double(x):
+    return x * 2
+
+def twice(x):
+    return x + x
+
+def test_moved(gpuvs_bench):
+    x = np.arange(4000, dtype=np.float64)
+    out = gpuvs_bench(double, x)
+    assert out[3] == 6.0  # the function's output, made in the test's process
+    assert len(gpuvs_bench.measurement.passes) == 3  # samples from three processes
+
+def test_side_by_side_moved(gpuvs_bench):
+    out = gpuvs_bench({"double": double, "twice": twice}, np.ones(100))
+    assert out[0] == 2.0
+    assert [len(m.passes) for m in gpuvs_bench.measurements] == [3, 3]
+
+def test_a_lambda_stays(gpuvs_bench):
+    gpuvs_bench(lambda x: x * 2, np.ones(100))
+    assert len(gpuvs_bench.measurement.passes) <= 1
+"""
+
+
+def test_with_processes_each_call_is_sampled_in_that_many_workers(
+        pytester: pytest.Pytester, store: Path) -> None:
+    """--gpuvs-processes 3: a function defined in the test file is imported by name in
+    three workers (side by side too); a lambda cannot move, is timed in the test's own
+    process, and the summary says its interval is that one process's."""
+    pytester.makepyfile(test_processes=PROCESSES)
+    result = pytester.runpytest("test_processes.py", "--gpuvs-processes=3", "--gpuvs-save",
+                                *QUICK)
+    result.assert_outcomes(passed=3)
+    result.stdout.fnmatch_lines([
+        "intervals over the 3 worker processes that sampled each call, around the median "
+        "of their medians; 1 call(s) timed in the test's own process instead, their "
+        "intervals that one process's:",
+        "  test_processes.py::test_a_lambda_stays: lambda is not a function defined at the "
+        "top of a module*"])
+    saved = rows(store, "SELECT workload, device, status FROM measurements ORDER BY rowid")
+    assert saved == [("pytest:test_processes.py::test_moved", "cpu", "ok"),
+                     ("pytest:test_processes.py::test_side_by_side_moved::double", "cpu", "ok"),
+                     ("pytest:test_processes.py::test_side_by_side_moved::twice", "cpu", "ok"),
+                     ("pytest:test_processes.py::test_a_lambda_stays", "cpu", "ok")]
+
+
+def test_in_processes_a_disagreeing_implementation_still_fails_its_test(
+        pytester: pytest.Pytester, store: Path) -> None:
+    pytester.makepyfile(test_versions=VERSIONS)
+    result = pytester.runpytest("test_versions.py", "--gpuvs-processes=2", *QUICK)
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*gpuvs: output on cpu (wrong) differs from cpu (vectorised)*",
+                                 "intervals over the 2 worker processes*"])
+
+
+def test_a_gate_on_one_process_says_so_in_its_verdict(pytester: pytest.Pytester, store: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """Saved and judged in the test's own process: the verdict names the one process, and
+    how to sample in more."""
+    pytester.runpytest("--gpuvs-save=base", *QUICK).assert_outcomes(passed=1)
+    monkeypatch.setenv("SPIN_S", "2.7e-3")
+    result = pytester.runpytest("--gpuvs-fail=median:5%", *QUICK)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*gpuvs: * against run *; this session and the saved run "
+                                 "sampled it in one process, whose interval a new process "
+                                 "may land outside (--gpuvs-processes N samples it in N)*"])

@@ -202,8 +202,10 @@ class RunFile(Message):
     arguments (`inputs`, in the first target's file), the sizes (() = BUILDER() once), the
     devices, how each case is sampled, the tolerance between outputs; and whether it
     explains the run after its last case (`explain`: the first process only; profiling
-    the function again in a later one would tell nothing new). A run-file worker's first
-    line: it loads the files, says it is `Ready`, and measures nothing before `Go`."""
+    the function again in a later one would tell nothing new); and whether a GPU's cases
+    are timed end-to-end beside resident (`end_to_end`: not for the pytest fixture, which
+    times the call where its data lives). A run-file worker's first line: it loads the
+    files, says it is `Ready`, and measures nothing before `Go`."""
 
     kind: ClassVar[str] = "run_file"
     targets: tuple[str, ...]
@@ -213,19 +215,20 @@ class RunFile(Message):
     sampling: Sampling
     tolerance: float | None = None
     explain: bool = True
+    end_to_end: bool = True
 
     def fields(self) -> dict[str, Any]:
         return {"targets": list(self.targets), "inputs": self.inputs,
                 "sizes": list(self.sizes), "devices": list(self.devices),
                 "sampling": self.sampling.to_dict(), "tolerance": self.tolerance,
-                "explain": self.explain}
+                "explain": self.explain, "end_to_end": self.end_to_end}
 
     @classmethod
     def read(cls, d: Mapping[str, Any]) -> RunFile:
         return cls(tuple(str(t) for t in d["targets"]), str(d["inputs"]),
                    tuple(int(s) for s in d["sizes"]),
                    tuple(str(x) for x in d["devices"]), Sampling.from_dict(d["sampling"]),
-                   _opt_float(d["tolerance"]), bool(d["explain"]))
+                   _opt_float(d["tolerance"]), bool(d["explain"]), bool(d["end_to_end"]))
 
 
 @_on_the_wire

@@ -89,7 +89,8 @@ def run(fn: Functions, args: tuple[Any, ...], kwargs: Mapping[str, Any], *,
         on_start: Callable[[Case], None] | None = None,
         on_plan: Callable[[list[Case]], None] | None = None,
         on_again: Callable[[], None] = lambda: None,
-        done: Sequence[Measurement] = (), show_progress: bool = False) -> Comparison:
+        done: Sequence[Measurement] = (), show_progress: bool = False,
+        end_to_end: bool = True) -> Comparison:
     """`gpuvs.compare` with its arguments spelt out (the magic and the CLI call this, so
     that a user's keyword arguments can never collide with compare's own).
 
@@ -102,7 +103,8 @@ def run(fn: Functions, args: tuple[Any, ...], kwargs: Mapping[str, Any], *,
     a contended case is being measured again (its parent's clock starts again). `done`
     are the cases an earlier worker finished or died in: they are neither run nor reported
     again, but are part of the result. `show_progress` shows a sweep's progress on stderr
-    (`gpuvs.compare`)."""
+    (`gpuvs.compare`). `end_to_end=False` times a GPU's call with its data resident only
+    (the pytest fixture's question: this call, where its data lives)."""
     devices = check_devices(devices)
     config = build({"budget_s": budget_s, "criterion": criterion, "devices": devices},
                    names=KEYWORDS)
@@ -111,8 +113,8 @@ def run(fn: Functions, args: tuple[Any, ...], kwargs: Mapping[str, Any], *,
                          config.criterion, on_result, on_start, on_plan, on_again)
     plan = plan_of(args, dict(kwargs), batch, sizes)
     earlier = _Earlier(devices, tuple(i.workload for i in settings.implementations),
-                       {unit(m.case): m for m in done})
-    with _progress_shown(settings, plan, devices, show_progress):
+                       {unit(m.case): m for m in done}, end_to_end)
+    with _progress_shown(settings, plan, earlier, show_progress):
         measurements = _sweep(settings, plan, earlier)
     by_workload = {i.workload: i for i in settings.implementations}
     return Comparison(", ".join(i.name for i in settings.implementations), tuple(measurements),
@@ -158,7 +160,7 @@ def _sweep(s: _Settings, plan: Plan, earlier: _Earlier) -> list[Measurement]:
 
 
 @contextmanager
-def _progress_shown(s: _Settings, plan: Plan, devices: Sequence[str], show: bool
+def _progress_shown(s: _Settings, plan: Plan, earlier: _Earlier, show: bool
                     ) -> Iterator[None]:
     """A sweep called from Python shows its progress on stderr as the commands do (a bar
     with the time left in a terminal or a notebook, a line per case elsewhere); one size
@@ -168,7 +170,8 @@ def _progress_shown(s: _Settings, plan: Plan, devices: Sequence[str], show: bool
         return
     from gpuvs.report.progress import progress
     told = s.on_result  # the run's own settings: the caller's hook still hears each case
-    cases = len(plan.sizes) * len(s.implementations) * sum(len(placements(d)) for d in devices)
+    cases = len(plan.sizes) * len(s.implementations) * sum(
+        len(placements(d, earlier.end_to_end)) for d in earlier.devices)
     with progress(cases, stderr=True) as advance:
         def both(m: Measurement) -> None:
             advance(m)
@@ -181,8 +184,8 @@ def _progress_shown(s: _Settings, plan: Plan, devices: Sequence[str], show: bool
 
 def _at_size(s: _Settings, inputs: Inputs, size: int, earlier: _Earlier,
              oom: policy.OutOfMemorySeries) -> list[Measurement]:
-    planned = [(i, _cases(i, i.placed(inputs), size, d)) for i in s.implementations
-               for d in earlier.devices]
+    planned = [(i, _cases(i, i.placed(inputs), size, d, earlier.end_to_end))
+               for i in s.implementations for d in earlier.devices]
     if s.on_plan is not None:
         s.on_plan([c for _, cases in planned for c in cases])
     reference = _Reference(s.tolerance, named=len(s.implementations) > 1)
@@ -206,9 +209,10 @@ def unit(case: Case) -> Unit:
     return case.workload, case.size, case.device, data_of(case)
 
 
-def placements(device: str) -> tuple[str, ...]:
-    """A GPU's cases time the call resident and end-to-end; the CPU's, once."""
-    return (RESIDENT,) if device == "cpu" else (RESIDENT, END_TO_END)
+def placements(device: str, end_to_end: bool = True) -> tuple[str, ...]:
+    """A GPU's cases time the call resident and end-to-end (unless `end_to_end` is
+    False); the CPU's, once."""
+    return (RESIDENT,) if device == "cpu" or not end_to_end else (RESIDENT, END_TO_END)
 
 
 @dataclass(frozen=True)
@@ -219,13 +223,15 @@ class _Earlier:
     devices: tuple[str, ...]
     workloads: tuple[str, ...]
     found: Mapping[Unit, Measurement]
+    end_to_end: bool = True  # a GPU's cases end-to-end too
 
     def get(self, case: Case) -> Measurement | None:
         return self.found.get(unit(case))
 
     def all_at(self, size: int) -> list[Measurement] | None:
         """Every case of `size`, when every one is done."""
-        units = [(w, size, d, data) for w, d in self._order() for data in placements(d)]
+        units = [(w, size, d, data) for w, d in self._order()
+                 for data in placements(d, self.end_to_end)]
         return [self.found[u] for u in units] if all(u in self.found for u in units) else None
 
     def wanted_after(self, size: int, workload: str, device: str) -> bool:
@@ -234,7 +240,7 @@ class _Earlier:
         order = self._order()
         later = order[order.index((workload, device)) + 1:]
         return any((w, size, d, data) not in self.found
-                   for w, d in later for data in placements(d))
+                   for w, d in later for data in placements(d, self.end_to_end))
 
     def _order(self) -> list[tuple[str, str]]:
         return [(w, d) for w in self.workloads for d in self.devices]
@@ -360,11 +366,13 @@ class _Reference:
         return f"{case.device} ({name})" if self.named else case.device
 
 
-def _cases(impl: Implementation, inputs: Inputs, size: int, device: str) -> list[Case]:
+def _cases(impl: Implementation, inputs: Inputs, size: int, device: str, end_to_end: bool
+           ) -> list[Case]:
     backend = moving.backend_for(inputs, device)
     dtype = moving.floating_dtype(inputs)
     return [Case(impl.workload, "correct", backend, device, dtype, size,
-                 () if data == RESIDENT else (("data", data),)) for data in placements(device)]
+                 () if data == RESIDENT else (("data", data),))
+            for data in placements(device, end_to_end)]
 
 
 def skipped_end_to_end(resident: Measurement) -> Measurement:

@@ -312,7 +312,8 @@ class _Record:
         workloads = tuple(dict.fromkeys(w for w, _, _ in last))
         sizes = self.request.sizes or tuple(sorted({u[1] for u in self.planned}))
         missing = [(w, size, d, data) for size in sizes for w in workloads
-                   for d in self.request.devices for data in placements(d)
+                   for d in self.request.devices
+                   for data in placements(d, self.request.end_to_end)
                    if (w, size, d, data) not in self.taken]
         size = missing[0][1]
         where = ("its worker waiting for its turn" if waited else

@@ -143,7 +143,7 @@ def _compared(request: RunFile, loaded: _Loaded, done: Sequence[Measurement], se
         loaded.fn, args, {}, devices=request.devices,
         batch=builder if request.sizes else None, sizes=request.sizes or None,
         budget_s=request.sampling.budget_s, criterion=request.sampling.criterion,
-        tolerance=request.tolerance, done=done,
+        tolerance=request.tolerance, done=done, end_to_end=request.end_to_end,
         on_plan=lambda cases: send(Planned(tuple(cases))),
         on_start=lambda case: send(Started(case)), on_again=lambda: send(Again()),
         on_result=lambda m: send(Measured(m)))

@@ -16,7 +16,19 @@ pytest-benchmark:
 - `--gpuvs-fail=median:5%` fails a test whose median is more than 5 % slower than in the
   compared run (`median:0.001` allows 1 ms; min, max and mean work too); it compares
   with the latest saved run unless `--gpuvs-compare` names one;
-- `--gpuvs-disable` calls each function once, untimed (for quick CI runs).
+- `--gpuvs-disable` calls each function once, untimed (for quick CI runs);
+- `--gpuvs-processes N` samples each call in N worker processes, as `gpuvs run-file`
+  does, instead of in the test's own (`gpuvs_bench.processes = N` for one test).
+
+On a GPU machine a launch-bound call's speed can be set per process, in two groups
+(docs/accuracy.md): an interval from the test's own process shows its group only, and
+the next CI run's process may land in the other — a gate on it then fails a rerun of
+unchanged code. With `--gpuvs-processes 5`, each call's figure is the median of five
+processes' medians and its interval covers them. A worker imports the function by name
+(defined at the top of a module, the test file included) and reads the arguments as
+pickles; a call that cannot move (a lambda, a closure, keyword arguments) is timed in
+the test's process, and the summary and the gate's message say its interval is one
+process's.
 
 The gate fails closed, as `gpuvs check` does: a timed call that did not end ok fails its
 test (unless `--gpuvs-allow-failed`), and a session whose timed tests match none of the
@@ -67,6 +79,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "--gpuvs-fail); it is still listed.")
     group.addoption("--gpuvs-disable", action="store_true", default=False,
                     help="Call each function once, untimed.")
+    group.addoption("--gpuvs-processes", metavar="N", default=None,
+                    help="Sample each timed call in N worker processes (each imports the "
+                         "function by name) instead of the test's own, so that its "
+                         "interval covers how processes differ; default 1, the test's "
+                         "process.")
 
 
 @dataclass(frozen=True)
@@ -113,6 +130,7 @@ class GpuvsSession:
         except UsageError as e:
             raise pytest.UsageError(str(e)) from None
         self.disabled = bool(opt("--gpuvs-disable"))
+        self.processes = _processes(opt("--gpuvs-processes"))
         spec = opt("--gpuvs-fail")
         self.fail = FailRule.parse(spec) if spec else None
         self.save_name: str | None = opt("--gpuvs-save")
@@ -126,6 +144,7 @@ class GpuvsSession:
         self.run: Any = None  # the run being saved (`gpuvs.store.runs.RunHandle`)
         self.results: list[tuple[str, Any]] = []
         self.side_by_side: list[tuple[str, list[Any]]] = []  # (the call, its implementations)
+        self.stayed: list[tuple[str, str]] = []  # (a call, why it could not move)
         if compare or self.save_name is not None:
             self._open(compare)
 
@@ -186,11 +205,12 @@ class GpuvsSession:
                     f"{unjudged(c, threshold)}" + (
                         f" in {where}: other processes took the CPU, so its "
                         f"{c.ratio:.3f}× may be theirs; {again}"
-                        if c.contended else ""))
+                        if c.contended else "") + _one_process(before, m))
         return (f"gpuvs: {self.fail.stat} regressed {100 * (c.b / before_s - 1):+.1f}% "
                 f"({units.seconds(before_s)} → {units.seconds(c.b)}; the ratio's 95 % CI "
                 f"[{c.low:.3f}, {c.high:.3f}] lies wholly above the limit) {against}; "
-                f"--gpuvs-fail={self.fail.stat}:{self.fail} allows {self.fail}")
+                f"--gpuvs-fail={self.fail.stat}:{self.fail} allows {self.fail}"
+                + _one_process(before, m))
 
     def unmatched(self) -> str | None:
         """Why the session fails when the gate compared nothing: tests were timed and a
@@ -211,6 +231,29 @@ class GpuvsSession:
             self.run.finish()
         self.store.close()
         self.store = None
+
+
+def _processes(given: str | None) -> int:
+    """--gpuvs-processes: a whole number from 1 up (gpuvs's pass limit), default 1."""
+    from gpuvs.errors import UsageError
+    from gpuvs.yours.workers import check_processes
+    try:
+        return check_processes(1 if given is None else int(given))
+    except (UsageError, ValueError):
+        from gpuvs.config import MAX_PASSES
+        raise pytest.UsageError(f"--gpuvs-processes must be a whole number from 1 to "
+                                f"{MAX_PASSES}; got {given!r}") from None
+
+
+def _one_process(before: Any, m: Any) -> str:
+    """' (…one process's interval…)' where either side was sampled in one process: a
+    new process may land outside it, so a verdict on it is read so."""
+    sides = [side for side, x in (("this session", m), ("the saved run", before))
+             if len(x.passes) <= 1]
+    if not sides:
+        return ""
+    return (f"; {' and '.join(sides)} sampled it in one process, whose interval a new "
+            "process may land outside (--gpuvs-processes N samples it in N)")
 
 
 def _same_machine(baseline: Any) -> None:
@@ -272,6 +315,7 @@ class Bench:
         self._session, self._nodeid = session, nodeid  # nodeid: the stable test identity
         self.budget_s = session.budget_s
         self.device: str | None = None   # None: where the arguments live
+        self.processes = session.processes  # 1: the test's own process
         self.measurements: list[Any] = []
         self._calls = 0
 
@@ -281,8 +325,13 @@ class Bench:
             return self._side_by_side(fn, args, kwargs)
         if self._session.disabled:
             return fn(*args, **kwargs)
-        m, output = measure_call(fn, args, kwargs, self._case_name(), self.device,
-                                 self.budget_s)
+        from gpuvs.yours.bench import measure_call
+        name = self._case_name()
+        moved = self._in_processes(fn, args, kwargs, [name])
+        if moved is not None:
+            (m,), output = moved, fn(*args, **kwargs)  # the test's output, untimed
+        else:
+            m, output = measure_call(fn, args, kwargs, name, self.device, self.budget_s)
         self.measurements.append(m)
         failure = self._session.record(self._nodeid, m)
         if failure is not None:
@@ -290,27 +339,49 @@ class Bench:
         return output
 
     def _side_by_side(self, fns: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        from gpuvs.yours.bench import Agreed, measure_call
         from gpuvs.yours.compare import implementations
         names = [i.name for i in implementations(fns)]  # named by strings, each callable
         if self._session.disabled:
             return [fns[n](*args, **kwargs) for n in names][0]
-        base, first = self._case_name(), _Agreed(names[0])
-        measured: list[Any] = []
-        failures: list[str | None] = []
-        for name in names:
-            m, output = measure_call(fns[name], args, kwargs, f"{base}::{name}", self.device,
-                                     self.budget_s, check=first.checker(name))
-            first.output = output if name == names[0] else first.output
-            measured.append(m)
-            failures.append(self._session.record(self._nodeid, m)
-                            or (f"gpuvs: {m.reason}" if m.status.value == "wrong_result"
-                                else None))
+        base, first = self._case_name(), Agreed(names[0])
+        moved = self._in_processes({n: fns[n] for n in names}, args, kwargs,
+                                   [f"{base}::{name}" for name in names])
+        if moved is not None:  # checked against the first there; its output made here
+            measured, first.output = moved, fns[names[0]](*args, **kwargs)
+        else:
+            measured = []
+            for name in names:
+                m, output = measure_call(fns[name], args, kwargs, f"{base}::{name}",
+                                         self.device, self.budget_s,
+                                         check=first.checker(name))
+                first.output = output if name == names[0] else first.output
+                measured.append(m)
+        failures = [self._session.record(self._nodeid, m)
+                    or (f"gpuvs: {m.reason}" if m.status.value == "wrong_result" else None)
+                    for m in measured]
         self.measurements += measured
         self._session.side_by_side.append((base.removeprefix("pytest:"), measured))
         failure = next((f for f in failures if f is not None), None)
         if failure is not None:
             pytest.fail(failure, pytrace=False)
         return first.output
+
+    def _in_processes(self, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
+                      names: list[str]) -> list[Any] | None:
+        """The call's measurements (one per implementation, named `names`) from
+        `self.processes` worker processes; None where it is timed here instead (one
+        process asked for, or the call cannot move: the session notes why)."""
+        from gpuvs.yours.bench import measure_in_processes
+        if self.processes <= 1:
+            return None
+        measured = measure_in_processes(fn, args, kwargs, names, self.device,
+                                        self.budget_s, self.processes)
+        if isinstance(measured, str):
+            call = names[0] if len(names) == 1 else names[0].rpartition("::")[0]
+            self._session.stayed.append((call.removeprefix("pytest:"), measured))
+            return None
+        return measured
 
     @property
     def measurement(self) -> Any:
@@ -320,69 +391,6 @@ class Bench:
     def _case_name(self) -> str:
         self._calls += 1
         return f"pytest:{self._nodeid}" + (f"#{self._calls}" if self._calls > 1 else "")
-
-
-@dataclass
-class _Agreed:
-    """The first implementation's output, which every other one's must agree with."""
-
-    name: str
-    output: Any = None
-
-    def checker(self, name: str) -> Any:
-        if name == self.name:
-            return None
-
-        def check(out: Any) -> None:
-            from gpuvs.errors import WrongResult
-            from gpuvs.yours import moving
-            from gpuvs.yours.agreement import agreement
-            where = (moving.data_devices(out) or ["cpu"])[0]
-            found = agreement(out, moving.snapshot(self.output), f"{where} ({name})",
-                              f"{where} ({self.name})")
-            if found.reason is not None:
-                raise WrongResult(found.reason)
-
-        return check
-
-
-def measure_call(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any], name: str,
-                 device: str | None, budget_s: float, check: Any = None) -> tuple[Any, Any]:
-    """Time `fn(*args, **kwargs)` where its data lives; the measurement and fn's output.
-    `check(output)` runs once, outside the timed region: a `WrongResult` it raises makes
-    the measurement `wrong_result`."""
-    from dataclasses import replace
-
-    from gpuvs.errors import WrongResult
-    from gpuvs.execute.take import take
-    from gpuvs.execute.wire import Sampling
-    from gpuvs.measuring.protocol import Prepared
-    from gpuvs.model import Case, Measurement, Status
-    from gpuvs.yours import moving
-    from gpuvs.yours.compare import source_hash
-    from gpuvs.yours.moving import clock_for
-    data = (args, kwargs)
-    where = device or (moving.data_devices(data) or ["cpu"])[0]
-    backend, clock = clock_for(where, moving.leaves(data))
-    outputs: list[Any] = []
-
-    def kept(out: Any) -> None:
-        outputs.append(out)
-        if check is not None:
-            check(out)
-
-    case = Case(name, "correct", backend, where, moving.floating_dtype(data),
-                moving.batch_size(data))
-    prepared = Prepared(call=lambda: fn(*args, **kwargs), check=kept)
-    # The one measuring path, with its watches: on a busy machine a case is measured
-    # again after a pause, and marked `contended` if it stays so — the gate then says it
-    # cannot judge it (`analysis.regression.unjudged`), never that it passed.
-    try:
-        m = take(case, lambda: prepared, Sampling(budget_s), clock=clock,
-                 raising=True).measurement
-    except WrongResult as e:
-        m = Measurement(case, Status.WRONG_RESULT, str(e))
-    return replace(m, workload_version=source_hash(fn)), outputs[0]
 
 
 @pytest.fixture
@@ -417,12 +425,9 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     from gpuvs.report import implementations
     tr = terminalreporter
     tr.write_sep("-", "gpuvs")
-    for _, m in session.results:
-        tr.write_line(_summary_line(session, m))
-    # Each call was timed in the test's own process: its interval is that process's, and
-    # a new process may land outside it (a gate on it is read so).
-    tr.write_line("each interval is one process's (the test's own); `gpuvs run-file` "
-                  "samples a function in several")
+    for line in [*(_summary_line(session, m) for _, m in session.results),
+                 *_where_sampled(session)]:
+        tr.write_line(line)
     for call, ms in session.side_by_side:
         for line in implementations.lines(ms, label=_implementation):
             tr.write_line(f"{call}: {line}")
@@ -444,6 +449,19 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     if session.run is not None:
         tr.write_line(f"saved as run {session.run.run_id} in {session.store.path}; "
                       f"`gpuvs show {session.run.run_id}` prints it")
+
+
+def _where_sampled(session: GpuvsSession) -> list[str]:
+    """Where the intervals come from. A call timed in the test's own process has that
+    process's interval, and a new process may land outside it (a gate on it is read so)."""
+    if session.processes <= 1:
+        return ["each interval is one process's (the test's own); --gpuvs-processes N "
+                "samples each call in N worker processes"]
+    stayed = (f"; {len(session.stayed)} call(s) timed in the test's own process instead, "
+              "their intervals that one process's:" if session.stayed else "")
+    return [f"intervals over the {session.processes} worker processes that sampled each "
+            f"call, around the median of their medians{stayed}",
+            *(f"  {call}: {why}" for call, why in session.stayed)]
 
 
 def _implementation(case: Any) -> str:

@@ -24,9 +24,9 @@ DEFAULT_INPUTS = "inputs"
 
 def case_count(request: RunFile) -> int:
     """How many cases a run-file request has: per implementation, one per size on the
-    CPU, two on a GPU."""
+    CPU, two on a GPU (one where it is not timed end-to-end)."""
     return (max(len(request.sizes), 1) * len(request.targets)
-            * sum(len(placements(d)) for d in request.devices))
+            * sum(len(placements(d, request.end_to_end)) for d in request.devices))
 
 
 def script(target: str) -> tuple[Path, str]:

@@ -22,6 +22,7 @@ interval is one process's.
 
 from __future__ import annotations
 
+import keyword
 import pickle
 import sys
 import tempfile
@@ -55,7 +56,7 @@ def run(fn: Functions, args: tuple[Any, ...], kwargs: Mapping[str, Any], *, proc
         devices: Sequence[str] = ("cpu", "cuda"), batch: Callable[[int], Any] | None = None,
         sizes: Sequence[int] | str | None = None, budget_s: float | None = None,
         tolerance: float | None = None, name: str | None = None,
-        show_progress: bool = False) -> Comparison:
+        show_progress: bool = False, end_to_end: bool = True) -> Comparison:
     """`gpuvs.compare` in `processes` worker processes (`file_runner.run`, run-file's
     passes): the same cases, checks and result, each case sampled in turns over the
     processes, the budget shared between them."""
@@ -83,7 +84,7 @@ def run(fn: Functions, args: tuple[Any, ...], kwargs: Mapping[str, Any], *, proc
         script.write_text(_script(chosen, originals, where), encoding="utf-8")
         request = RunFile(tuple(f"{script}::{i.name}" for i in chosen), BUILDER,
                           plan.sizes if sized else (), devices, Sampling.of(config),
-                          tolerance, explain=False)
+                          tolerance, explain=False, end_to_end=end_to_end)
         if not show_progress:
             return run_in_workers(request, config.timeout_s, passes=processes).comparison
         heard: set[str] = set()
@@ -105,12 +106,13 @@ def movable(chosen: Sequence[Implementation], originals: Sequence[object],
         return (f"keyword arguments ({', '.join(kwargs)}) are not passed to worker "
                 "processes; pass them positionally")
     for impl, original in zip(chosen, originals, strict=True):
-        if not impl.name.isidentifier() or impl.name == BUILDER:
-            return (f"the implementation name {impl.name!r} is not a Python identifier, "
-                    "which a worker binds it to")
         why = _why_not(original, impl.name, bool(impl.prefix))
         if why:
             return why
+        if (not impl.name.isidentifier() or keyword.iskeyword(impl.name)
+                or impl.name == BUILDER):
+            return (f"the implementation name {impl.name!r} is not a Python identifier, "
+                    "which a worker binds it to")
     return ""
 
 
@@ -158,6 +160,16 @@ def _inputs_file(size: int | None) -> str:
     return "inputs.pickle" if size is None else f"inputs-{size}.pickle"
 
 
+def _file_of(module: str) -> str | None:
+    """The file a top-level, one-file module was loaded from (a worker loads that file,
+    not whatever of its name comes first on its path), else None: imported by name."""
+    found = sys.modules.get(module)
+    path = getattr(found, "__file__", None)
+    if "." in module or not path or not path.endswith(".py") or path.endswith("__init__.py"):
+        return None
+    return str(path)
+
+
 def _script(chosen: Sequence[Implementation], originals: Sequence[object], where: Path
             ) -> str:
     """The file run-file's workers load: the caller's `sys.path` first (as
@@ -167,7 +179,20 @@ def _script(chosen: Sequence[Implementation], originals: Sequence[object], where
     lines = ['"""Written by gpuvs.compare(…, processes=N) for one comparison."""',
              "import importlib as _importlib", "import os as _os", "import pickle as _pickle",
              "import sys as _sys", "",
-             f"_sys.path[:0] = [p for p in {sys.path!r} if p not in _sys.path]"]
+             f"_sys.path[:0] = [p for p in {sys.path!r} if p not in _sys.path]", "", "",
+             "def _module(name, path):",
+             "    # A top-level file is loaded from that file: another of its name may come",
+             "    # first on the path (a test file's name in two projects).",
+             "    if path is None:",
+             "        return _importlib.import_module(name)",
+             "    found = _sys.modules.get(name)",
+             "    if getattr(found, '__file__', None) == path:",
+             "        return found",
+             "    import importlib.util as _util",
+             "    spec = _util.spec_from_file_location(name, path)",
+             "    module = _sys.modules[name] = _util.module_from_spec(spec)",
+             "    spec.loader.exec_module(module)",
+             "    return module", ""]
     for i, (impl, original) in enumerate(zip(chosen, originals, strict=True)):
         if impl.prefix:
             lines.append(f"with open(_os.path.join({str(where)!r}, "
@@ -175,8 +200,8 @@ def _script(chosen: Sequence[Implementation], originals: Sequence[object], where
             lines.append(f"    {impl.name} = _pickle.load(_f)")
             continue
         module, name = _importable(original) or ("", "")
-        lines.append(f"{impl.name} = getattr(_importlib.import_module({module!r}), "
-                     f"{name!r})")
+        lines.append(f"{impl.name} = getattr(_module({module!r}, "
+                     f"{_file_of(module)!r}), {name!r})")
     lines += ["", "", f"def {BUILDER}(size=None):",
               f"    name = {_inputs_file(None)!r} if size is None else f'inputs-{{size}}.pickle'",
               f"    with open(_os.path.join({str(where)!r}, name), 'rb') as f:",
