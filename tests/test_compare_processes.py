@@ -11,6 +11,7 @@ from tests.importable import added, broken, doubled
 
 import gpuvs
 from gpuvs import stats
+from gpuvs.analysis.speedup import data_of
 from gpuvs.errors import UsageError
 
 torch = pytest.importorskip("torch")
@@ -126,7 +127,7 @@ def test_on_cuda_a_launch_bound_call_is_sampled_in_every_process_resident_and_en
     """Where a launch-bound call's speed is decided per process: both GPU cases in all
     three, the arguments pickled from a CUDA tensor and copied back in for end-to-end."""
     r = gpuvs.compare(doubled, torch.rand(10_000, device="cuda"), processes=3, budget_s=0.3)
-    gpu = {m.case.param("data"): m for m in r.measurements if m.case.device == "cuda"}
+    gpu = {data_of(m.case): m for m in r.measurements if m.case.device == "cuda"}
     assert set(gpu) == {"resident", "end_to_end"}
     for m in gpu.values():
         assert m.status.value == "ok" and m.timer == "cuda_events", m.reason
