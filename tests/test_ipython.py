@@ -19,7 +19,8 @@ manager = pytest.importorskip("jupyter_client.manager")
 
 REPO = Path(__file__).resolve().parents[1]
 TIMING_LINE = re.compile(r"^\S+ [nµm]?s ± \S+ [nµm]?s per loop \(median ± 95% CI of (\d+) "
-                         r"samples, (\d+) loops? each\) on (\S+) \((.+)\)$", re.M)
+                         r"samples (?:in this process|over \d+ processes), (\d+) loops? "
+                         r"each\) on (\S+) \((.+)\)$", re.M)
 
 
 class Kernel:
@@ -114,6 +115,13 @@ def test_compare_runs_the_cells_tensors_on_each_device(kernel: Kernel) -> None:
     ("%gpuvs --compare cpu 1 + 1", "UsageError: --compare moves the tensors, modules and "
                                    "arrays the code uses"),
     ("%gpuvs 1 / 0", "ZeroDivisionError: division by zero"),
+    ("%gpuvs --processes 0 a @ a", "UsageError: --processes must be a whole number from 1 "
+                                   "to 32; got '0'"),
+    ("%gpuvs --processes 3 a @ a", "UsageError: --processes times one call of a function "
+                                   "with positional arguments, f(x, y); got 'a @ a'"),
+    ("%gpuvs --processes 3 -n 2 a.sum()", "UsageError: --processes times one call in worker "
+                                          "processes by gpuvs's protocol, with --budget; it "
+                                          "does not take -n"),
 ])
 def test_bad_input_is_one_clear_error(kernel: Kernel, line: str, message: str) -> None:
     _, err = kernel.run(line)
@@ -197,3 +205,22 @@ def test_a_time_measured_beside_two_busy_loops_says_it_was_contended(kernel: Ker
     assert re.search(r"^contended: other processes took \d+% of the CPU it asked for while "
                      r"it was timed \(measured again after a pause, they still did\): the "
                      r"time may hold their work$", out, re.M), out
+
+
+def test_processes_times_an_importable_call_in_that_many_workers(kernel: Kernel) -> None:
+    """A function from a module, its array argument pickled to three workers: the line
+    says the samples came from three processes, and where a notebook's own function
+    cannot go, the error says why in one line."""
+    kernel.run("from tests.importable import doubled\ndef here(x):\n    return x * 2\n")
+    out, err = kernel.run("%gpuvs --processes 3 --budget 0.3 doubled(a)")
+    assert err == "", err
+    found = TIMING_LINE.search(out)
+    assert found is not None and found.group(3) == "cpu", out
+    assert "samples over 3 processes" in out
+    assert re.search(r"^sampled in 3 worker processes: the median of their medians, its "
+                     r"95 % CI over them \[\S+ [nµm]?s, \S+ [nµm]?s\]$", out, re.M), out
+    _, err = kernel.run("%gpuvs --processes 3 here(a)")
+    assert err.startswith("UsageError: --processes 3 times the call in worker processes, "
+                          "which import it by name: here is defined in __main__"), err
+    out, _ = kernel.run("%gpuvs --budget 0.05 doubled(a)")
+    assert "samples in this process" in out

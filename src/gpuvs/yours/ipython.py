@@ -17,6 +17,15 @@ each size). As with `%%timeit`, the rest of a `%%gpuvs` line is set-up code, run
 untimed. The code runs in a copy of the namespace: its assignments do not leak. A time
 measured while other processes took the CPU says so (`contended`).
 
+The code is timed in the notebook's own process, and the line says so ("in this
+process"): on a GPU machine a launch-bound call's speed can be set per process, and a new
+process may land outside that interval. `--processes N` times one call of a function a
+worker can import by name, `%gpuvs --processes 5 step(x, y)`, in N worker processes
+instead (`gpuvs.compare(…, processes=N)`'s path, where its data lives): the figure is the
+median of their medians, the interval over them. Code that lives in the notebook — a
+function defined there, a statement, a cell — cannot move, and is refused in one line
+that says why.
+
 IPython is imported only when the extension is loaded, never by `import gpuvs`.
 """
 
@@ -32,7 +41,7 @@ from types import CodeType
 from typing import Any
 
 from gpuvs import units
-from gpuvs.config import build, check_devices
+from gpuvs.config import MAX_PASSES, build, check_devices
 from gpuvs.errors import GpuvsError, UsageError
 from gpuvs.execute.take import take
 from gpuvs.execute.wire import Sampling
@@ -41,6 +50,7 @@ from gpuvs.model import Case, Caveat, Measurement
 from gpuvs.yours import moving
 from gpuvs.yours.moving import clock_for
 from gpuvs.yours.timer import synchronize_all
+from gpuvs.yours.workers import check_processes
 
 NAIVE_FACTOR = 2.0
 NAIVE_REPEAT = 3
@@ -70,8 +80,15 @@ class Timing:
             return [f"{m.status.value}: {m.reason}"]
         half = (s.ci_high - s.ci_low) / 2
         loops = f"{m.loops} loop{'s' if m.loops != 1 else ''} each"
+        where = (f"over {len(m.passes)} processes" if len(m.passes) > 1 else
+                 "in this process")
         out = [f"{units.seconds(s.median)} ± {units.seconds(half)} per loop (median ± 95% CI "
-               f"of {s.n} samples, {loops}) on {self.device} ({TIMERS.get(m.timer, m.timer)})"]
+               f"of {s.n} samples {where}, {loops}) on {self.device} "
+               f"({TIMERS.get(m.timer, m.timer)})"]
+        if len(m.passes) > 1:
+            out.append(f"sampled in {len(m.passes)} worker processes: the median of their "
+                       f"medians, its 95 % CI over them [{units.seconds(s.ci_low)}, "
+                       f"{units.seconds(s.ci_high)}]")
         wall = m.wall_summary
         out.append(f"first call {units.seconds(m.first_call_s)}" + (
             f" · synchronised wall {units.seconds(wall.median)} per loop" if wall else ""))
@@ -105,6 +122,7 @@ class Options:
     budget_s: float = DEFAULT_BUDGET_S
     compare: tuple[str, ...] = ()
     versions: bool = False
+    processes: int = 1  # 1: the notebook's own process
 
 
 def load_ipython_extension(ipython: Any) -> None:
@@ -128,6 +146,7 @@ def run_magic(magics: Any, line: str, cell: str | None) -> object:
     from IPython.core.error import UsageError as IPythonUsageError
 
     opts, stmt = magics.parse_options(line, "n:r:oq", "compare=", "budget=", "versions",
+                                      "processes=",
                                       posix=False, strict=False, preserve_non_opts=True)
     shell = magics.shell
     setup, code = (stmt, cell) if cell is not None else ("", stmt)
@@ -142,7 +161,8 @@ def run_magic(magics: Any, line: str, cell: str | None) -> object:
             versions_source(ns, [shell.transform_cell(v) for v in code.splitlines()
                                  if v.strip()], options) if options.versions
             else compare_source(ns, shell.transform_cell(code), options) if options.compare
-            else time_source(ns, shell.transform_cell(code), options))
+            else process_source(ns, shell.transform_cell(code), options)
+            if options.processes > 1 else time_source(ns, shell.transform_cell(code), options))
     except GpuvsError as e:
         raise IPythonUsageError(str(e)) from None
     if "q" not in opts:
@@ -177,7 +197,24 @@ def parse_options(opts: Mapping[str, Any]) -> Options:
     if versions and ("n" in opts or "r" in opts):
         raise UsageError("--versions times each line by gpuvs.compare's protocol: it takes "
                          "--budget and --compare, not -n or -r")
-    return Options(count("n"), count("r"), budget, devices, versions)
+    return Options(count("n"), count("r"), budget, devices, versions, _processes(opts))
+
+
+def _processes(opts: Mapping[str, Any]) -> int:
+    """--processes N: a whole number, alone with --budget (1 where not given)."""
+    if "processes" not in opts:
+        return 1
+    try:
+        processes = check_processes(int(opts["processes"]))
+    except (UsageError, ValueError):
+        raise UsageError(f"--processes must be a whole number from 1 to {MAX_PASSES}; got "
+                         f"{opts['processes']!r}") from None
+    others = [flag for flag, name in (("-n", "n"), ("-r", "r"), ("--compare", "compare"),
+                                      ("--versions", "versions")) if name in opts]
+    if processes > 1 and others:
+        raise UsageError("--processes times one call in worker processes by gpuvs's "
+                         f"protocol, with --budget; it does not take {', '.join(others)}")
+    return processes
 
 
 def compiled(source: str) -> tuple[CodeType, CodeType | None]:
@@ -264,6 +301,45 @@ def _naive_s(call: Callable[[], object], loops: int) -> float:
     runs, _ = timeit_loops(call, number=loops, repeat=NAIVE_REPEAT).run()
     synchronize_all()  # drain what was queued, before anything else is timed
     return sum(runs) / len(runs)
+
+
+def process_source(ns: dict[str, Any], source: str, options: Options) -> Timing:
+    """`--processes N`: one call `f(x, y)` of a function a worker imports by name, its
+    arguments evaluated here and pickled to N worker processes, timed there where its
+    data lives (resident)."""
+    from gpuvs.yours import workers
+    from gpuvs.yours.compare import implementations
+    fn, args = _one_call(ns, source)
+    n = options.processes
+    why = workers.movable(implementations(fn), [fn], {})
+    if why:
+        raise UsageError(f"--processes {n} times the call in worker processes, which import "
+                         f"it by name: {why}; leave --processes out to time it here")
+    device = (moving.data_devices(args) or ["cpu"])[0]
+    compared = workers.run(fn, args, {}, processes=n, devices=(device,),
+                           budget_s=options.budget_s, end_to_end=False)
+    (m,) = compared.measurements
+    return Timing(m, device)
+
+
+def _one_call(ns: dict[str, Any], source: str) -> tuple[Callable[..., object],
+                                                         tuple[Any, ...]]:
+    """The function and positional arguments of `source`, one call `f(x, y)`, each
+    evaluated in the namespace; else a UsageError that says what --processes takes."""
+    try:
+        tree = ast.parse(source.strip(), mode="eval")
+    except SyntaxError:
+        tree = None
+    call = tree.body if tree is not None else None
+    if (not isinstance(call, ast.Call) or call.keywords
+            or any(isinstance(a, ast.Starred) for a in call.args)):
+        raise UsageError("--processes times one call of a function with positional "
+                         f"arguments, f(x, y); got {source.strip()!r}")
+
+    def value(node: ast.expr) -> Any:
+        return eval(compile(ast.Expression(node), "<gpuvs --processes>", "eval"), ns)
+
+    return value(call.func), tuple(value(a) for a in call.args)
 
 
 def compare_source(ns: dict[str, Any], source: str, options: Options) -> Any:
