@@ -293,15 +293,18 @@ def _fitted(args: argparse.Namespace, doc: dict[str, Any],
     """The suite's residuals with the fit functions' beside them: the judged run's, and
     `--fit-from`'s, measured on another GPU of the same chip (ratios travel between such
     GPUs: the profiles hold the rest)."""
-    fitted, fit_runs = judged, ["corpus"]
+    on = found.profile.name  # each function's ratio is its own GPU's (`measured_on`)
+    fitted = [(*j, on) for j in judged]
+    fit_runs = ["corpus"]
     if args.fit_from:
         fit_doc = _records(Path(args.fit_from), args.recount)
-        fitted = [*_judged(fit_doc["records"],
-                           profile.load_file(Path(args.fit_profile)).profile), *judged]
+        elsewhere = profile.load_file(Path(args.fit_profile)).profile
+        fitted = [*((*j, elsewhere.name) for j in _judged(fit_doc["records"], elsewhere)),
+                  *fitted]
         fit_runs = [f"corpus on {fit_doc.get('device', 'another GPU')}",
                     *(["corpus"] if any(j[0]["split"] == "fit" for j in judged) else [])]
-    fit = [Residual(USERS, e.regime, _series(r, data), measured / e.seconds)
-           for r, data, e, measured in fitted if r["split"] == "fit"]
+    fit = [Residual(USERS, e.regime, _series(r, data), measured / e.seconds, gpu)
+           for r, data, e, measured, gpu in fitted if r["split"] == "fit"]
     return of_points(found.profile.name,
                      dict.fromkeys((*(suite.runs if suite else ()), *fit_runs)),
                      suite.measured_at if suite else doc.get("device", ""),

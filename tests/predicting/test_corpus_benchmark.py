@@ -32,7 +32,7 @@ def measured(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     target = profile.save(synthetic("syn", classes=True), where)
     bench = _bench()
     assert bench.main(["measure", "--out", str(where / "out"), "--profile", str(target),
-                       "--only", "dynamic_tanh", "--only", "rms_norm",
+                       "--only", "frozen_batch_norm", "--only", "rms_norm",
                        "--budget", "0.02"]) == 0
     return where / "out" / "corpus.json", target
 
@@ -42,7 +42,7 @@ def test_measuring_records_each_function_at_both_sizes(measured: tuple[Path, Pat
     records = doc["records"]
     assert [(r["name"], r["split"], r["size"]) for r in records] == [
         ("rms_norm", "fit", 16), ("rms_norm", "fit", 16_384),
-        ("dynamic_tanh", "held_out", 1), ("dynamic_tanh", "held_out", 64)]
+        ("frozen_batch_norm", "held_out", 1), ("frozen_batch_norm", "held_out", 16)]
     for r in records:
         assert r["cpu_s"] > 0 and r["predicted"]["resident"]["seconds"] > 0
         assert {t["op_class"] for t in r["work"]["tallies"]} in (
@@ -79,7 +79,7 @@ def test_the_tables_calibrate_with_the_fit_functions_and_judge_the_held_out(
                        "--write-residuals", str(written),
                        "--markdown", str(tmp_path / "t.md")]) == 0
     text = (tmp_path / "t.md").read_text()
-    rows = [line for line in text.splitlines() if line.startswith("| dynamic_tanh |")]
+    rows = [line for line in text.splitlines() if line.startswith("| frozen_batch_norm |")]
     assert len(rows) == 4  # two sizes, resident and end-to-end
     for row in rows:  # calibrated at 2× (the fit functions'), measured at 2.2×
         assert "| 9% |" in row

@@ -62,6 +62,22 @@ def test_the_users_code_is_calibrated_by_every_validated_function() -> None:
     assert (low / p.seconds, high / p.seconds) == pytest.approx((min(own), max(own)))
 
 
+def test_the_users_code_is_calibrated_by_the_functions_measured_on_the_target() -> None:
+    """A profile's probes are one VM's: its functions' ratios belong to it. Five or more
+    measured on the target calibrate alone; fewer, and every function's case does; the
+    target's are saved with the GPU they ran on, and read back so."""
+    here = [Residual("", "launch", f"corpus/h{i}/resident", 0.8, "syn") for i in range(5)]
+    there = [Residual("", "launch", f"corpus/o{i}/resident", 1.4, "other") for i in range(9)]
+    r = of_points("syn", ["run-a"], "2026-11-28", [*here, *there])
+    p = r.predict(LAUNCH, "")
+    assert p.seconds == pytest.approx(0.8 * 10e-6)
+    assert "5 validated functions measured on syn" in p.why()
+    few = of_points("syn", ["run-a"], "2026-11-28", [*here[:4], *there])
+    assert few.predict(LAUNCH, "").seconds == pytest.approx(1.4 * 10e-6)  # median of 13
+    again = Residuals.from_dict(json.loads(json.dumps(r.to_dict())), "r.json")
+    assert again == r and {p.measured_on for p in again.points} == {"syn", "other"}
+
+
 def test_gpuvss_workloads_are_calibrated_without_the_functions() -> None:
     """The suite's predictions stay as they were when the functions' residuals ship
     beside the workloads'."""

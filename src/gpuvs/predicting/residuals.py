@@ -7,7 +7,11 @@ profile (`NAME.residuals.json`), they give every later prediction three things:
 - a **calibration**: the median ratio of like cases — those of the same workload in the
   same regime (the dominant term), else every case in that regime, else every case. A
   probe's dispatch cost is one op in a loop, its copy one array into memory used before;
-  a workload's ops and copies cost a steady multiple of them;
+  a workload's ops and copies cost a steady multiple of them. The user's code is
+  calibrated by the validated functions measured on the target itself where there are
+  enough (`Residual.measured_on`): a profile's probes are one process's, and a
+  launch-bound probe lands in one of two groups (docs/accuracy.md), so its functions'
+  ratios belong to that GPU;
 - an **interval**: each validated case was also predicted as if its own series had not
   been measured; the ranks of measured ÷ predicted over the cases of its regime that
   hold a new case's ratio nine times in ten (`conformal`), applied to the prediction —
@@ -48,12 +52,14 @@ USERS = ""            # the workload of the user's own code: none of gpuvs's
 @dataclass(frozen=True)
 class Residual:
     """One validated case: its workload, its regime, its series (what is left out when
-    it is predicted for the error table) and measured ÷ modelled time per call."""
+    it is predicted for the error table) and measured ÷ modelled time per call; for a
+    validated function, the GPU (profile name) it was measured and priced on."""
 
     workload: str
     regime: str
     series: str
     ratio: float
+    measured_on: str = ""
 
 
 @dataclass(frozen=True)
@@ -99,7 +105,7 @@ class Residuals:
         """`estimate` calibrated and given its interval; with `leave_out`, as if that
         series had not been measured (how the error table predicts a validated case)."""
         points = [p for p in self.points if p.series != leave_out]
-        found = _factor(points, workload, estimate.regime)
+        found = _factor(points, workload, estimate.regime, self.target)
         if found is None:
             return Prediction(estimate)
         factor, basis = found
@@ -141,17 +147,20 @@ class Residuals:
         out = []
         for p in self.points:
             found = _factor([o for o in self.points if o.series != p.series], p.workload,
-                            p.regime)
+                            p.regime, p.measured_on or self.target)
             out.append(p.ratio / found[0] if found else 1.0)
         return tuple(out)
 
     def _spread(self, workload: str, regime: str, leave_out: str) -> tuple[float, float]:
         """The interval (`conformal`) of the cross-validated ratios of `regime`'s cases —
-        the validated functions' first, for the user's code — (of every case, where the
-        regime has too few)."""
+        for the user's code, the validated functions' first, those measured on the target
+        before the rest — (of every case, where the regime has too few)."""
         pairs = [(p, q) for p, q in zip(self.points, self._cross_validated, strict=True)
                  if p.series != leave_out and (workload == USERS or p.workload != USERS)]
-        qs = [q for p, q in pairs if p.regime == regime and p.workload == USERS]
+        qs = [q for p, q in pairs if p.regime == regime and p.workload == USERS
+              and p.measured_on == self.target]
+        if len(qs) < MIN_GROUP:
+            qs = [q for p, q in pairs if p.regime == regime and p.workload == USERS]
         if workload != USERS or len(qs) < MIN_GROUP:
             qs = [q for p, q in pairs if p.regime == regime]
         if len(qs) < MIN_GROUP:
@@ -161,7 +170,8 @@ class Residuals:
     def to_dict(self) -> dict[str, Any]:
         return {"format_version": FORMAT_VERSION, "target": self.target,
                 "runs": list(self.runs), "measured_at": self.measured_at,
-                "points": [asdict(p) for p in self.points]}
+                "points": [{k: v for k, v in asdict(p).items()
+                            if k != "measured_on" or v} for p in self.points]}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any], where: str) -> Residuals:
@@ -172,7 +182,8 @@ class Residuals:
             return of_points(str(d["target"]), [str(r) for r in d["runs"]],
                              str(d["measured_at"]),
                              [Residual(str(p["workload"]), str(p["regime"]), str(p["series"]),
-                                       float(p["ratio"])) for p in d["points"]])
+                                       float(p["ratio"]), str(p.get("measured_on", "")))
+                              for p in d["points"]])
         except (KeyError, TypeError, ValueError, AttributeError) as err:
             raise UsageError(f"{where} is not a complete residuals file: "
                              f"{shorten(str(err))}") from None
@@ -201,23 +212,30 @@ def _yours(regime: str) -> str:
     return f"{regime}-bound functions"
 
 
-def _factor(points: Sequence[Residual], workload: str, regime: str
+def _factor(points: Sequence[Residual], workload: str, regime: str, target: str
             ) -> tuple[float, str] | None:
     """The median ratio of the narrowest group of like cases with MIN_GROUP of them (the
     widest, all cases, with any), and the group in words. gpuvs's workloads are
-    calibrated by their cases alone, each in its regime; the user's code by every
-    validated function's case (`benchmarks/corpus.py`: ordinary functions measured on
-    the target), whatever its regime. The functions of one regime are few and unlike:
-    each of the corpus's five sets predicted with the other four's calibration
-    (2026-11-28), the regime's median read 31.5, 29.9, 33.0, 31.3 and 33.6 % median
-    error data resident, every function's 29.4, 25.4, 33.5, 29.9 and 33.1 % (the
-    interval, the regime's spread about it, is the same either way)."""
+    calibrated by their cases alone, each in its regime. The user's code is calibrated
+    by the validated functions (`benchmarks/corpus.py`: ordinary functions measured on a
+    GPU) measured on `target`, whatever their regime, else by every validated function's
+    case. One regime's functions did no better than all of them, pooled over two GPUs or
+    on one (each of the corpus's five sets predicted with the other four's calibration,
+    2026-11-28: 31.5, 29.9, 33.0, 31.3 and 33.6 % against 29.4, 25.4, 33.5, 29.9 and
+    33.1 % median error, data resident; on the H200's sets, 30.8 % against 24.4 %). The
+    target's own functions do better than both GPUs' together: a profile's probes are one
+    VM's and one process's, and its functions' ratios belong to it. On the H200 the
+    launch-bound functions ran at 0.78–0.89× the pooled calibration in each of three
+    sets; the seventh set, calibrated by the fifth and sixth alone, read 23.3 % instead
+    of 31.1 % (docs/prediction.md)."""
     if workload != USERS:
         points = [p for p in points if p.workload != USERS]
-    mine = [p.ratio for p in points if p.workload == workload
+    mine = [p for p in points if p.workload == workload
             and (workload == USERS or p.regime == regime)]
-    groups = ((f"{regime}-bound {workload} cases" if workload else "validated function cases",
-               mine),
+    there = [p for p in mine if workload == USERS and p.measured_on == target]
+    groups = ((f"validated functions measured on {target}", [p.ratio for p in there]),
+              (f"{regime}-bound {workload} cases" if workload else "validated function cases",
+               [p.ratio for p in mine]),
               (f"{regime}-bound cases", [p.ratio for p in points if p.regime == regime]),
               ("validated cases", [p.ratio for p in points]))
     for i, (words, ratios) in enumerate(groups):
