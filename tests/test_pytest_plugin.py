@@ -346,21 +346,21 @@ def test_with_processes_each_call_is_sampled_in_that_many_workers(
     """--gpuvs-processes 3: a function defined in the test file is imported by name in
     three workers (side by side too); a lambda cannot move, is timed in the test's own
     process, and the summary says its interval is that one process's."""
-    pytester.makepyfile(test_processes=PROCESSES)
-    result = pytester.runpytest("test_processes.py", "--gpuvs-processes=3", "--gpuvs-save",
+    pytester.makepyfile(test_moved_calls=PROCESSES)
+    result = pytester.runpytest("test_moved_calls.py", "--gpuvs-processes=3", "--gpuvs-save",
                                 *QUICK)
     result.assert_outcomes(passed=3)
     result.stdout.fnmatch_lines([
         "intervals over the 3 worker processes that sampled each call, around the median "
         "of their medians; 1 call(s) timed in the test's own process instead, their "
         "intervals that one process's:",
-        "  test_processes.py::test_a_lambda_stays: lambda is not a function defined at the "
+        "  test_moved_calls.py::test_a_lambda_stays: lambda is not a function defined at the "
         "top of a module*"])
     saved = rows(store, "SELECT workload, device, status FROM measurements ORDER BY rowid")
-    assert saved == [("pytest:test_processes.py::test_moved", "cpu", "ok"),
-                     ("pytest:test_processes.py::test_side_by_side_moved::double", "cpu", "ok"),
-                     ("pytest:test_processes.py::test_side_by_side_moved::twice", "cpu", "ok"),
-                     ("pytest:test_processes.py::test_a_lambda_stays", "cpu", "ok")]
+    assert saved == [("pytest:test_moved_calls.py::test_moved", "cpu", "ok"),
+                     ("pytest:test_moved_calls.py::test_side_by_side_moved::double", "cpu", "ok"),
+                     ("pytest:test_moved_calls.py::test_side_by_side_moved::twice", "cpu", "ok"),
+                     ("pytest:test_moved_calls.py::test_a_lambda_stays", "cpu", "ok")]
 
 
 def test_in_processes_a_disagreeing_implementation_still_fails_its_test(

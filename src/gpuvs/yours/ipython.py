@@ -47,10 +47,9 @@ from gpuvs.execute.take import take
 from gpuvs.execute.wire import Sampling
 from gpuvs.measuring.protocol import Budget, Prepared
 from gpuvs.model import Case, Caveat, Measurement
-from gpuvs.yours import moving
+from gpuvs.yours import moving, workers
 from gpuvs.yours.moving import clock_for
 from gpuvs.yours.timer import synchronize_all
-from gpuvs.yours.workers import check_processes
 
 NAIVE_FACTOR = 2.0
 NAIVE_REPEAT = 3
@@ -205,7 +204,7 @@ def _processes(opts: Mapping[str, Any]) -> int:
     if "processes" not in opts:
         return 1
     try:
-        processes = check_processes(int(opts["processes"]))
+        processes = workers.check_processes(int(opts["processes"]))
     except (UsageError, ValueError):
         raise UsageError(f"--processes must be a whole number from 1 to {MAX_PASSES}; got "
                          f"{opts['processes']!r}") from None
@@ -307,7 +306,6 @@ def process_source(ns: dict[str, Any], source: str, options: Options) -> Timing:
     """`--processes N`: one call `f(x, y)` of a function a worker imports by name, its
     arguments evaluated here and pickled to N worker processes, timed there where its
     data lives (resident)."""
-    from gpuvs.yours import workers
     from gpuvs.yours.compare import implementations
     fn, args = _one_call(ns, source)
     n = options.processes

@@ -246,8 +246,8 @@ def _processes(given: str | None) -> int:
 
 
 def _one_process(before: Any, m: Any) -> str:
-    """' (…one process's interval…)' where either side was sampled in one process: a
-    new process may land outside it, so a verdict on it is read so."""
+    """'; this session … sampled it in one process, …' where either side was: a new
+    process may land outside such an interval, so a verdict on it is read so."""
     sides = [side for side, x in (("this session", m), ("the saved run", before))
              if len(x.passes) <= 1]
     if not sides:
