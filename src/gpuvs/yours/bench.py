@@ -20,7 +20,7 @@ from gpuvs.measuring.protocol import Prepared
 from gpuvs.model import YOURS_PREFIX, Case, Measurement, Status
 from gpuvs.yours import moving, workers
 from gpuvs.yours.agreement import agreement
-from gpuvs.yours.compare import implementations, source_hash
+from gpuvs.yours.compare import source_hash
 from gpuvs.yours.moving import clock_for
 
 
@@ -82,22 +82,20 @@ def measure_in_processes(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
     lives, resident only: one measurement per implementation, named `names` as the test's
     own would be; or why it cannot move there (a function a worker cannot import by name,
     keyword arguments, arguments that do not pickle)."""
-    chosen = implementations(fn)
     originals = list(fn.values()) if isinstance(fn, Mapping) else [fn]
-    why = workers.movable(chosen, originals, kwargs)
-    if why:
-        return why
     data = (args, kwargs)
     where = device or (moving.data_devices(data) or ["cpu"])[0]
     try:
         compared = workers.run(fn, args, kwargs, processes=processes, devices=(where,),
                                budget_s=budget_s, end_to_end=False)
+    except workers.CannotMove as e:
+        return e.why
     except GpuvsError as e:
         return one_line(e)
     by_workload = {m.case.workload: m for m in compared.measurements}
     out = []
-    for impl, original, name in zip(chosen, originals, names, strict=True):
-        m = by_workload[YOURS_PREFIX + impl.name]
+    for impl, original, name in zip(compared.implementations, originals, names, strict=True):
+        m = by_workload[YOURS_PREFIX + impl]
         case = replace(m.case, workload=name, device=where, size=moving.batch_size(data),
                        dtype=moving.floating_dtype(data), params=())
         out.append(replace(m, case=case, workload_version=source_hash(original)))

@@ -306,16 +306,16 @@ def process_source(ns: dict[str, Any], source: str, options: Options) -> Timing:
     """`--processes N`: one call `f(x, y)` of a function a worker imports by name, its
     arguments evaluated here and pickled to N worker processes, timed there where its
     data lives (resident)."""
-    from gpuvs.yours.compare import implementations
     fn, args = _one_call(ns, source)
     n = options.processes
-    why = workers.movable(implementations(fn), [fn], {})
-    if why:
-        raise UsageError(f"--processes {n} times the call in worker processes, which import "
-                         f"it by name: {why}; leave --processes out to time it here")
     device = (moving.data_devices(args) or ["cpu"])[0]
-    compared = workers.run(fn, args, {}, processes=n, devices=(device,),
-                           budget_s=options.budget_s, end_to_end=False)
+    try:
+        compared = workers.run(fn, args, {}, processes=n, devices=(device,),
+                               budget_s=options.budget_s, end_to_end=False)
+    except workers.CannotMove as e:
+        raise UsageError(f"--processes {n} times the call in worker processes, which import "
+                         f"it by name: {e.why}; leave --processes out to time it here"
+                         ) from None
     (m,) = compared.measurements
     return Timing(m, device)
 

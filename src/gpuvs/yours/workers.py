@@ -43,6 +43,18 @@ from gpuvs.yours.run_file import case_count
 BUILDER = "gpuvs_inputs"  # the generated file's builder of each size's arguments
 
 
+class CannotMove(UsageError):
+    """The call cannot reach a worker process; `why` says so in words each caller puts
+    in its own sentence (compare's `processes=`, the magic's `--processes`; the fixture
+    times the call in the test's process instead)."""
+
+    def __init__(self, why: str, processes: int) -> None:
+        super().__init__(f"processes={processes} times the call in worker processes, "
+                         f"which import it by name: {why}; leave processes= out to time "
+                         "it in this process")
+        self.why = why
+
+
 def check_processes(processes: object) -> int:
     """`processes=`, a whole number from 1 to MAX_PASSES, or a UsageError that says so."""
     if not (isinstance(processes, int) and not isinstance(processes, bool)
@@ -67,9 +79,7 @@ def run(fn: Functions, args: tuple[Any, ...], kwargs: Mapping[str, Any], *, proc
     originals = tuple(fn.values()) if isinstance(fn, Mapping) else (fn,)
     why = movable(chosen, originals, kwargs)
     if why:
-        raise UsageError(f"processes={processes} times the call in worker processes, "
-                         f"which import it by name: {why}; leave processes= out to time "
-                         "it in this process")
+        raise CannotMove(why, processes)
     plan = plan_of(args, dict(kwargs), batch, sizes)
     sized = batch is not None or sizes is not None
     with tempfile.TemporaryDirectory(prefix="gpuvs-compare-") as folder:
