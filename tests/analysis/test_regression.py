@@ -10,6 +10,7 @@ from gpuvs.analysis.regression import (
     ERROR,
     FAIL,
     PASS,
+    Change,
     borrowed,
     change,
     compare,
@@ -341,6 +342,25 @@ def test_the_verdict_column_says_a_case_the_gate_cannot_pass_is_slower_by_its_ra
     assert verdict_cell(c, 0.05) == "ambiguous: slower by its ratio, CI above 1"
     (same,) = gate([around(1e-3)], [around(1e-3)]).changes
     assert verdict_cell(same, 0.05) == "same"
+
+
+def test_a_replay_is_marked_not_gated_beside_its_probe_too() -> None:
+    """Seed 001's sequential GRU replayed as written read 'slower (1.777× over device
+    arithmetic …)' on a second H200 VM, without the mark that it is not gated: a reader
+    took the gate to have passed a slower case."""
+    from dataclasses import replace
+
+    from gpuvs.analysis.calibration import Machine
+    from gpuvs.report.history import verdict_cell
+
+    probe = Machine("device arithmetic (torch cuda:0)", "probe", 0.998, 0.978, 1.018,
+                    1.777, 1.07, 2.93)
+    c = Change("gru", "gru", "gru", 20, 0.116, 0.205, 1.773, 1.071, 2.934, 1.0, "slower",
+               False, machine=probe, replay=True)
+    assert verdict_cell(c, 0.05) == ("slower (1.777× over device arithmetic (torch cuda:0) "
+                                     "at 0.998×) (replay as written: not gated)")
+    explained = replace(c, verdict="machine")
+    assert verdict_cell(explained, 0.05).endswith("(replay as written: not gated)")
 
 
 def _grouped(median: float, slow: int, factor: float = 1.0, device: str = "cuda:0",

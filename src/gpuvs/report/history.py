@@ -142,8 +142,8 @@ def verdict_cell(c: Change, threshold: float) -> str:
     if m is None or c.verdict == "same":
         return c.verdict + contended + replay
     if c.verdict == "machine":
-        return f"machine ({m.probe} {m.ratio:.3f}×)"
-    return f"{c.verdict} ({m.residual:.3f}× over {m.probe} at {m.ratio:.3f}×)"
+        return f"machine ({m.probe} {m.ratio:.3f}×)" + contended + replay
+    return f"{c.verdict} ({m.residual:.3f}× over {m.probe} at {m.ratio:.3f}×)" + contended + replay
 
 
 def means_table(means: Sequence[Mean]) -> Table:
