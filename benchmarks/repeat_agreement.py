@@ -10,15 +10,14 @@ The calibration's probes are left out (they describe the machine, not the work),
 are a post's `as_written` replays, which run once, as the post ran them, and carry no
 interval; a post's replay answers (who wins, from where) as the post's own method would,
 and is counted apart. Two exports (`--json` of `gpuvs run`, `seeds`, `run-file`), from one machine
-or two:
+or two, gzipped or not:
 
-    PYTHONPATH=src python3 benchmarks/repeat_agreement.py A.json B.json
+    PYTHONPATH=src python3 benchmarks/repeat_agreement.py A.json B.json.gz
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 from pathlib import Path
@@ -27,11 +26,13 @@ from gpuvs.analysis import regression
 from gpuvs.analysis.crossover import crossovers
 from gpuvs.errors import UsageError
 from gpuvs.model import Measurement, Status
-from gpuvs.store.export import run_from_document
+from gpuvs.store.export import load_json
 
 
 def loaded(path: Path) -> tuple[str, list[Measurement]]:
-    run, ms = run_from_document(json.loads(path.read_text()))
+    """A run's id and its cases, from an export as `gpuvs check` reads one: gzipped or not
+    (docs/runs keeps them gzipped)."""
+    run, ms, _ = load_json(path)
     return run.run_id, [m for m in ms if not m.case.calibrates]
 
 

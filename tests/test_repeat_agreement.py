@@ -55,3 +55,15 @@ def test_files_that_are_no_exports_are_one_line_and_exit_2(tmp_path: Path, capsy
     assert _script().main([str(bad), str(tmp_path / "missing.json")]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and err.count("\n") == 1
+
+
+def test_the_committed_gzipped_pair_reads_as_docs_accuracy_reports_it(capsys: Any) -> None:
+    """docs/runs keeps exports gzipped, as `gpuvs check` reads them; the script read only
+    plain JSON, so the committed H200 pair could not be re-read as the docs report it."""
+    runs = Path(__file__).resolve().parents[1] / "docs" / "runs"
+    assert _script().main([str(runs / "seeds-h200-a.json.gz"),
+                           str(runs / "seeds-h200-b.json.gz")]) == 0
+    out = capsys.readouterr().out
+    assert "B's median in A's interval: 149 of 160 (93%)" in out
+    assert "both ways: 142 of 160 (89%)" in out
+    assert "answers (winner at the largest size; crossover within one size step): 10 of 10" in out
