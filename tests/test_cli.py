@@ -68,6 +68,18 @@ def test_run_measures_saves_and_prints_a_table_then_show_prints_it_again(db, tmp
     assert shown.exit_code == 0 and "Square matrix product, float32" in shown.output
 
 
+def test_show_prints_a_committed_export_as_its_run_printed_it_with_no_store(tmp_path) -> None:
+    """docs/runs keeps seeds runs from GPU machines gzipped; `show` read only a store's run
+    ids, so a reader could draw them (`report --from`) but not print their tables."""
+    export = Path(__file__).resolve().parents[1] / "docs" / "runs" / "seeds-h200-c.json.gz"
+    never = tmp_path / "never.sqlite"
+    shown = invoke("show", str(export), "--db", str(never))
+    assert shown.exit_code == 0, shown.output
+    assert shown.output.startswith("run 20261128-185321-9e6d · seeds · finished")
+    assert "the posts, answered here" in shown.output and "004: GPU vs CPU, naive" in shown.output
+    assert not never.exists()
+
+
 @pytest.mark.usefixtures("worker_env")
 def test_a_plan_measured_before_is_estimated_from_what_it_cost(db) -> None:
     """The estimate reads this machine's stored cases: the same plan again is estimated

@@ -16,7 +16,7 @@ import typer
 
 from gpuvs import units
 from gpuvs.cli.app import EXIT_FAILED_RUN, app, usage_errors
-from gpuvs.cli.options import DbOption, FormatOpt, check_format, open_store
+from gpuvs.cli.options import DbOption, FormatOpt, check_format, is_export, open_store
 from gpuvs.cli.output import (
     append_step_summary,
     check_writable,
@@ -43,19 +43,15 @@ RECENT_RUNS = 500
 _RELATIVE = re.compile(r"^(\d+)([dhw])$")
 
 
-def _is_export(spec: str) -> bool:
-    return spec.endswith(".json") or Path(spec).is_file()
-
-
 def _store_for(specs: Sequence[str], db: str | None) -> SqlStore | None:
     """The store the runs `specs` name are read from; None where every one is a JSON
     export (files carried off two machines need no store, and none is made)."""
-    return None if all(_is_export(spec) for spec in specs) else open_store(db, reading=True)
+    return None if all(is_export(spec) for spec in specs) else open_store(db, reading=True)
 
 
 def load(spec: str, store: SqlStore | None) -> tuple[Any, list[Any]]:
     """(run, measurements) from a run id, 'latest', or a JSON export's path."""
-    if _is_export(spec):
+    if is_export(spec):
         from gpuvs.store.export import load_json
         run, ms, _ = load_json(Path(spec))
     else:

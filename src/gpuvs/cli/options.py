@@ -43,6 +43,12 @@ DbOption = Annotated[str | None, typer.Option(
     help="Results database (SQLite path). Default: $GPUVS_DB, else the user data directory.")]
 
 
+def is_export(spec: str) -> bool:
+    """Whether a run named on the command line is a JSON export's path (gzipped or not),
+    not a run id of a store: files carried off another machine need no store."""
+    return spec.endswith((".json", ".json.gz")) or Path(spec).is_file()
+
+
 def open_store(db: str | None, reading: bool = False) -> SqlStore:
     """The results store (`--db`); a command that only reads it never creates one."""
     from gpuvs.store import open_store

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from gpuvs.cli.app import app, usage_errors
-from gpuvs.cli.options import DbOption, FormatOpt, check_format, open_store
+from gpuvs.cli.options import DbOption, FormatOpt, check_format, is_export, open_store
 from gpuvs.cli.output import (
     check_writable,
     emit_tables,
@@ -24,7 +24,9 @@ from gpuvs.store.output import CSV, JSON
 
 
 @app.command()
-def show(run_id: Annotated[str, typer.Argument(help="A run id, or 'latest'.")],
+def show(run_id: Annotated[str, typer.Argument(
+        help="A run id, 'latest', or a run's JSON export (gzipped or not: docs/runs keeps "
+             "them so), e.g. one carried off another machine.")],
          db: DbOption = None, fmt: FormatOpt = "plain") -> None:
     """Print a stored run's tables again, as its command printed them (for a `gpuvs seeds`
     run, the posts' tables and the posts answered)."""
@@ -33,13 +35,17 @@ def show(run_id: Annotated[str, typer.Argument(help="A run id, or 'latest'.")],
     from gpuvs.report.history import commit_of, machine_of
     with usage_errors():
         check_format(fmt)
-        store = open_store(db, reading=True)
-        if run_id == "latest":
-            run_id = store.latest_run_id() or run_id
-        record = store.get_run(run_id)
-        measurements = store.measurements(run_id)
-        warn_thinned(f"run {run_id}", measurements)
-        ceilings = machine_ceilings(store, record)
+        if is_export(run_id):  # its ceilings travel with it; no store is opened
+            from gpuvs.store.export import load_json
+            record, measurements, ceilings = load_json(Path(run_id))
+        else:
+            store = open_store(db, reading=True)
+            if run_id == "latest":
+                run_id = store.latest_run_id() or run_id
+            record = store.get_run(run_id)
+            measurements = store.measurements(run_id)
+            ceilings = machine_ceilings(store, record)
+        warn_thinned(f"run {record.run_id}", measurements)
         shown = views.of(record.kind)
         tables = [*shown.tables(record, measurements, ceilings),
                   *(shown.more(record, measurements, ceilings) if shown.more else [])]
