@@ -4,7 +4,8 @@ For each group of a sweep (workload, variant, dtype, params) the CPU reference a
 size is the fastest CPU case there (`speedup.best_cpu_by_size`). Each GPU series
 (backend, device, resident or end-to-end) is compared with it:
 
-- the speedup at each size is `speedup.of`: the ratio of medians with a bootstrap 95 % CI;
+- the speedup at each size is `speedup.of`: the ratio of medians with the 95 % interval a
+  repeat's ratio lands in;
 - the **crossover** is the smallest size from which the CI's lower bound stays above 1;
   sizes whose CI straddles 1 form the **tie band**;
 - a cost model `t(n) = t0 + work(n) / throughput` is fitted to each series (work =
@@ -16,11 +17,12 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+from gpuvs.analysis.regression import process_spread
 from gpuvs.analysis.speedup import Speedup, best_cpu_by_size, data_of, of
 from gpuvs.model import Case, Measurement, Params, Status
 
@@ -64,12 +66,17 @@ def work(m: Measurement) -> float:
     return float(m.counters.get("flops") or m.counters.get("bytes_moved") or m.case.size)
 
 
-def crossovers(measurements: Iterable[Measurement]) -> list[Crossover]:
-    """One Crossover per GPU series that has a CPU reference at two or more sizes."""
+def crossovers(measurements: Iterable[Measurement],
+               spread: Mapping[tuple[str, str], float] | None = None) -> list[Crossover]:
+    """One Crossover per GPU series that has a CPU reference at two or more sizes. `spread`
+    is the run's spread across processes (`regression.process_spread`) for a caller that
+    passes one sweep of it; by default it is taken from `measurements`."""
     groups: dict[GroupKey, list[Measurement]] = defaultdict(list)
-    for m in measurements:
+    everything = list(measurements)
+    for m in everything:
         if m.status is Status.OK and m.samples:
             groups[group_key(m.case)].append(m)
+    spread = process_spread(everything) if spread is None else spread
     found = []
     for key, ms in groups.items():
         cpu = best_cpu_by_size(ms)
@@ -78,7 +85,7 @@ def crossovers(measurements: Iterable[Measurement]) -> list[Crossover]:
             if m.case.device != "cpu" and m.case.size in cpu:
                 series[m.case.series].append(m)
         for gpu_series, gpu_ms in series.items():
-            found.append(_crossover(key, gpu_series, sorted(gpu_ms, key=_size), cpu))
+            found.append(_crossover(key, gpu_series, sorted(gpu_ms, key=_size), cpu, spread))
     return found
 
 
@@ -87,8 +94,9 @@ def _size(m: Measurement) -> int:
 
 
 def _crossover(key: GroupKey, gpu_series: Case, gpu: list[Measurement],
-               cpu: dict[int, Measurement]) -> Crossover:
-    points = tuple(of(cpu[m.case.size], m) for m in gpu)
+               cpu: dict[int, Measurement], spread: Mapping[tuple[str, str], float]
+               ) -> Crossover:
+    points = tuple(of(cpu[m.case.size], m, spread) for m in gpu)
     cpu_ms = [cpu[m.case.size] for m in gpu]
     modelled, extrapolated, asymptotic = _model_crossover(cpu_ms, gpu)
     return Crossover(key, gpu_series, points, measured_crossover(points), tie_band(points),

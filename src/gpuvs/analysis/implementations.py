@@ -9,7 +9,8 @@ asked of all of them at once: "which of my versions, on which device, from what 
 The contenders at a size are the finished cases whose data is where they run: the CPU's,
 and a GPU's resident ones (a GPU's end-to-end case is the same implementation paying the
 copies, never faster than its resident twin). The winner's margin is the next one's median
-over its own, with a bootstrap 95 % CI (`stats.ratio_ci`, as every ratio in gpuvs), and
+over its own, with the 95 % interval a repeat's ratio lands in (`stats.ratio_of_figures`,
+as every speedup in gpuvs), and
 the two are `apart` only when their medians' intervals do not overlap: otherwise this
 measurement cannot say which of the two is faster.
 """
@@ -20,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from gpuvs import stats
+from gpuvs.analysis.regression import borrowed, process_spread
 from gpuvs.analysis.speedup import RESIDENT, data_of
 from gpuvs.model import YOURS_PREFIX, Caveat, Measurement, Status
 
@@ -32,7 +34,7 @@ class Winner:
     fastest: Measurement
     next: Measurement | None  # None: no other case finished at this size
     ratio: float = 1.0        # the next one's median over the fastest's (≥ 1)
-    low: float = 1.0          # bootstrap 95 % CI of the ratio
+    low: float = 1.0          # 95 % interval of the ratio: where a repeat's lands
     high: float = 1.0
 
     @property
@@ -68,13 +70,15 @@ def winners(ms: Sequence[Measurement]) -> list[Winner]:
         if (m.status is Status.OK and m.summary is not None and m.samples
                 and (m.case.device == "cpu" or data_of(m.case) == RESIDENT)):
             by_size.setdefault(m.case.size, []).append(m)
-    found = []
+    found, spread = [], process_spread(ms)
     for size, contenders in sorted(by_size.items()):
         first, *rest = sorted(contenders, key=_median)
         if not rest:
             found.append(Winner(size, first, None))
             continue
-        ratio, low, high = stats.ratio_ci(rest[0].samples, first.samples)
+        assert rest[0].summary is not None and first.summary is not None
+        ratio, low, high = stats.ratio_of_figures(
+            rest[0].summary, first.summary, (borrowed(rest[0], spread), borrowed(first, spread)))
         found.append(Winner(size, first, rest[0], ratio, low, high))
     return found
 

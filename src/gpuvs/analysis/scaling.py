@@ -13,7 +13,7 @@ LAUNCH_SPREAD either side: what a repeat launch gives, which no round of this on
 
 Runs made before rounds measured each N once, and N = 1 before the others and again
 after them (`round=after`): their efficiency is the ratio of medians against the first
-N = 1, and its interval the union of the bootstrap CIs against each N = 1. A run of one
+N = 1, and its interval the union of the intervals against each N = 1 (`speedup.of`). A run of one
 round is read the same way.
 """
 

@@ -1,8 +1,10 @@
 """How many times faster one case is than another: one type, and one place that decides
 what a GPU case is set against.
 
-A speedup is a ratio of medians with a bootstrap 95 % CI (`stats.ratio_ci`), and its
-verdict reads the CI, not the estimate: above 1× only when the whole CI is. The baseline
+A speedup is the ratio of two cases' figures with a 95 % interval that holds where a
+repeat's ratio lands (`stats.ratio_of_figures`: the two cases' intervals, each over its
+processes, a case timed in one process widened by its run's spread), and its verdict
+reads the interval, not the estimate: above 1× only when the whole interval is. The baseline
 of a GPU case is the fastest finished CPU case of the same size (`best_cpu_by_size`):
 whoever asks "is the GPU faster?" — the tables, the crossover, the verdict, the plots,
 `gpuvs.compare` — gets the same answer from here.
@@ -10,10 +12,11 @@ whoever asks "is the GPU faster?" — the tables, the crossover, the verdict, th
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from gpuvs import stats, units
+from gpuvs.analysis.regression import borrowed, process_spread
 from gpuvs.model import Case, Measurement, Status
 
 RESIDENT, END_TO_END = "resident", "end_to_end"
@@ -27,7 +30,7 @@ class Speedup:
     data: str          # "resident" or "end_to_end" (host↔device copies paid every call)
     size: int
     estimate: float    # ratio of medians
-    low: float         # bootstrap 95 % CI
+    low: float         # 95 % interval: where a repeat's ratio lands
     high: float
 
     @property
@@ -56,10 +59,23 @@ def data_of(case: Case) -> str:
     return case.param("data", RESIDENT)
 
 
-def of(baseline: Measurement, m: Measurement) -> Speedup:
-    """`m` against `baseline`: how many times faster `m` is, with its CI."""
-    est, lo, hi = stats.ratio_ci(baseline.samples, m.samples)
+def of(baseline: Measurement, m: Measurement,
+       spread: Mapping[tuple[str, str], float] | None = None) -> Speedup:
+    """`m` against `baseline`: how many times faster `m` is, with its interval. `spread`,
+    the run's spread across processes by backend and device
+    (`analysis.regression.process_spread`), widens a case timed in one process to where
+    its kind's repeats land; without it each case's own interval is taken as it is. A
+    post's replay as written keeps its own: it is the post's method, timed as the post
+    timed it, and a first call's set-up moves far more than measured cases do (seed 001's
+    first GRU call on the CPU: 1.94 ms on one H200 VM, 26.7 ms on another)."""
+    assert baseline.summary is not None and m.summary is not None
+    lent = (_lent(baseline, spread), _lent(m, spread)) if spread else (0.0, 0.0)
+    est, lo, hi = stats.ratio_of_figures(baseline.summary, m.summary, lent)
     return Speedup(m.case.device, data_of(m.case), m.case.size, est, lo, hi)
+
+
+def _lent(m: Measurement, spread: Mapping[tuple[str, str], float]) -> float:
+    return 0.0 if m.case.variant == "as_written" else borrowed(m, spread)
 
 
 def best_cpu_by_size(ms: Iterable[Measurement]) -> dict[int, Measurement]:
@@ -75,7 +91,7 @@ def best_cpu_by_size(ms: Iterable[Measurement]) -> dict[int, Measurement]:
 
 def speedups(ms: Sequence[Measurement]) -> list[Speedup]:
     """Every finished GPU case against the fastest CPU case of its size."""
-    cpu = best_cpu_by_size(ms)
-    return [of(cpu[m.case.size], m) for m in ms
+    cpu, spread = best_cpu_by_size(ms), process_spread(ms)
+    return [of(cpu[m.case.size], m, spread) for m in ms
             if m.case.device != "cpu" and m.status is Status.OK and m.samples
             and m.case.size in cpu]

@@ -153,7 +153,7 @@ def _scaling_table(key: ScalingKey, ms: list[Measurement]) -> Table:
                 f"{rounds} rounds with its 95 % interval over them (Student's t), never "
                 f"narrower than ±{scaling.LAUNCH_SPREAD:.0%} of it: what another launch "
                 "gives, which no round of this one can see"
-                if rounds else "with its 95 % bootstrap CI")
+                if rounds else "with its 95 % interval")
     notes = (f"batch: images per rank × ranks; efficiency: samples/s at N over N × samples/s "
              f"at N = 1, {interval}; step: per step the slowest rank's, median",
              "compute: the same step under DDP's no_sync() (no gradient all-reduce); "

@@ -29,6 +29,7 @@ from gpuvs.analysis.regression import (
     Gate,
     Mean,
     Unmatched,
+    process_spread,
     unjudged,
 )
 from gpuvs.analysis.roofline import busy_seconds, findings
@@ -112,12 +113,13 @@ def case_records(ms: Sequence[Measurement], ceilings: Sequence[Ceiling] = (),
     for m in ms:
         by_group.setdefault(group_key(m.case), []).append(m)
     best = {key: best_cpu_by_size(group) for key, group in by_group.items()}
+    spread = process_spread(ms)
     out = []
     for m in ms:
         record = case_record(m, ceilings)
         cpu = best[group_key(m.case)].get(m.case.size)
         if m.case.device != "cpu" and cpu is not None and m.samples:
-            s = speedup_of(cpu, m)
+            s = speedup_of(cpu, m, spread)
             record |= {"speedup": s.estimate, "speedup_low": s.low, "speedup_high": s.high,
                        "speedup_over": cpu.case.key}
         finding = found.get(m.case.key)

@@ -39,9 +39,10 @@ def table(ms: Sequence[Measurement]) -> Table:
                   *_winner_cells(best.get(size))) for size in sizes)
     dtype = next((m.case.dtype for m in ms if m.case.dtype), "")
     notes = ["fastest: of the cases whose data is where they run (the CPU's, a GPU's "
-             "resident ones); over the next: the next one's median over its own, with its "
-             "bootstrap 95 % CI; apart: their intervals do not overlap, so the order is "
-             "measured — where they overlap, these runs cannot tell the two apart"]
+             "resident ones); over the next: the next one's median over its own, with the "
+             "95 % interval a repeat's ratio lands in; apart: their intervals do not overlap, "
+             "so the order is measured — where they overlap, these runs cannot tell the two "
+             "apart"]
     if any(data_of(m.case) == END_TO_END for m in shown):
         notes.append("end-to-end: the host's data copied to the GPU and the output back "
                      "on every call")

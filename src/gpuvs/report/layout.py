@@ -1,7 +1,8 @@
 """Measurements → tables of strings. Pure: the console, HTML and JSON renderers only draw.
 
 One table per workload group (variant, params, dtype). Each row is one case; GPU rows
-carry the speedup over the fastest CPU case of the same size, with its bootstrap CI.
+carry the speedup over the fastest CPU case of the same size, with the 95 % interval a
+repeat's speedup lands in (`speedup.of`).
 """
 
 from __future__ import annotations
@@ -78,7 +79,7 @@ def result_tables(measurements: Iterable[Measurement],
     disturbed = contended_note(ceilings)
     spread = process_spread(measurements)
     for key, ms in groups.items():
-        found = crossovers(ms)
+        found = crossovers(ms, spread)
         wins_from = {c.gpu: c.size for c in found if c.size is not None}
         table = _table(key, ms, ceilings, findings(ms, ceilings), wins_from, prices, spread)
         if disturbed and any(row[COLUMNS.index("of peak")] for row in table.rows):
@@ -128,7 +129,7 @@ def _table(key: GroupKey, ms: list[Measurement], ceilings: Sequence[Ceiling],
     order = sorted(shown, key=lambda m: (m.case.size, m.case.device != "cpu", m.case.backend,
                                          m.case.device, m.case.param("data")))
     rows = tuple(_row(m, best_cpu.get(m.case.size), ceilings, found.get(m.case.key),
-                      wins_from.get(m.case.series), prices, borrowed(m, spread))
+                      wins_from.get(m.case.series), prices, spread)
                  for m in order)
     axis = size_axis(key)
     notes = ((f"size: {axis.label}",) if axis != SizeAxis() else ()) + (
@@ -172,7 +173,7 @@ def _unavailable_notes(ms: Sequence[Measurement]) -> tuple[str, ...]:
 
 def _row(m: Measurement, cpu: Measurement | None, ceilings: Sequence[Ceiling],
          finding: Finding | None, wins_from: int | None, prices: Prices = NO_PRICES,
-         lent: float = 0.0) -> tuple[str, ...]:
+         spread: Mapping[tuple[str, str], float] | None = None) -> tuple[str, ...]:
     c = m.case
     threads = m.counters.get("threads")
     head = (units.size(c.size), c.backend, c.device, f"{threads:.0f}" if threads else "",
@@ -184,8 +185,9 @@ def _row(m: Measurement, cpu: Measurement | None, ceilings: Sequence[Ceiling],
     wall = units.seconds(m.wall_summary.median) if m.wall_summary else ""
     return (*head, units.seconds_ci(s.median, s.ci_halfwidth_rel)
             + caveats.doubts(m.caveats), wall,
-            busy_cell(m), throughput(m), of_peak(m, ceilings), _speedup(m, cpu),
-            *resources.cells(m, prices), _note(m, finding, wins_from, lent))
+            busy_cell(m), throughput(m), of_peak(m, ceilings), _speedup(m, cpu, spread),
+            *resources.cells(m, prices), _note(m, finding, wins_from,
+                                               borrowed(m, spread) if spread else 0.0))
 
 
 def busy_cell(m: Measurement) -> str:
@@ -261,10 +263,11 @@ def of_peak(m: Measurement, ceilings: Sequence[Ceiling]) -> str:
     return ", ".join(shares)
 
 
-def _speedup(m: Measurement, cpu: Measurement | None) -> str:
+def _speedup(m: Measurement, cpu: Measurement | None,
+             spread: Mapping[tuple[str, str], float] | None) -> str:
     if m.case.device == "cpu" or cpu is None or not m.samples:
         return ""
-    s = speedup.of(cpu, m)
+    s = speedup.of(cpu, m, spread)
     busy = Caveat.CONTENDED in m.caveats or Caveat.CONTENDED in cpu.caveats
     return units.ratio(s.estimate, s.low, s.high) + (" (contended)" if busy else "")
 

@@ -11,7 +11,7 @@ import dataclasses
 import math
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from gpuvs import units
@@ -24,6 +24,7 @@ from gpuvs.analysis.crossover import (
     crossovers,
     group_key,
 )
+from gpuvs.analysis.regression import process_spread
 from gpuvs.analysis.speedup import Speedup
 from gpuvs.machine import energy
 from gpuvs.model import Case, Caveat, Ceiling, Measurement, Status
@@ -94,13 +95,13 @@ def all_plots(measurements: Iterable[Measurement], ceilings: Sequence[Ceiling] =
     groups: dict[GroupKey, list[Measurement]] = defaultdict(list)
     for m in ms:
         groups[group_key(m.case)].append(m)
-    colors = colors_of(ms)
+    colors, spread = colors_of(ms), process_spread(ms)
     plots: list[Plot] = []
     for key, group in groups.items():
         title, xlabel = sweep_title(key), size_axis(key).label
-        found = crossovers(group)
+        found = crossovers(group, spread)
         plots.append(time_plot(title, xlabel, group, found, colors))
-        speedup = _speedup_plot(title, xlabel, group, found, colors)
+        speedup = _speedup_plot(title, xlabel, group, found, colors, spread)
         if speedup is not None:
             plots.append(speedup)
     plots += _roofline_plots(ms, ceilings, colors)
@@ -177,14 +178,14 @@ def _marks(found: Sequence[Crossover], colors: dict[tuple[str, str], str],
 
 
 def _speedup_plot(title: str, xlabel: str, group: Sequence[Measurement],
-                  found: Sequence[Crossover], colors: dict[tuple[str, str], str]
-                  ) -> Plot | None:
+                  found: Sequence[Crossover], colors: dict[tuple[str, str], str],
+                  spread: Mapping[tuple[str, str], float]) -> Plot | None:
     """GPU series over the fastest CPU case; without a GPU, CPU backends over NumPy."""
     if found:
         pairs = [(c.gpu, c.points) for c in found]
         over, ylabel = "the fastest CPU case", "speedup over the fastest CPU"
     else:
-        baseline, pairs = _cpu_pairs(group)
+        baseline, pairs = _cpu_pairs(group, spread)
         if baseline is None:
             return None
         over, ylabel = series_label(baseline), f"speedup over {series_label(baseline)}"
@@ -197,11 +198,12 @@ def _speedup_plot(title: str, xlabel: str, group: Sequence[Measurement],
     marks = _marks(found, colors, {s.label: dict(zip(s.x, s.y, strict=True)) for s in lines})
     return Plot(f"speedup {title}", title, f"speedup over {over}", xlabel, ylabel, lines,
                 marks, unity=True, yunit="×", subject=title,
-                caption=f"Ratio of medians over {over} at each size, with its bootstrap 95 % "
-                        "CI; above the 1× line it is faster." + _rings(marks))
+                caption=f"Ratio of medians over {over} at each size, with the 95 % interval "
+                        "a repeat's ratio lands in; above the 1× line it is faster."
+                        + _rings(marks))
 
 
-def _cpu_pairs(group: Sequence[Measurement]
+def _cpu_pairs(group: Sequence[Measurement], spread: Mapping[tuple[str, str], float]
                ) -> tuple[Case | None, list[tuple[Case, tuple[Speedup, ...]]]]:
     """Each other CPU series against the baseline series, at the sizes both ran."""
     by_series: dict[Case, dict[int, Measurement]] = defaultdict(dict)
@@ -215,7 +217,7 @@ def _cpu_pairs(group: Sequence[Measurement]
     for case, at in by_series.items():
         sizes = sorted(set(at) & set(by_series[base]))
         if case != base and sizes:
-            points = tuple(speedup.of(by_series[base][n], at[n]) for n in sizes)
+            points = tuple(speedup.of(by_series[base][n], at[n], spread) for n in sizes)
             pairs.append((case, points))
     return base, pairs
 

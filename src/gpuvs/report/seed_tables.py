@@ -5,11 +5,12 @@ layout.py."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from gpuvs import seeds, units
 from gpuvs.analysis import speedup
+from gpuvs.analysis.regression import process_spread
 from gpuvs.measuring import caveats
 from gpuvs.measuring.caveats import ADVICE
 from gpuvs.model import Caveat, Measurement, Status
@@ -29,7 +30,7 @@ def seed_answers(measurements: Iterable[Measurement]) -> Table:
     of its table, quoted), the post's own method replayed here, the correct figure here
     with its 95 % CI, and the reason in a phrase, all from the numbers measured here."""
     ms = list(measurements)
-    present = {m.case.workload for m in ms}
+    present, spread = {m.case.workload for m in ms}, process_spread(ms)
     rows = []
     for seed in seeds.REGISTRY.all():
         if not present & seed.workloads():
@@ -39,7 +40,7 @@ def seed_answers(measurements: Iterable[Measurement]) -> Table:
         row = head.row
         written, correct = value_of(row.written, mine), value_of(row.correct, mine)
         rows.append((f"{seed.name}: {row.shown(mine)}", row.claim,
-                     _cell(row.written, written, mine), _with_ci(row.correct, mine),
+                     _cell(row.written, written, mine), _with_ci(row.correct, mine, spread),
                      head.reason(Found(written, correct, mine))))
     return Table("the posts, answered here", ANSWER_COLUMNS, tuple(rows), notes=(
         "its method here: the post's own timing, replayed on this machine; correct here: "
@@ -47,16 +48,18 @@ def seed_answers(measurements: Iterable[Measurement]) -> Table:
         wrapping=frozenset(ANSWER_COLUMNS))
 
 
-def _with_ci(figure: Figure | None, ms: Sequence[Measurement]) -> str:
-    """A correct figure with its 95 % CI: a ratio of two cases' medians with its bootstrap
-    CI, a time with its median's CI (a first call, timed once, has none)."""
+def _with_ci(figure: Figure | None, ms: Sequence[Measurement],
+             spread: Mapping[tuple[str, str], float]) -> str:
+    """A correct figure with its 95 % CI: a ratio of two cases' figures with the interval
+    a repeat's ratio lands in (`speedup.of`, with the whole run's `spread`), a time with
+    its median's CI (a first call, timed once, has none)."""
     value = value_of(figure, ms)
     if figure is None or value is None:
         return _cell(figure, value, ms)
     if isinstance(figure, Ratio):
         slow, fast = figure.slow.find(ms), figure.fast.find(ms)
         assert slow is not None and fast is not None  # value_of found both
-        s = speedup.of(slow, fast)
+        s = speedup.of(slow, fast, spread)
         return units.ratio(s.estimate, s.low, s.high) + _doubts(figure, ms)
     m = figure.find(ms)
     if figure.stat == "time" and m is not None and m.summary is not None:

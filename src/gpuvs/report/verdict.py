@@ -14,7 +14,7 @@ row per GPU series. Pure, like layout.py.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from gpuvs import units
@@ -27,6 +27,7 @@ from gpuvs.analysis.crossover import (
     group_key,
     measured_crossover,
 )
+from gpuvs.analysis.regression import process_spread
 from gpuvs.analysis.speedup import Speedup, best_cpu_by_size
 from gpuvs.model import Case, Caveat, Measurement, Status
 from gpuvs.report.layout import size_axis, sweep_title
@@ -40,8 +41,8 @@ SERIES_COLUMNS = ("sweep", "who wins", "from size", "by (95 % CI)", "over")
 FASTEST_CPU = "the fastest CPU case"
 RESIDENT, COPIES = "data on the GPU", "with copies each call"
 FROM = ("from: the smallest size from which the winner's 95 % CI stays above 1× up to the "
-        "largest size measured; then the ratio of medians at the largest size, with its "
-        "bootstrap 95 % CI")
+        "largest size measured; then the ratio of medians at the largest size, with the 95 % "
+        "interval a repeat's ratio lands in")
 
 
 @dataclass(frozen=True)
@@ -59,12 +60,13 @@ class Answer:
 def answers(measurements: Iterable[Measurement], prices: Prices = NO_PRICES) -> list[Answer]:
     """Every sweep's answer, in the order its first case came; with `prices`, how many
     times cheaper a GPU's call is too."""
-    out = []
-    for key, done in _sweeps(measurements):
+    out, ms = [], list(measurements)
+    spread = process_spread(ms)
+    for key, done in _sweeps(ms):
         axis = size_axis(key)
-        found = crossovers(done)
+        found = crossovers(done, spread)
         text, compared = ((_gpu_answer(found, axis, _Costs(done, prices)), True) if found
-                          else _cpu_answer(done, axis))
+                          else _cpu_answer(done, axis, spread))
         if compared:
             text += _tf32(done, text) + _contended(done)
         out.append(Answer(sweep_title(key), text, compared, bool(found)))
@@ -139,14 +141,16 @@ class _Costs:
 def series_table(measurements: Iterable[Measurement]) -> Table:
     """The details under the answer: one row per GPU series of each sweep."""
     rows: list[tuple[str, ...]] = []
-    for key, done in _sweeps(measurements):
+    ms = list(measurements)
+    spread = process_spread(ms)
+    for key, done in _sweeps(ms):
         title = sweep_title(key)
-        found = sorted(crossovers(done), key=_resident_first)
+        found = sorted(crossovers(done, spread), key=_resident_first)
         rows += [_busy(_gpu_row(title, c), done) for c in found]
     return Table("", SERIES_COLUMNS, tuple(rows), notes=(
         "from size: the smallest size from which the winner's 95 % CI stays above 1× up to "
-        "the largest size measured; by: the ratio of medians at the largest size, with its "
-        "bootstrap 95 % CI",), wrapping=frozenset(SERIES_COLUMNS))
+        "the largest size measured; by: the ratio of medians at the largest size, with the "
+        "95 % interval a repeat's ratio lands in",), wrapping=frozenset(SERIES_COLUMNS))
 
 
 def _sweeps(measurements: Iterable[Measurement]
@@ -247,7 +251,8 @@ def _resident_first(c: Crossover) -> tuple[str, str, bool]:
     return (c.gpu.backend, c.gpu.device, c.data != "resident")
 
 
-def _cpu_answer(done: Sequence[Measurement], axis: SizeAxis) -> tuple[str, bool]:
+def _cpu_answer(done: Sequence[Measurement], axis: SizeAxis,
+                spread: Mapping[tuple[str, str], float]) -> tuple[str, bool]:
     """Without a GPU series set against a CPU: the fastest series at the largest size,
     from where and by how much, over the best of the others; and whether anything was
     compared at all."""
@@ -268,7 +273,7 @@ def _cpu_answer(done: Sequence[Measurement], axis: SizeAxis) -> tuple[str, bool]
         others = [at[n] for s, at in by_series.items() if s != winner and n in at]
         if others:
             best = min(others, key=lambda m: m.summary.median)  # type: ignore[union-attr]
-            points.append((speedup.of(best, by_series[winner][n]), best.case))
+            points.append((speedup.of(best, by_series[winner][n], spread), best.case))
     if not points:
         return (f"{series_label(winner)} fastest at "
                 f"{axis.phrase.format(units.size(largest))}; no other series ran at the "

@@ -5,10 +5,10 @@ resident or end-to-end), the devices asked for, the implementations' names (one,
 several functions were compared by name; the first is the reference), and a fresh call of
 a case (run-file's worker profiles it once every case is timed).
 Everything else is derived, by the modules that own it: `speedup` (GPU over the fastest
-CPU case of the same implementation, a bootstrap 95 % CI), `crossovers` and `winners`
-(which implementation on which device is fastest) by `gpuvs.analysis`, `explain()` by
-`gpuvs.analysis.explain`, and `table()`, `plot()` and the `repr` a notebook shows by
-`gpuvs.report`.
+CPU case of the same implementation, with the 95 % interval a repeat's lands in),
+`crossovers` and `winners` (which implementation on which device is fastest) by
+`gpuvs.analysis`, `explain()` by `gpuvs.analysis.explain`, and `table()`, `plot()` and the
+`repr` a notebook shows by `gpuvs.report`.
 """
 
 from __future__ import annotations
