@@ -22,6 +22,7 @@ import statistics
 import sys
 from pathlib import Path
 
+from gpuvs import stats
 from gpuvs.analysis import regression
 from gpuvs.analysis.crossover import crossovers
 from gpuvs.errors import UsageError
@@ -46,9 +47,7 @@ def intervals(ms: list[Measurement]) -> dict[str, tuple[float, float, float]]:
     for m in ms:
         s = m.summary
         if m.status is Status.OK and s is not None and m.case.variant != "as_written":
-            lent = 1 + regression.borrowed(m, spread)
-            out[m.case.key] = (s.median, min(s.ci_low, s.median / lent),
-                               max(s.ci_high, s.median * lent))
+            out[m.case.key] = (s.median, *stats.widened(s, regression.borrowed(m, spread)))
     return out
 
 

@@ -422,6 +422,13 @@ def _ratio_ci(numerator: Sequence[float], denominator: Sequence[float], confiden
     return est, float(lo), float(hi)
 
 
+def widened(summary: Summary, by: float) -> tuple[float, float]:
+    """A figure's interval, never narrower than ± `by` of it: what a case timed in one
+    process reaches once it borrows its run's spread across processes."""
+    return (min(summary.ci_low, summary.median / (1 + by)),
+            max(summary.ci_high, summary.median * (1 + by)))
+
+
 def ratio_of_figures(numerator: Summary, denominator: Summary, lent: tuple[float, float]
                      = (0.0, 0.0)) -> tuple[float, float, float]:
     """The ratio of two cases' figures (each the median of its processes' medians), with
@@ -437,9 +444,6 @@ def ratio_of_figures(numerator: Summary, denominator: Summary, lent: tuple[float
     and not the processes, so its interval was as narrow as one process allows. Three full
     `gpuvs seeds` on H200s read seed 002's 10⁹-element `x *= 5` at 210× [210, 211],
     154× [153, 155] and 188× [185, 190], each outside the others' intervals."""
-    def widened(s: Summary, by: float) -> tuple[float, float]:
-        return min(s.ci_low, s.median / (1 + by)), max(s.ci_high, s.median * (1 + by))
-
     (a_low, a_high), (b_low, b_high) = widened(numerator, lent[0]), widened(denominator,
                                                                             lent[1])
     estimate = numerator.median / denominator.median

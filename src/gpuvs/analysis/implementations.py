@@ -9,10 +9,9 @@ asked of all of them at once: "which of my versions, on which device, from what 
 The contenders at a size are the finished cases whose data is where they run: the CPU's,
 and a GPU's resident ones (a GPU's end-to-end case is the same implementation paying the
 copies, never faster than its resident twin). The winner's margin is the next one's median
-over its own, with the 95 % interval a repeat's ratio lands in (`stats.ratio_of_figures`,
-as every speedup in gpuvs), and
-the two are `apart` only when their medians' intervals do not overlap: otherwise this
-measurement cannot say which of the two is faster.
+over its own, with the 95 % interval a repeat's ratio lands in (`speedup.of`, as every
+speedup in gpuvs), and the two are `apart` only when their medians' intervals do not
+overlap: otherwise this measurement cannot say which of the two is faster.
 """
 
 from __future__ import annotations
@@ -20,8 +19,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from gpuvs import stats
-from gpuvs.analysis.regression import borrowed, process_spread
+from gpuvs.analysis import speedup
+from gpuvs.analysis.regression import process_spread
 from gpuvs.analysis.speedup import RESIDENT, data_of
 from gpuvs.model import YOURS_PREFIX, Caveat, Measurement, Status
 
@@ -76,10 +75,8 @@ def winners(ms: Sequence[Measurement]) -> list[Winner]:
         if not rest:
             found.append(Winner(size, first, None))
             continue
-        assert rest[0].summary is not None and first.summary is not None
-        ratio, low, high = stats.ratio_of_figures(
-            rest[0].summary, first.summary, (borrowed(rest[0], spread), borrowed(first, spread)))
-        found.append(Winner(size, first, rest[0], ratio, low, high))
+        margin = speedup.of(rest[0], first, spread)
+        found.append(Winner(size, first, rest[0], margin.estimate, margin.low, margin.high))
     return found
 
 

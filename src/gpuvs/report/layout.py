@@ -172,8 +172,8 @@ def _unavailable_notes(ms: Sequence[Measurement]) -> tuple[str, ...]:
 
 
 def _row(m: Measurement, cpu: Measurement | None, ceilings: Sequence[Ceiling],
-         finding: Finding | None, wins_from: int | None, prices: Prices = NO_PRICES,
-         spread: Mapping[tuple[str, str], float] | None = None) -> tuple[str, ...]:
+         finding: Finding | None, wins_from: int | None, prices: Prices,
+         spread: Mapping[tuple[str, str], float]) -> tuple[str, ...]:
     c = m.case
     threads = m.counters.get("threads")
     head = (units.size(c.size), c.backend, c.device, f"{threads:.0f}" if threads else "",
@@ -186,8 +186,7 @@ def _row(m: Measurement, cpu: Measurement | None, ceilings: Sequence[Ceiling],
     return (*head, units.seconds_ci(s.median, s.ci_halfwidth_rel)
             + caveats.doubts(m.caveats), wall,
             busy_cell(m), throughput(m), of_peak(m, ceilings), _speedup(m, cpu, spread),
-            *resources.cells(m, prices), _note(m, finding, wins_from,
-                                               borrowed(m, spread) if spread else 0.0))
+            *resources.cells(m, prices), _note(m, finding, wins_from, borrowed(m, spread)))
 
 
 def busy_cell(m: Measurement) -> str:
@@ -264,7 +263,7 @@ def of_peak(m: Measurement, ceilings: Sequence[Ceiling]) -> str:
 
 
 def _speedup(m: Measurement, cpu: Measurement | None,
-             spread: Mapping[tuple[str, str], float] | None) -> str:
+             spread: Mapping[tuple[str, str], float]) -> str:
     if m.case.device == "cpu" or cpu is None or not m.samples:
         return ""
     s = speedup.of(cpu, m, spread)

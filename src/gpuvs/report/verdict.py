@@ -14,7 +14,7 @@ row per GPU series. Pure, like layout.py.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from gpuvs import units
@@ -60,9 +60,9 @@ class Answer:
 def answers(measurements: Iterable[Measurement], prices: Prices = NO_PRICES) -> list[Answer]:
     """Every sweep's answer, in the order its first case came; with `prices`, how many
     times cheaper a GPU's call is too."""
-    out, ms = [], list(measurements)
-    spread = process_spread(ms)
-    for key, done in _sweeps(ms):
+    out = []
+    sweeps, spread = _sweeps(measurements)
+    for key, done in sweeps:
         axis = size_axis(key)
         found = crossovers(done, spread)
         text, compared = ((_gpu_answer(found, axis, _Costs(done, prices)), True) if found
@@ -141,9 +141,8 @@ class _Costs:
 def series_table(measurements: Iterable[Measurement]) -> Table:
     """The details under the answer: one row per GPU series of each sweep."""
     rows: list[tuple[str, ...]] = []
-    ms = list(measurements)
-    spread = process_spread(ms)
-    for key, done in _sweeps(ms):
+    sweeps, spread = _sweeps(measurements)
+    for key, done in sweeps:
         title = sweep_title(key)
         found = sorted(crossovers(done, spread), key=_resident_first)
         rows += [_busy(_gpu_row(title, c), done) for c in found]
@@ -154,13 +153,16 @@ def series_table(measurements: Iterable[Measurement]) -> Table:
 
 
 def _sweeps(measurements: Iterable[Measurement]
-            ) -> Iterator[tuple[GroupKey, list[Measurement]]]:
-    """Each sweep, in the order its first case came, with its finished cases."""
+            ) -> tuple[list[tuple[GroupKey, list[Measurement]]], dict[tuple[str, str], float]]:
+    """Each sweep, in the order its first case came, with its finished cases; and the
+    run's spread across processes, which every sweep's speedups read
+    (`regression.process_spread`)."""
+    ms = list(measurements)
     groups: dict[GroupKey, list[Measurement]] = defaultdict(list)
-    for m in measurements:
+    for m in ms:
         groups[group_key(m.case)].append(m)
-    for key, ms in groups.items():
-        yield key, [m for m in ms if m.status is Status.OK and m.summary is not None]
+    return ([(key, [m for m in group if m.status is Status.OK and m.summary is not None])
+             for key, group in groups.items()], process_spread(ms))
 
 
 def _contended(done: Sequence[Measurement]) -> str:
