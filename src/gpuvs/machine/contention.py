@@ -18,6 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from gpuvs import units
+
 if TYPE_CHECKING:
     import psutil
 
@@ -217,7 +219,7 @@ def busy_line(since: Snapshot | None = None, load_at_start: float | None = None
                                            cores):
         # a run may use every core: the machine's share that others took
         why = (f"other processes took {others_share(since, now, cores, cores):.0%} of the "
-               f"CPU in the last {now.wall_s - since.wall_s:.1f} s")
+               f"CPU in the last {units.seconds(now.wall_s - since.wall_s)}")
     else:
         return None
     top = ", ".join(f"{name} ({pct:.0f} %)" for pct, name in
